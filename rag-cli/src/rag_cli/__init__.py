@@ -1,0 +1,1 @@
+"""Command line for people: run the stack, ingest files, search."""

@@ -1,0 +1,64 @@
+"""What the contract knows about embedding models without loading them."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+# Dimensions of common models served over HTTP (openai-compat, TEI). fastembed models are looked
+# up in fastembed's own registry.
+_HTTP_MODEL_DIMS: dict[str, int] = {
+    "intfloat/multilingual-e5-large": 1024,
+    "intfloat/multilingual-e5-base": 768,
+    "intfloat/multilingual-e5-small": 384,
+    "intfloat/e5-large-v2": 1024,
+    "BAAI/bge-m3": 1024,
+    "BAAI/bge-small-en-v1.5": 384,
+    "BAAI/bge-base-en-v1.5": 768,
+    "sentence-transformers/all-MiniLM-L6-v2": 384,
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+}
+
+# Pairs whose dense and sparse models run the same network on the same tokens, so one forward
+# pass can produce both vectors.
+SHARED_BACKBONES: frozenset[tuple[str, str]] = frozenset(
+    {("sentence-transformers/all-MiniLM-L6-v2", "Qdrant/bm42-all-minilm-l6-v2-attentions")}
+)
+
+BUILD_MANIFEST = "build-manifest.json"
+
+
+@cache
+def _fastembed_dense_dims() -> dict[str, int]:
+    from fastembed import TextEmbedding
+
+    return {str(item["model"]).lower(): int(item["dim"]) for item in TextEmbedding.list_supported_models()}
+
+
+@cache
+def sparse_model_requires_idf(model_name: str) -> bool:
+    """Whether Qdrant must apply its IDF modifier to this sparse model's vectors (BM25, BM42)."""
+    from fastembed import SparseTextEmbedding
+
+    for item in SparseTextEmbedding.list_supported_models():
+        if str(item["model"]).lower() == model_name.lower():
+            return bool(item.get("requires_idf"))
+    raise KeyError(model_name)
+
+
+def known_dense_dim(model_name: str, provider: str) -> int | None:
+    """The output dimension of a dense model, when the contract knows it."""
+    if provider == "fastembed":
+        return _fastembed_dense_dims().get(model_name.lower())
+    return _HTTP_MODEL_DIMS.get(model_name)
+
+
+def local_model_dir(models_dir: Path | None, model_name: str) -> Path | None:
+    """The offline build of ``model_name`` under ``models_dir``, when a complete one exists."""
+    if models_dir is None:
+        return None
+    candidate = models_dir / model_name.replace("/", "__")
+    if (candidate / BUILD_MANIFEST).is_file() and (candidate / "model.onnx").is_file():
+        return candidate
+    return None

@@ -1,0 +1,209 @@
+"""Dense embedders: fastembed in-process, OpenAI-compatible ``/embeddings``, TEI ``/embed``.
+
+They embed text exactly as given; prefixes are applied by :class:`ContractEmbedder`.
+All calls are synchronous and CPU- or I/O-bound: async callers offload them to a thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from shared_contract.errors import EmbeddingError, ModelUnavailableError
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
+    from tokenizers import Tokenizer
+
+_RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class DenseEmbedder(Protocol):
+    """What :class:`ContractEmbedder` needs from a dense backend."""
+
+    model_name: str
+
+    def warm_up(self) -> None:
+        """Load the model or check the endpoint; idempotent."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The longest input in tokens the model reads without truncating, when known."""
+        ...
+
+
+def sort_by_length(texts: Sequence[str]) -> list[int]:
+    """Indices of ``texts`` ordered by length, so each batch pads to similar lengths."""
+    return sorted(range(len(texts)), key=lambda index: len(texts[index]))
+
+
+def load_fastembed_error(model_name: str, model_dir: Path | None, exc: Exception) -> ModelUnavailableError:
+    """The error raised when fastembed cannot load a model, with what to do about it."""
+    where = f"from {model_dir}" if model_dir is not None else "from the model hub"
+    return ModelUnavailableError(
+        f"could not load {model_name} {where} ({type(exc).__name__}). Without a model hub, run "
+        "`make models` and set LOCAL_MODELS_DIR to its output directory."
+    )
+
+
+class FastembedDenseEmbedder:
+    """A fastembed ``TextEmbedding`` run in-process on ONNX Runtime."""
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        model_dir: Path | None,
+        cache_dir: Path | None,
+        threads: int | None,
+        batch_size: int,
+    ) -> None:
+        self.model_name = model_name
+        self.model_dir = model_dir
+        self._cache_dir = cache_dir
+        self._threads = threads
+        self._batch_size = batch_size
+        self._model: TextEmbedding | None = None
+
+    def warm_up(self) -> None:
+        if self._model is not None:
+            return
+        from fastembed import TextEmbedding
+
+        try:
+            self._model = TextEmbedding(
+                self.model_name,
+                cache_dir=str(self._cache_dir) if self._cache_dir is not None else None,
+                threads=self._threads,
+                specific_model_path=str(self.model_dir) if self.model_dir is not None else None,
+            )
+        except Exception as exc:  # fastembed raises assorted hub/IO errors; all mean "not loadable"
+            raise load_fastembed_error(self.model_name, self.model_dir, exc) from exc
+
+    @property
+    def model(self) -> TextEmbedding:
+        """The loaded fastembed model (``warm_up`` first)."""
+        if self._model is None:
+            self.warm_up()
+        assert self._model is not None
+        return self._model
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's own tokenizer, with its truncation settings."""
+        inner: Any = self.model.model
+        tokenizer: Tokenizer | None = inner.tokenizer
+        assert tokenizer is not None
+        return tokenizer
+
+    @property
+    def max_tokens(self) -> int | None:
+        truncation = self.tokenizer.truncation
+        return int(truncation["max_length"]) if truncation else None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        order = sort_by_length(texts)
+        vectors = list(self.model.embed([texts[i] for i in order], batch_size=self._batch_size))
+        result: list[list[float]] = [[] for _ in texts]
+        for position, index in enumerate(order):
+            result[index] = vectors[position].tolist()
+        return result
+
+
+class _HttpDenseEmbedder:
+    """Shared retry and error handling for HTTP embedding endpoints."""
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        batch_size: int,
+        max_tokens: int | None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.model_name = model_name
+        self._base_url = base_url.rstrip("/")
+        self._max_retries = max_retries
+        self._batch_size = batch_size
+        self._max_tokens = max_tokens
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self._max_tokens
+
+    def warm_up(self) -> None:
+        """Nothing to load; the dimension probe in ContractEmbedder checks the endpoint."""
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        url = f"{self._base_url}{path}"
+        for attempt in range(self._max_retries + 1):
+            try:
+                response = self._client.post(url, json=body)
+            except httpx.TransportError as exc:
+                if attempt == self._max_retries:
+                    raise EmbeddingError(f"embedding endpoint unreachable: {type(exc).__name__}") from exc
+            else:
+                if response.status_code < 400:
+                    return response.json()
+                if response.status_code not in _RETRYABLE_STATUS or attempt == self._max_retries:
+                    raise EmbeddingError(f"embedding endpoint answered HTTP {response.status_code}")
+            time.sleep(min(0.25 * 2**attempt, 4.0))
+        raise AssertionError("unreachable")
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            vectors.extend(self._embed_batch(list(texts[start : start + self._batch_size])))
+        return vectors
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+
+class OpenAICompatDenseEmbedder(_HttpDenseEmbedder):
+    """An OpenAI-compatible ``POST {base}/embeddings`` endpoint (LiteLLM, vLLM, Infinity, OpenAI)."""
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        payload = self._post("/embeddings", {"model": self.model_name, "input": texts})
+        try:
+            items = sorted(payload["data"], key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in items]
+        except (KeyError, TypeError) as exc:
+            raise EmbeddingError("embedding endpoint returned an unexpected body") from exc
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"embedding endpoint returned {len(vectors)} vectors for {len(texts)} inputs")
+        return vectors
+
+
+class TeiDenseEmbedder(_HttpDenseEmbedder):
+    """Hugging Face text-embeddings-inference ``POST {base}/embed``."""
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        # truncate=false: an over-long chunk is an error, never silently cut.
+        payload = self._post("/embed", {"inputs": texts, "normalize": True, "truncate": False})
+        try:
+            vectors = [[float(x) for x in vector] for vector in payload]
+        except (TypeError, ValueError) as exc:
+            raise EmbeddingError("embedding endpoint returned an unexpected body") from exc
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"embedding endpoint returned {len(vectors)} vectors for {len(texts)} inputs")
+        return vectors

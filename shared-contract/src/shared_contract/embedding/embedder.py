@@ -1,0 +1,212 @@
+"""The one embedding entry point both services use, with the contract's prefixes applied."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+
+from shared_contract.embedding.catalog import local_model_dir
+from shared_contract.embedding.dense import (
+    DenseEmbedder,
+    FastembedDenseEmbedder,
+    OpenAICompatDenseEmbedder,
+    TeiDenseEmbedder,
+)
+from shared_contract.embedding.fused import FusedForwardPass
+from shared_contract.embedding.sparse import FastembedSparseEmbedder
+from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData
+from shared_contract.errors import ContractConfigError, ContractError, EmbeddingError, SparseEmbeddingError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from shared_contract.settings import ContractSettings
+
+# [CLS] and [SEP] for BERT-style models; a safe reserve for others.
+SPECIAL_TOKENS_RESERVE = 2
+DEFAULT_HTTP_MAX_TOKENS = 512
+
+
+def _build_dense(settings: ContractSettings) -> DenseEmbedder:
+    threads = settings.embedding_threads or None
+    if settings.embedding_provider == "fastembed":
+        return FastembedDenseEmbedder(
+            settings.embedding_model,
+            model_dir=local_model_dir(settings.local_models_dir, settings.embedding_model),
+            cache_dir=settings.fastembed_cache_path,
+            threads=threads,
+            batch_size=settings.embedding_batch_size,
+        )
+    assert settings.embedding_api_base_url is not None  # enforced by ContractSettings
+    api_key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+    cls = OpenAICompatDenseEmbedder if settings.embedding_provider == "openai-compat" else TeiDenseEmbedder
+    return cls(
+        settings.embedding_model,
+        base_url=settings.embedding_api_base_url,
+        api_key=api_key,
+        timeout=settings.embedding_timeout,
+        max_retries=settings.embedding_max_retries,
+        batch_size=settings.embedding_batch_size,
+        max_tokens=settings.embedding_max_tokens or DEFAULT_HTTP_MAX_TOKENS,
+    )
+
+
+class ContractEmbedder:
+    """Dense (and optionally sparse) embedding exactly as the contract defines it.
+
+    Documents get ``EMBEDDING_PREFIX_DOC``, queries ``EMBEDDING_PREFIX_QUERY``; sparse vectors
+    are computed on the raw text. Synchronous methods do CPU or network work: call them from
+    a worker thread, or use the ``a``-prefixed coroutines, which offload for you.
+    """
+
+    def __init__(
+        self,
+        settings: ContractSettings,
+        *,
+        sparse: bool | None = None,
+        dense_backend: DenseEmbedder | None = None,
+        allow_fused: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.dense = dense_backend if dense_backend is not None else _build_dense(settings)
+        use_sparse = settings.enable_sparse_embeddings if sparse is None else sparse
+        self.sparse: FastembedSparseEmbedder | None = None
+        if use_sparse:
+            self.sparse = FastembedSparseEmbedder(
+                settings.sparse_embedding_model,
+                model_dir=local_model_dir(settings.local_models_dir, settings.sparse_embedding_model),
+                cache_dir=settings.fastembed_cache_path,
+                threads=settings.embedding_threads or None,
+                batch_size=settings.embedding_batch_size,
+            )
+        self._allow_fused = allow_fused
+        self._fused: FusedForwardPass | None = None
+        self._warm = False
+        self._counting_tokenizer: Tokenizer | None = None
+
+    @property
+    def dim(self) -> int:
+        """The dense vector size."""
+        return self.settings.dense_dim
+
+    @property
+    def fused(self) -> bool:
+        """True when one forward pass yields both document vectors."""
+        return self._fused is not None
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input (special tokens included) the dense model reads without truncation."""
+        model_limit = self.dense.max_tokens
+        configured = self.settings.embedding_max_tokens
+        limits = [limit for limit in (model_limit, configured) if limit is not None]
+        return min(limits) if limits else DEFAULT_HTTP_MAX_TOKENS
+
+    @property
+    def tokenizer(self) -> Tokenizer | None:
+        """The dense model's tokenizer for counting: no truncation, no padding; None over HTTP."""
+        if self._counting_tokenizer is None and isinstance(self.dense, FastembedDenseEmbedder):
+            from tokenizers import Tokenizer
+
+            counting = Tokenizer.from_str(self.dense.tokenizer.to_str())
+            counting.no_truncation()
+            counting.no_padding()
+            self._counting_tokenizer = counting
+        return self._counting_tokenizer
+
+    def warm_up(self) -> None:
+        """Load models and check the dense dimension; raises ContractConfigError on a mismatch."""
+        if self._warm:
+            return
+        self.dense.warm_up()
+        if self.sparse is not None:
+            self.sparse.warm_up()
+        probe = self._dense_raw([f"{self.settings.embedding_prefix_doc}dimension probe"])[0]
+        if len(probe) != self.dim:
+            raise ContractConfigError(
+                "EMBEDDING_DIM",
+                f"is {self.dim}, but {self.settings.embedding_model} returned {len(probe)}-d vectors",
+            )
+        if (
+            self._allow_fused
+            and self.sparse is not None
+            and isinstance(self.dense, FastembedDenseEmbedder)
+            and self.settings.embedding_prefix_doc == ""
+            and FusedForwardPass.supported(self.dense, self.sparse)
+        ):
+            self._fused = FusedForwardPass(self.dense, self.sparse, batch_size=self.settings.embedding_batch_size)
+        self._warm = True
+
+    def _dense_raw(self, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            vectors = self.dense.embed(texts)
+        except ContractError:
+            raise
+        except Exception as exc:  # backend failures of any kind become one typed error
+            raise EmbeddingError(f"dense embedding failed: {type(exc).__name__}: {exc}") from exc
+        return vectors
+
+    def _checked(self, vectors: list[list[float]], expected: int) -> list[list[float]]:
+        if len(vectors) != expected or any(len(vector) != self.dim for vector in vectors):
+            raise EmbeddingError(f"dense embedder returned vectors of the wrong count or size (expected {self.dim}-d)")
+        return vectors
+
+    def embed_documents(self, texts: Sequence[str], *, with_sparse: bool = False) -> DocumentVectors:
+        """Dense document vectors; sparse ones too when ``with_sparse`` and the pass is fused."""
+        if not texts:
+            return DocumentVectors(dense=[], sparse=[] if with_sparse else None)
+        if with_sparse and self._fused is not None:
+            try:
+                dense, sparse = self._fused.embed(texts)
+            except ContractError:
+                raise
+            except Exception as exc:  # a failed forward pass means no dense vector: EMBEDDING_FAILED
+                raise EmbeddingError(f"dense embedding failed: {type(exc).__name__}: {exc}") from exc
+            return DocumentVectors(dense=self._checked(dense, len(texts)), sparse=sparse)
+        prefix = self.settings.embedding_prefix_doc
+        dense = self._checked(self._dense_raw([f"{prefix}{text}" for text in texts]), len(texts))
+        return DocumentVectors(dense=dense, sparse=self.embed_sparse_documents(texts) if with_sparse else None)
+
+    def embed_sparse_documents(self, texts: Sequence[str]) -> list[SparseVectorData]:
+        """Sparse document vectors on the raw text."""
+        if self.sparse is None:
+            raise SparseEmbeddingError("sparse embeddings are disabled (ENABLE_SPARSE_EMBEDDINGS=false)")
+        if not texts:
+            return []
+        try:
+            vectors = self.sparse.embed_documents(texts)
+        except ContractError:
+            raise
+        except Exception as exc:  # backend failures of any kind become one typed error
+            raise SparseEmbeddingError(f"sparse embedding failed: {type(exc).__name__}: {exc}") from exc
+        if len(vectors) != len(texts):
+            raise SparseEmbeddingError(f"sparse embedder returned {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    def embed_query(self, text: str, *, with_sparse: bool = True) -> QueryVectors:
+        """Query vectors: dense with the query prefix, sparse on the raw text when enabled."""
+        dense = self._checked(self._dense_raw([f"{self.settings.embedding_prefix_query}{text}"]), 1)[0]
+        sparse: SparseVectorData | None = None
+        if with_sparse and self.sparse is not None:
+            try:
+                sparse = self.sparse.embed_query(text)
+            except Exception as exc:  # backend failures of any kind become one typed error
+                raise SparseEmbeddingError(f"sparse query embedding failed: {type(exc).__name__}") from exc
+        return QueryVectors(dense=dense, sparse=sparse)
+
+    async def aembed_query(self, text: str, *, with_sparse: bool = True) -> QueryVectors:
+        """:meth:`embed_query` in a worker thread."""
+        return await anyio.to_thread.run_sync(lambda: self.embed_query(text, with_sparse=with_sparse))
+
+    async def aembed_documents(self, texts: Sequence[str], *, with_sparse: bool = False) -> DocumentVectors:
+        """:meth:`embed_documents` in a worker thread."""
+        return await anyio.to_thread.run_sync(lambda: self.embed_documents(texts, with_sparse=with_sparse))
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in the dense model, without special tokens."""
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            raise ContractConfigError("TOKENIZER_MODEL", "no in-process tokenizer for an HTTP embedding provider")
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)

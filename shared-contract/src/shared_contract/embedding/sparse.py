@@ -1,0 +1,79 @@
+"""Sparse embedders: any fastembed sparse model (BM42, BM25, SPLADE, miniCOIL)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from shared_contract.embedding.dense import load_fastembed_error, sort_by_length
+from shared_contract.embedding.types import SparseVectorData
+
+if TYPE_CHECKING:
+    from fastembed import SparseTextEmbedding
+    from fastembed.sparse.sparse_embedding_base import SparseEmbedding
+
+
+def to_sparse_data(embedding: SparseEmbedding) -> SparseVectorData:
+    """fastembed's numpy sparse embedding as plain lists."""
+    return SparseVectorData(
+        indices=[int(i) for i in embedding.indices.tolist()],
+        values=[float(v) for v in embedding.values.tolist()],
+    )
+
+
+class FastembedSparseEmbedder:
+    """A fastembed ``SparseTextEmbedding`` run in-process."""
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        model_dir: Path | None,
+        cache_dir: Path | None,
+        threads: int | None,
+        batch_size: int,
+    ) -> None:
+        self.model_name = model_name
+        self.model_dir = model_dir
+        self._cache_dir = cache_dir
+        self._threads = threads
+        self._batch_size = batch_size
+        self._model: SparseTextEmbedding | None = None
+
+    def warm_up(self) -> None:
+        """Load the model; idempotent."""
+        if self._model is not None:
+            return
+        from fastembed import SparseTextEmbedding
+
+        try:
+            self._model = SparseTextEmbedding(
+                self.model_name,
+                cache_dir=str(self._cache_dir) if self._cache_dir is not None else None,
+                threads=self._threads,
+                specific_model_path=str(self.model_dir) if self.model_dir is not None else None,
+            )
+        except Exception as exc:  # fastembed raises assorted hub/IO errors; all mean "not loadable"
+            raise load_fastembed_error(self.model_name, self.model_dir, exc) from exc
+
+    @property
+    def model(self) -> SparseTextEmbedding:
+        """The loaded fastembed model (``warm_up`` first)."""
+        if self._model is None:
+            self.warm_up()
+        assert self._model is not None
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> list[SparseVectorData]:
+        """Document-side sparse vectors (the model runs)."""
+        order = sort_by_length(texts)
+        vectors = list(self.model.embed([texts[i] for i in order], batch_size=self._batch_size))
+        result: list[SparseVectorData | None] = [None] * len(texts)
+        for position, index in enumerate(order):
+            result[index] = to_sparse_data(vectors[position])
+        return [vector for vector in result if vector is not None]
+
+    def embed_query(self, text: str) -> SparseVectorData:
+        """Query-side sparse vector (BM42 and BM25 hash tokens without running the network)."""
+        return to_sparse_data(next(iter(self.model.query_embed(text))))

@@ -1,0 +1,33 @@
+"""Value types the embedders return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVectorData:
+    """A sparse vector as Qdrant stores it: parallel index and value lists."""
+
+    indices: list[int]
+    values: list[float]
+
+    def as_dict(self) -> dict[str, list[int] | list[float]]:
+        """The ``{"indices", "values"}`` form Haystack's ``SparseEmbedding`` accepts."""
+        return {"indices": self.indices, "values": self.values}
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentVectors:
+    """Vectors for a batch of documents; ``sparse`` is None when it was not computed."""
+
+    dense: list[list[float]]
+    sparse: list[SparseVectorData] | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryVectors:
+    """Vectors for one query."""
+
+    dense: list[float]
+    sparse: SparseVectorData | None

@@ -1,0 +1,91 @@
+"""The contract manifest stored in a collection's metadata, and the check against it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from shared_contract.embedding.catalog import sparse_model_requires_idf
+from shared_contract.errors import ContractMismatchError
+from shared_contract.settings import ContractSettings
+from shared_contract.version import CONTRACT_VERSION, major_version
+
+MANIFEST_METADATA_KEY = "rag_contract"
+
+Distance = Literal["cosine", "dot", "euclid", "manhattan"]
+SparseModifier = Literal["idf", "none"]
+
+
+class CollectionManifest(BaseModel):
+    """What a collection was built with; every reader and writer must agree with it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    contract_version: str
+    dense_model: str
+    dense_dim: int
+    distance: Distance
+    prefix_doc: str
+    prefix_query: str
+    sparse_model: str | None
+    sparse_modifier: SparseModifier | None
+    created_at: str | None = None
+
+
+def sparse_modifier_for(model_name: str) -> SparseModifier:
+    """IDF for term-frequency-style sparse models (BM25, BM42), none for learned ones (SPLADE)."""
+    try:
+        return "idf" if sparse_model_requires_idf(model_name) else "none"
+    except KeyError:
+        return "none"
+
+
+def manifest_for(settings: ContractSettings, *, created_at: datetime | None = None) -> CollectionManifest:
+    """The manifest a collection created with ``settings`` carries."""
+    sparse_model = settings.sparse_embedding_model if settings.enable_sparse_embeddings else None
+    return CollectionManifest(
+        contract_version=CONTRACT_VERSION,
+        dense_model=settings.embedding_model,
+        dense_dim=settings.dense_dim,
+        distance="cosine",
+        prefix_doc=settings.embedding_prefix_doc,
+        prefix_query=settings.embedding_prefix_query,
+        sparse_model=sparse_model,
+        sparse_modifier=sparse_modifier_for(sparse_model) if sparse_model is not None else None,
+        created_at=(created_at or datetime.now(UTC)).isoformat(),
+    )
+
+
+def verify_manifest(
+    collection: str,
+    stored: CollectionManifest,
+    settings: ContractSettings,
+    *,
+    require_sparse: bool,
+) -> None:
+    """Raise ContractMismatchError on the first disagreement between ``stored`` and ``settings``.
+
+    ``require_sparse``: the caller writes or reads sparse vectors, so the collection must have
+    the same sparse model. Without it a sparse-less collection is acceptable (dense only).
+    """
+    expected = manifest_for(settings)
+    if major_version(stored.contract_version) != major_version(expected.contract_version):
+        raise ContractMismatchError(
+            collection, "contract major version", stored.contract_version, expected.contract_version
+        )
+    checks: list[tuple[str, object, object]] = [
+        ("EMBEDDING_MODEL", stored.dense_model, expected.dense_model),
+        ("EMBEDDING_DIM", stored.dense_dim, expected.dense_dim),
+        ("distance", stored.distance, expected.distance),
+        ("EMBEDDING_PREFIX_DOC", stored.prefix_doc, expected.prefix_doc),
+        ("EMBEDDING_PREFIX_QUERY", stored.prefix_query, expected.prefix_query),
+    ]
+    if require_sparse or (stored.sparse_model is not None and expected.sparse_model is not None):
+        checks.append(("SPARSE_EMBEDDING_MODEL", stored.sparse_model, expected.sparse_model))
+        if stored.sparse_model is not None and expected.sparse_model is not None:
+            checks.append(("sparse modifier", stored.sparse_modifier, expected.sparse_modifier))
+    for field, stored_value, service_value in checks:
+        if stored_value != service_value:
+            raise ContractMismatchError(collection, field, stored_value, service_value)

@@ -1,0 +1,55 @@
+"""Names both services must spell the same way: vectors, payload keys, tenant naming rules."""
+
+from __future__ import annotations
+
+from typing import Final
+
+DEFAULT_COLLECTION: Final = "ingestion_files"
+
+DENSE_VECTOR: Final = "text-dense"
+SPARSE_VECTOR: Final = "text-sparse"
+
+# Top-level payload keys, as qdrant-haystack writes a Haystack Document.
+PAYLOAD_CONTENT: Final = "content"
+PAYLOAD_META: Final = "meta"
+
+
+class MetaKey:
+    """Keys inside ``payload["meta"]``."""
+
+    FILE_ID: Final = "file_id"
+    COLLECTION_NAME: Final = "collection_name"
+    COLLECTION_TYPE: Final = "collection_type"
+    USER_ID: Final = "user_id"
+    NAME: Final = "name"
+    SOURCE: Final = "source"
+    SPLIT_ID: Final = "split_id"
+    PAGE: Final = "page"
+    HEADERS: Final = "headers"
+    TITLE: Final = "title"
+    AUTHORS: Final = "authors"
+    LANGUAGES: Final = "languages"
+    EXTRACTOR: Final = "extractor"
+    INGEST_VERSION: Final = "ingest_version"
+    INGEST_SEQ: Final = "ingest_seq"
+    CONTENT_HASH: Final = "content_hash"
+    INDEXED_AT: Final = "indexed_at"
+
+
+def meta_path(key: str) -> str:
+    """The payload path Qdrant filters and indexes use for a meta key (``meta.<key>``)."""
+    return f"{PAYLOAD_META}.{key}"
+
+
+FILE_COLLECTION_PREFIX: Final = "file-"
+USER_MEMORY_COLLECTION_PREFIX: Final = "user-memory-"
+
+
+def file_collection_name(file_id: str) -> str:
+    """The tenant Open WebUI uses for a single uploaded file."""
+    return f"{FILE_COLLECTION_PREFIX}{file_id}"
+
+
+def user_memory_collection_name(user_id: str) -> str:
+    """The tenant Open WebUI uses for a user's memories."""
+    return f"{USER_MEMORY_COLLECTION_PREFIX}{user_id}"

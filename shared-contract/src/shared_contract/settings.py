@@ -1,0 +1,128 @@
+"""The settings both services must agree on, read from the design's variable names.
+
+Each service's own ``Settings`` class subclasses :class:`ContractSettings`, so the two sides
+parse and validate these variables with the same code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Self, TypeVar
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared_contract.errors import ContractConfigError
+from shared_contract.schema import DEFAULT_COLLECTION
+
+EmbeddingProvider = Literal["fastembed", "openai-compat", "tei"]
+
+DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_SPARSE_MODEL = "Qdrant/bm42-all-minilm-l6-v2-attentions"
+
+
+class ContractSettings(BaseSettings):
+    """Variables whose values must match between ingestion-service and retrieval-agent."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_ignore_empty=True,
+        extra="ignore",
+        case_sensitive=False,
+        populate_by_name=True,
+    )
+
+    # Qdrant: a server URI, or an embedded store at qdrant_path when no URI is given.
+    qdrant_uri: str | None = Field(default=None, description="Qdrant server URL, or ':memory:'.")
+    qdrant_path: Path = Field(default=Path(".data/qdrant"), description="Embedded store used without QDRANT_URI.")
+    qdrant_api_key: SecretStr | None = None
+    qdrant_timeout: float = Field(default=30.0, gt=0)
+    qdrant_index: str = Field(default=DEFAULT_COLLECTION, pattern=r"^[A-Za-z0-9_-]{1,255}$")
+
+    # Dense embedding.
+    embedding_provider: EmbeddingProvider = "fastembed"
+    embedding_model: str = Field(default=DEFAULT_DENSE_MODEL, min_length=1)
+    embedding_dim: int | None = Field(default=None, gt=0, le=65536)
+    embedding_max_tokens: int | None = Field(default=None, gt=8)
+    embedding_prefix_doc: str = ""
+    embedding_prefix_query: str = ""
+    embedding_api_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_timeout: float = Field(default=30.0, gt=0)
+    embedding_max_retries: int = Field(default=3, ge=0, le=10)
+    embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    embedding_threads: int = Field(default=0, ge=0, description="ONNX threads; 0 = onnxruntime's choice.")
+
+    # Sparse embedding.
+    enable_sparse_embeddings: bool = True
+    sparse_embedding_model: str = Field(
+        default=DEFAULT_SPARSE_MODEL,
+        min_length=1,
+        validation_alias=AliasChoices("sparse_embedding_model", "sparse_query_model"),
+    )
+
+    # Where offline-built models live (``make models``); each model in ``<org>__<name>/``.
+    local_models_dir: Path | None = None
+    fastembed_cache_path: Path | None = None
+
+    @field_validator("embedding_api_base_url", "qdrant_uri")
+    @classmethod
+    def _http_url(cls, value: str | None, info: Any) -> str | None:
+        if value is None or (value == ":memory:" and info.field_name == "qdrant_uri"):
+            return value
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _check_provider(self) -> Self:
+        from shared_contract.embedding.catalog import known_dense_dim
+
+        if self.embedding_provider != "fastembed" and self.embedding_api_base_url is None:
+            raise ContractConfigError(
+                "EMBEDDING_API_BASE_URL", f"is required when EMBEDDING_PROVIDER={self.embedding_provider}"
+            )
+        known = known_dense_dim(self.embedding_model, self.embedding_provider)
+        if known is not None and self.embedding_dim is not None and known != self.embedding_dim:
+            raise ContractConfigError(
+                "EMBEDDING_DIM", f"is {self.embedding_dim}, but {self.embedding_model} produces {known}-d vectors"
+            )
+        if known is None and self.embedding_dim is None:
+            raise ContractConfigError(
+                "EMBEDDING_DIM", f"must be set: the dimension of {self.embedding_model} is not known to the contract"
+            )
+        return self
+
+    @property
+    def dense_dim(self) -> int:
+        """The dense vector size, from EMBEDDING_DIM or the model catalog."""
+        from shared_contract.embedding.catalog import known_dense_dim
+
+        if self.embedding_dim is not None:
+            return self.embedding_dim
+        known = known_dense_dim(self.embedding_model, self.embedding_provider)
+        assert known is not None  # guaranteed by _check_provider
+        return known
+
+    @property
+    def embedded_qdrant(self) -> bool:
+        """True when Qdrant runs in-process (embedded path or ':memory:')."""
+        return self.qdrant_uri is None or self.qdrant_uri == ":memory:"
+
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+def load_settings(settings_cls: type[SettingsT], **overrides: Any) -> SettingsT:
+    """Build a settings object; invalid values become a ContractConfigError naming the variable."""
+    try:
+        return settings_cls(**overrides)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        location = error.get("loc", ())
+        variable = str(location[0]).upper() if location else "settings"
+        context = error.get("ctx", {})
+        wrapped = context.get("error") if isinstance(context, dict) else None
+        if isinstance(wrapped, ContractConfigError):
+            raise wrapped from exc
+        raise ContractConfigError(variable, error["msg"]) from exc
