@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache" / "models"))
+
+from shared_contract import ContractEmbedder, ContractSettings, load_settings  # noqa: E402
+
+CONTRACT_ENV_VARS = [
+    "QDRANT_URI",
+    "QDRANT_PATH",
+    "QDRANT_API_KEY",
+    "QDRANT_INDEX",
+    "EMBEDDING_PROVIDER",
+    "EMBEDDING_MODEL",
+    "EMBEDDING_DIM",
+    "EMBEDDING_MAX_TOKENS",
+    "EMBEDDING_PREFIX_DOC",
+    "EMBEDDING_PREFIX_QUERY",
+    "EMBEDDING_API_BASE_URL",
+    "EMBEDDING_API_KEY",
+    "ENABLE_SPARSE_EMBEDDINGS",
+    "SPARSE_EMBEDDING_MODEL",
+    "SPARSE_QUERY_MODEL",
+]
+
+
+@pytest.fixture(autouse=True)
+def _clean_contract_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests see only the variables they set; a stray .env in the cwd must not leak in."""
+    for name in CONTRACT_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def settings() -> ContractSettings:
+    return load_settings(ContractSettings, qdrant_uri=":memory:")
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Iterator[ContractEmbedder]:
+    """The default models, built offline by `make models`; loaded once per session."""
+    models_dir = Path(os.environ["LOCAL_MODELS_DIR"])
+    if not (models_dir / "sentence-transformers__all-MiniLM-L6-v2" / "build-manifest.json").is_file():
+        pytest.fail(f"offline models missing in {models_dir}: run `make models`")
+    instance = ContractEmbedder(ContractSettings(qdrant_uri=":memory:"))
+    instance.warm_up()
+    return instance

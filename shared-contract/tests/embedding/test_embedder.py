@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from shared_contract import (
+    ContractConfigError,
+    ContractEmbedder,
+    ContractSettings,
+    EmbeddingError,
+    SparseEmbeddingError,
+    load_settings,
+)
+
+
+class RecordingDense:
+    """A dense backend that records its inputs and returns a fixed-size vector."""
+
+    model_name = "sentence-transformers/all-MiniLM-L6-v2"
+    max_tokens: int | None = 256
+
+    def __init__(self, dim: int = 384, fail: bool = False) -> None:
+        self.dim = dim
+        self.fail = fail
+        self.seen: list[str] = []
+
+    def warm_up(self) -> None:
+        return None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.fail:
+            raise RuntimeError("backend exploded")
+        self.seen.extend(texts)
+        return [[1.0 / math.sqrt(self.dim)] * self.dim for _ in texts]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_golden_cosine_of_two_fixed_sentences(embedder: ContractEmbedder) -> None:
+    first, second, unrelated = embedder.embed_documents(
+        ["A man is eating food.", "A man is eating a piece of bread.", "The stock market fell sharply."]
+    ).dense
+    # sentence-transformers/all-MiniLM-L6-v2 reference values (torch, mean pooling).
+    assert _cosine(first, second) == pytest.approx(0.7553, abs=1e-3)
+    assert abs(_cosine(first, unrelated)) < 0.05
+    assert np.linalg.norm(first) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_golden_bm42_indices_of_a_fixed_text(embedder: ContractEmbedder) -> None:
+    (vector,) = embedder.embed_sparse_documents(["Qdrant is a vector search engine for neural search."])
+    # mmh3 of the stemmed non-stopword tokens: qdrant, vector, search, engin, neural.
+    assert sorted(vector.indices) == sorted([802574768, 1955147705, 553238108, 856081220, 553346501])
+    assert all(0 < value < 1 for value in vector.values)
+    query = embedder.embed_query("vector search engine").sparse
+    assert query is not None
+    assert sorted(query.indices) == sorted([1955147705, 553238108, 856081220])
+    assert query.values == [1.0, 1.0, 1.0]
+
+
+def test_one_forward_pass_equals_two_separate_passes(embedder: ContractEmbedder) -> None:
+    texts = [
+        "Short text.",
+        "Cellular senescence is a stable cell cycle arrest that limits proliferation of damaged cells. " * 3,
+        "Qdrant is a vector search engine for neural search.",
+        "",
+    ]
+    assert embedder.fused
+    fused = embedder.embed_documents(texts, with_sparse=True)
+    dense_only = embedder.embed_documents(texts, with_sparse=False)
+    separate_sparse = embedder.embed_sparse_documents(texts)
+    assert fused.sparse is not None
+    np.testing.assert_allclose(np.array(fused.dense), np.array(dense_only.dense), atol=1e-5)
+    for joint, alone in zip(fused.sparse, separate_sparse, strict=True):
+        assert joint.indices == alone.indices
+        np.testing.assert_allclose(joint.values, alone.values, atol=1e-5)
+
+
+def test_max_tokens_is_the_models_real_limit(embedder: ContractEmbedder) -> None:
+    assert embedder.max_tokens == 256
+    long_text = "protein " * 600
+    assert embedder.count_tokens(long_text) == 600  # counting never truncates
+
+
+def test_prefixes_are_applied_to_dense_only() -> None:
+    settings = load_settings(
+        ContractSettings,
+        qdrant_uri=":memory:",
+        embedding_prefix_doc="passage: ",
+        embedding_prefix_query="query: ",
+        enable_sparse_embeddings=False,
+    )
+    backend = RecordingDense()
+    embedder = ContractEmbedder(settings, dense_backend=backend)
+    embedder.warm_up()
+    embedder.embed_documents(["alpha"])
+    embedder.embed_query("beta")
+    assert backend.seen == ["passage: dimension probe", "passage: alpha", "query: beta"]
+    assert not embedder.fused
+
+
+def test_dimension_probe_rejects_a_model_of_another_size() -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
+    embedder = ContractEmbedder(settings, dense_backend=RecordingDense(dim=768))
+    with pytest.raises(ContractConfigError, match="EMBEDDING_DIM"):
+        embedder.warm_up()
+
+
+def test_backend_failures_are_typed() -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
+    embedder = ContractEmbedder(settings, dense_backend=RecordingDense(fail=True))
+    with pytest.raises(EmbeddingError, match="backend exploded"):
+        embedder.embed_documents(["x"])
+    with pytest.raises(SparseEmbeddingError, match="disabled"):
+        embedder.embed_sparse_documents(["x"])
+
+
+async def _aembed(embedder: ContractEmbedder) -> list[float]:
+    return (await embedder.aembed_query("vector search")).dense
+
+
+@pytest.mark.anyio
+async def test_async_query_runs_off_the_event_loop(embedder: ContractEmbedder) -> None:
+    dense = await _aembed(embedder)
+    assert len(dense) == 384
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

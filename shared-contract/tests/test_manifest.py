@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import pytest
+
+from shared_contract import CollectionManifest, ContractMismatchError, ContractSettings, load_settings, manifest_for
+from shared_contract.manifest import verify_manifest
+
+
+def _stored(**changes: object) -> CollectionManifest:
+    base = manifest_for(load_settings(ContractSettings))
+    return base.model_copy(update=changes)
+
+
+def test_manifest_describes_the_settings(settings: ContractSettings) -> None:
+    manifest = manifest_for(settings)
+    assert manifest.model_dump(exclude={"created_at"}) == {
+        "contract_version": "1.0.0",
+        "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
+        "dense_dim": 384,
+        "distance": "cosine",
+        "prefix_doc": "",
+        "prefix_query": "",
+        "sparse_model": "Qdrant/bm42-all-minilm-l6-v2-attentions",
+        "sparse_modifier": "idf",
+    }
+
+
+def test_matching_manifest_passes(settings: ContractSettings) -> None:
+    verify_manifest("c", _stored(), settings, require_sparse=True)
+
+
+def test_minor_and_patch_versions_may_differ(settings: ContractSettings) -> None:
+    verify_manifest("c", _stored(contract_version="1.7.3"), settings, require_sparse=True)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "stored_value", "service_value"),
+    [
+        (
+            {"dense_model": "BAAI/bge-small-en-v1.5"},
+            "EMBEDDING_MODEL",
+            "BAAI/bge-small-en-v1.5",
+            "sentence-transformers/all-MiniLM-L6-v2",
+        ),
+        ({"dense_dim": 768}, "EMBEDDING_DIM", 768, 384),
+        ({"prefix_doc": "passage: "}, "EMBEDDING_PREFIX_DOC", "passage: ", ""),
+        ({"prefix_query": "query: "}, "EMBEDDING_PREFIX_QUERY", "query: ", ""),
+        (
+            {"sparse_model": "Qdrant/bm25"},
+            "SPARSE_EMBEDDING_MODEL",
+            "Qdrant/bm25",
+            "Qdrant/bm42-all-minilm-l6-v2-attentions",
+        ),
+        ({"sparse_modifier": "none"}, "sparse modifier", "none", "idf"),
+        ({"contract_version": "2.0.0"}, "contract major version", "2.0.0", "1.0.0"),
+        ({"distance": "dot"}, "distance", "dot", "cosine"),
+    ],
+)
+def test_every_mismatch_is_a_typed_error_naming_both_values(
+    settings: ContractSettings, changes: dict[str, object], field: str, stored_value: object, service_value: object
+) -> None:
+    with pytest.raises(ContractMismatchError) as caught:
+        verify_manifest("kb", _stored(**changes), settings, require_sparse=True)
+    error = caught.value
+    assert (error.field, error.collection_value, error.service_value) == (field, stored_value, service_value)
+    assert repr(stored_value) in str(error)
+    assert repr(service_value) in str(error)
+
+
+def test_sparse_less_collection_is_fine_for_a_dense_reader(settings: ContractSettings) -> None:
+    stored = _stored(sparse_model=None, sparse_modifier=None)
+    verify_manifest("kb", stored, settings, require_sparse=False)
+    with pytest.raises(ContractMismatchError, match="SPARSE_EMBEDDING_MODEL"):
+        verify_manifest("kb", stored, settings, require_sparse=True)
+
+
+def test_manifest_json_round_trip(settings: ContractSettings) -> None:
+    manifest = manifest_for(settings)
+    assert CollectionManifest.model_validate_json(manifest.model_dump_json()) == manifest
