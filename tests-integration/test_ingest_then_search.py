@@ -55,7 +55,10 @@ def ingest_s3(stack: Stack, path: Path, file_id: str, collection: str) -> dict[s
 
 
 def search(stack: Stack, query: str, collections: list[str], k: int = 5, path: str = "/search") -> dict[str, Any]:
-    response = stack.retrieval().post(path, json={"queries": [query], "collection_names": collections, "k": k})
+    # An absolute URL: httpx would read a relative "//search" as a host name.
+    response = stack.retrieval().post(
+        f"{stack.retrieval_url}{path}", json={"queries": [query], "collection_names": collections, "k": k}
+    )
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     assert len(body["documents"]) == 1  # one merged list: the only one Open WebUI reads

@@ -249,3 +249,28 @@ def test_embedded_store_is_safe_from_many_threads(tmp_path: Path) -> None:
         assert client.count(settings.qdrant_index).count == 100
     finally:
         close_qdrant(client)
+
+
+def test_embedded_backend_exposes_the_write_generation(settings: ContractSettings) -> None:
+    from shared_contract import embedded_backend
+
+    client = open_qdrant(settings)
+    try:
+        bootstrap_collection(client, settings)
+        with embedded_backend(client) as first:
+            assert first is not None
+            backend, generation = first
+            assert settings.qdrant_index in backend.collections
+        client.upsert(
+            settings.qdrant_index,
+            points=[models.PointStruct(id=1, vector={DENSE_VECTOR: [0.1] * 384}, payload={"content": "x"})],
+        )
+        client.count(settings.qdrant_index)  # reads do not count
+        with embedded_backend(client) as second:
+            assert second is not None
+            assert second[1] == generation + 1
+    finally:
+        close_qdrant(client)
+    remote = QdrantClient(url="http://qdrant.test:6333", check_compatibility=False)
+    with embedded_backend(remote) as nothing:
+        assert nothing is None

@@ -1,1 +1,3 @@
-"""Command line for people: run the stack, ingest files, search."""
+"""``rag``: run both services locally (``rag dev``), ingest files and search from a terminal."""
+
+__all__: list[str] = []

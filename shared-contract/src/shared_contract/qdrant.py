@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,27 +32,68 @@ from shared_contract.settings import ContractSettings
 T = TypeVar("T")
 
 
+_MUTATING_CALLS = frozenset(
+    {
+        "upsert",
+        "upload_points",
+        "upload_collection",
+        "delete",
+        "delete_vectors",
+        "update_vectors",
+        "set_payload",
+        "overwrite_payload",
+        "delete_payload",
+        "clear_payload",
+        "batch_update_points",
+        "create_collection",
+        "recreate_collection",
+        "delete_collection",
+        "update_collection",
+    }
+)
+
+
 class _SerializedBackend:
     """Wraps qdrant-client's local backend so calls from several threads run one at a time.
 
     The embedded store is plain Python over SQLite and is not thread-safe, while both services
-    call Qdrant from worker threads.
+    call Qdrant from worker threads. It also counts writes, so in-process caches built from the
+    store's contents know when they are stale.
     """
 
     def __init__(self, backend: Any, lock: threading.RLock) -> None:
         self._backend = backend
         self._lock = lock
+        self.generation = 0
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._backend, name)
         if not callable(attribute):
             return attribute
+        mutating = name in _MUTATING_CALLS
 
         def serialized(*args: Any, **kwargs: Any) -> Any:
             with self._lock:
+                if mutating:
+                    self.generation += 1
                 return attribute(*args, **kwargs)
 
         return serialized
+
+
+@contextmanager
+def embedded_backend(client: QdrantClient) -> Iterator[tuple[Any, int] | None]:
+    """The embedded store's backend and write generation, with the store's lock held.
+
+    Yields None for a server client. For read-only fast paths over the store's in-memory data
+    (qdrant-client's ``QdrantLocal``); never write through it.
+    """
+    wrapper = client._client
+    if not isinstance(wrapper, _SerializedBackend):
+        yield None
+        return
+    with wrapper._lock:
+        yield wrapper._backend, wrapper.generation
 
 
 @dataclass
@@ -79,7 +121,14 @@ def open_qdrant(settings: ContractSettings) -> QdrantClient:
     """
     if not settings.embedded_qdrant:
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-        return QdrantClient(url=settings.qdrant_uri, api_key=api_key, timeout=int(settings.qdrant_timeout))
+        # No version probe at construction: it is a network call that warns when Qdrant is down;
+        # readiness reports reachability instead.
+        return QdrantClient(
+            url=settings.qdrant_uri,
+            api_key=api_key,
+            timeout=int(settings.qdrant_timeout),
+            check_compatibility=False,
+        )
     key = _local_key(settings)
     with _LOCAL_LOCK:
         shared = _LOCAL_CLIENTS.get(key)

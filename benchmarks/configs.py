@@ -1,0 +1,41 @@
+"""Retrieval configurations, as the environment the retrieval agent reads at start-up.
+
+Each config restarts `rag dev` on the same store with this environment (ingestion happens once).
+Names follow retrieval_agent.settings; keep them in step with it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+TUNED_DIR = BENCH_DIR / "tuned"
+
+BASE: dict[str, str] = {"ENABLE_RERANKING": "false", "ENABLE_AGENTIC_RAG": "false"}
+
+CONFIG_ENV: dict[str, dict[str, str]] = {
+    "dense": {**BASE, "ENABLE_HYBRID_SEARCH": "false"},
+    # Sparse leg alone: hybrid with the dense leg's fusion weight at zero (weighted RRF gives it 0).
+    "sparse": {**BASE, "ENABLE_HYBRID_SEARCH": "true", "HYBRID_DENSE_WEIGHT": "0", "HYBRID_SPARSE_WEIGHT": "1"},
+    "hybrid": {**BASE, "ENABLE_HYBRID_SEARCH": "true"},
+}
+
+ALL_CONFIGS = ["dense", "sparse", "hybrid", "tuned", "rerank"]
+
+
+def tuned_path(dataset: str) -> Path:
+    return TUNED_DIR / f"{dataset}.json"
+
+
+def tuned_env(dataset: str) -> dict[str, str] | None:
+    """The best fusion settings found by benchmarks.tune on the tuning split, or None if not tuned yet."""
+    path = tuned_path(dataset)
+    if not path.exists():
+        return None
+    best = json.loads(path.read_text(encoding="utf-8"))["best"]
+    return {**BASE, "ENABLE_HYBRID_SEARCH": "true", **{key: str(value) for key, value in best["env"].items()}}
+
+
+def rerank_env(rerank_url: str) -> dict[str, str]:
+    return {**BASE, "ENABLE_HYBRID_SEARCH": "true", "ENABLE_RERANKING": "true", "RERANKER_API_BASE_URL": rerank_url}

@@ -1,0 +1,297 @@
+"""Ingestion throughput, search latency and memory through the real HTTP APIs, as ratios in one run.
+
+    python -m benchmarks.speed                         # SciFact, stages at 1000 docs and the full corpus
+    python -m benchmarks.speed --stages 200 --requests 50 --embed-sample 64   # a quick run
+
+The machine is shared and noisy, so every figure that matters is set beside its reference from
+the same run: HTTP ingestion chunks/s against raw in-process embedding of the same chunks (fused
+dense+sparse pass and two passes), and search latency against in-process query embedding time.
+
+Starts from an EMPTY store at benchmarks/.work/<dataset>/ (it times the ingest) and leaves the full
+store there for benchmarks.quality to reuse. Both services run in one `rag dev` process on one
+embedded Qdrant store, so "peak RSS" is that process: ingestion and retrieval together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import math
+import os
+import random
+import shlex
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.beir import DEFAULT_DATA_DIR, REPO_ROOT, BeirDoc, load_dataset
+from benchmarks.client import ServiceClient
+from benchmarks.configs import CONFIG_ENV, rerank_env
+from benchmarks.ingest import ingest_docs, print_progress
+from benchmarks.quality import RESULTS_DIR, WORK_DIR, Workspace, collection_for, machine, workspace
+from benchmarks.rerank_server import RerankServer
+from benchmarks.rss import PeakRss
+from benchmarks.stack import Stack, running_stack
+
+CONCURRENCY = (1, 4, 16)
+MODES = ("dense", "hybrid", "hybrid+rerank")
+LATENCY_K = 10
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of already sorted values."""
+    if not sorted_values:
+        return float("nan")
+    index = max(0, min(len(sorted_values) - 1, math.ceil(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[index]
+
+
+def latency_summary(seconds: Sequence[float], wall: float) -> dict[str, float]:
+    ordered = sorted(seconds)
+    return {
+        "requests": len(ordered),
+        "p50_ms": round(percentile(ordered, 50) * 1000, 2),
+        "p95_ms": round(percentile(ordered, 95) * 1000, 2),
+        "p99_ms": round(percentile(ordered, 99) * 1000, 2),
+        "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else float("nan"),
+        "rps": round(len(ordered) / wall, 2) if wall else float("nan"),
+    }
+
+
+async def load_test(
+    stack: Stack, collection: str, queries: list[str], concurrency: int, requests: int
+) -> dict[str, float]:
+    """`requests` searches, `concurrency` in flight, after a short warm-up."""
+    async with ServiceClient(
+        stack.ingestion_url, stack.retrieval_url, stack.ingestion_key, stack.retrieval_key
+    ) as client:
+        for text in queries[:5]:
+            await client.search(text, [collection], LATENCY_K)
+        latencies: list[float] = []
+        counter = iter(range(requests))
+
+        async def worker() -> None:
+            for i in counter:
+                result = await client.search(queries[i % len(queries)], [collection], LATENCY_K)
+                latencies.append(result.seconds)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - started
+    return latency_summary(latencies, wall)
+
+
+def contract_settings(qdrant_path: Path | None = None) -> Any:
+    from shared_contract import ContractSettings, load_settings
+
+    overrides: dict[str, Any] = {
+        "local_models_dir": Path(os.environ.get("LOCAL_MODELS_DIR", REPO_ROOT / ".cache" / "models"))
+    }
+    if qdrant_path is not None:
+        overrides["qdrant_path"] = qdrant_path
+    return load_settings(ContractSettings, **overrides)
+
+
+def query_embedding_times(queries: list[str], n: int = 100) -> dict[str, Any]:
+    """In-process query embedding: dense alone (dense search) and dense+sparse (hybrid)."""
+    from shared_contract import ContractEmbedder
+
+    embedder = ContractEmbedder(contract_settings())
+    embedder.warm_up()
+    out: dict[str, Any] = {}
+    for name, with_sparse in (("dense", False), ("dense+sparse", True)):
+        times: list[float] = []
+        for text in queries[:n]:
+            started = time.perf_counter()
+            embedder.embed_query(text, with_sparse=with_sparse)
+            times.append(time.perf_counter() - started)
+        ordered = sorted(times)
+        out[name] = {
+            "p50_ms": round(percentile(ordered, 50) * 1000, 2),
+            "p95_ms": round(percentile(ordered, 95) * 1000, 2),
+        }
+    return out
+
+
+def stored_chunks(qdrant_path: Path, sample: int, seed: int = 13) -> list[str]:
+    """A seeded sample of the chunk texts the ingest wrote (the store must not be open elsewhere)."""
+    from shared_contract import PAYLOAD_CONTENT, close_qdrant, open_qdrant
+
+    settings = contract_settings(qdrant_path)
+    client = open_qdrant(settings)
+    texts: list[str] = []
+    try:
+        offset: Any = None
+        while True:
+            points, offset = client.scroll(
+                settings.qdrant_index, limit=512, offset=offset, with_payload=[PAYLOAD_CONTENT], with_vectors=False
+            )
+            texts.extend(str((p.payload or {}).get(PAYLOAD_CONTENT, "")) for p in points)
+            if offset is None:
+                break
+    finally:
+        close_qdrant(client)
+    random.Random(seed).shuffle(texts)
+    return texts[:sample]
+
+
+def raw_embedding(texts: list[str]) -> dict[str, Any]:
+    """Chunks/s of in-process embedding: dense only, fused dense+sparse, and dense then sparse."""
+    from shared_contract import ContractEmbedder
+
+    settings = contract_settings()
+    out: dict[str, Any] = {"chunks": len(texts)}
+    fused = ContractEmbedder(settings)
+    fused.warm_up()
+    two_pass = ContractEmbedder(settings, allow_fused=False)
+    two_pass.warm_up()
+    out["fused_available"] = fused.fused
+    for name, embedder, with_sparse in (
+        ("dense_only", fused, False),
+        ("dense+sparse_fused", fused, True),
+        ("dense+sparse_two_passes", two_pass, True),
+    ):
+        started = time.perf_counter()
+        embedder.embed_documents(texts, with_sparse=with_sparse)
+        seconds = time.perf_counter() - started
+        out[name] = {"seconds": round(seconds, 2), "chunks_per_s": round(len(texts) / seconds, 2)}
+    return out
+
+
+def search_stage(ws: Workspace, dataset: str, queries: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with RerankServer(delay_s=args.rerank_delay) as reranker:
+        envs = {"dense": CONFIG_ENV["dense"], "hybrid": CONFIG_ENV["hybrid"], "hybrid+rerank": rerank_env(reranker.url)}
+        for mode in args.modes:
+            with running_stack(ws.qdrant, envs[mode], log_path=ws.log) as stack:
+                results[mode] = {}
+                for concurrency in args.concurrency:
+                    summary = asyncio.run(
+                        load_test(stack, collection_for(dataset), queries, concurrency, args.requests)
+                    )
+                    results[mode][f"c{concurrency}"] = summary
+                    print(
+                        f"    {mode:<14} c={concurrency:<3} p50 {summary['p50_ms']:7.1f} ms  p95 {summary['p95_ms']:7.1f}  "
+                        f"p99 {summary['p99_ms']:7.1f}  {summary['rps']:6.1f} req/s",
+                        flush=True,
+                    )
+        results["rerank_server"] = {
+            "calls": reranker.calls,
+            "documents": reranker.documents,
+            "delay_s": args.rerank_delay,
+        }
+    return results
+
+
+async def timed_ingest(
+    stack: Stack, docs: Sequence[BeirDoc], ws: Workspace, args: argparse.Namespace
+) -> dict[str, Any]:
+    async with ServiceClient(
+        stack.ingestion_url, stack.retrieval_url, stack.ingestion_key, stack.retrieval_key
+    ) as client:
+        stats = await ingest_docs(
+            client,
+            docs,
+            prefix=args.dataset,
+            collection_name=collection_for(args.dataset),
+            done_path=ws.done,
+            concurrency=args.ingest_concurrency,
+            progress=print_progress(500),
+        )
+    out = stats.as_dict()
+    latencies = sorted(stats.latencies)
+    out["request_p50_s"] = round(percentile(latencies, 50), 3) if latencies else None
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    dataset = load_dataset(args.dataset, "test", args.data_dir)
+    ws = workspace(args.dataset, args.work_dir)
+    if args.fresh and ws.root.exists():
+        shutil.rmtree(ws.root)
+    stages = sorted({min(len(dataset.corpus), int(s)) if s != "all" else len(dataset.corpus) for s in args.stages})
+    queries = list(dataset.split_queries().values())
+    report: dict[str, Any] = {"stages": []}
+    print("query embedding (in-process)", flush=True)
+    report["query_embedding"] = query_embedding_times(queries)
+    print(f"  {report['query_embedding']}", flush=True)
+    for size in stages:
+        docs = dataset.corpus[:size]
+        stage: dict[str, Any] = {"docs_total": size}
+        print(f"stage {size} docs: ingest (concurrency {args.ingest_concurrency})", flush=True)
+        with running_stack(ws.qdrant, CONFIG_ENV["hybrid"], log_path=ws.log) as stack:
+            assert stack.pid is not None, "speed needs a stack it starts itself (unset BENCH_*_URL)"
+            with PeakRss(stack.pid) as rss:
+                stage["ingest"] = asyncio.run(timed_ingest(stack, docs, ws, args))
+            stage["ingest"]["rss_start_mib"] = round(rss.start_mib, 1)
+            stage["ingest"]["rss_peak_mib"] = round(rss.peak_mib, 1)
+        print(f"  {stage['ingest']}", flush=True)
+        if size == stages[0] and args.embed_sample > 0:
+            texts = stored_chunks(ws.qdrant, args.embed_sample)
+            print(f"  raw embedding of {len(texts)} stored chunks (in-process)", flush=True)
+            raw = raw_embedding(texts)
+            http_cps = stage["ingest"]["chunks_per_s"]
+            raw["pipeline_efficiency"] = round(http_cps / raw["dense+sparse_fused"]["chunks_per_s"], 3)
+            raw["fused_speedup_over_two_passes"] = round(
+                raw["dense+sparse_fused"]["chunks_per_s"] / raw["dense+sparse_two_passes"]["chunks_per_s"], 3
+            )
+            stage["raw_embedding"] = raw
+            print(f"  {raw}", flush=True)
+        print(f"  search (k={LATENCY_K}, {args.requests} requests per level)", flush=True)
+        stage["search"] = search_stage(ws, args.dataset, queries, args)
+        report["stages"].append(stage)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.speed", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", default="scifact")
+    parser.add_argument(
+        "--stages", default="1000,all", help="collection sizes to measure at, ascending (default 1000,all)"
+    )
+    parser.add_argument("--requests", type=int, default=200, help="searches per mode and concurrency level")
+    parser.add_argument("--concurrency", default=",".join(map(str, CONCURRENCY)))
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--ingest-concurrency", type=int, default=4)
+    parser.add_argument("--embed-sample", type=int, default=400, help="stored chunks to embed in-process (0: skip)")
+    parser.add_argument("--rerank-delay", type=float, default=0.0, help="seconds the scripted reranker sleeps per call")
+    parser.add_argument("--no-fresh", dest="fresh", action="store_false", help="keep an existing store (resume)")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    args.stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+    args.concurrency = [int(c) for c in args.concurrency.split(",")]
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = set(args.modes) - set(MODES)
+    if unknown:
+        parser.error(f"unknown modes {sorted(unknown)}; choose from {MODES}")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    started = time.perf_counter()
+    report = run(args)
+    report = {
+        "command": "python -m benchmarks.speed " + shlex.join(sys.argv[1:] if argv is None else list(argv)),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "dataset": args.dataset,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "note": "one `rag dev` process hosts both services on one embedded store: RSS is both together",
+        **report,
+    }
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"{stamp}-speed-{args.dataset}.json"
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"report: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

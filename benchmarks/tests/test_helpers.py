@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import httpx
+
+from benchmarks.client import SearchResult, parse_search
+from benchmarks.ingest import file_id_for
+from benchmarks.quality import hits_to_run
+from benchmarks.rerank_server import RerankServer
+from benchmarks.speed import percentile
+
+
+def test_percentile_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 95) == 95.0
+    assert percentile(values, 99) == 99.0
+    assert percentile([3.0], 99) == 3.0
+
+
+def test_file_ids_are_safe_and_distinct() -> None:
+    assert file_id_for("scifact", "4983") == "scifact-4983"
+    odd = file_id_for("x", "a/b c")
+    assert odd.startswith("x-a_b_c_")
+    assert odd != file_id_for("x", "a_b_c")
+
+
+def test_hits_map_to_best_chunk_per_doc_and_count_foreign() -> None:
+    body = {
+        "documents": [["c1", "c2", "c3", "c4"]],
+        "metadatas": [[{"file_id": "d-1"}, {"file_id": "other"}, {"file_id": "d-1"}, {"file_id": "d-2"}]],
+        "distances": [[0.9, 0.8, 0.7, 0.6]],
+    }
+    run, foreign = hits_to_run(SearchResult(parse_search(body), 0.0), {"d-1": "1", "d-2": "2"})
+    assert run == {"1": 0.9, "2": 0.6}
+    assert foreign == 1
+    assert parse_search({"documents": [], "metadatas": [], "distances": []}) == []
+
+
+def test_scripted_rerank_server_speaks_both_shapes() -> None:
+    with RerankServer() as server:
+        cohere = httpx.post(
+            f"{server.url}/v1/rerank",
+            json={"query": "blood aspirin", "documents": ["nothing here", "aspirin thins blood"], "top_n": 1},
+        ).json()
+        tei = httpx.post(f"{server.url}/rerank", json={"query": "blood", "texts": ["x", "blood"]}).json()
+    assert cohere["results"] == [{"index": 1, "relevance_score": 1.0}]
+    assert tei[0] == {"index": 1, "score": 1.0}
+    assert server.calls == 2

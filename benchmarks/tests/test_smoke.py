@@ -1,0 +1,77 @@
+"""One small end-to-end run of each benchmark through a real `rag dev` stack, so they keep working."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import quality, speed
+from benchmarks.beir import DEFAULT_DATA_DIR
+from benchmarks.stack import attached_stack, rag_available
+
+pytestmark = [
+    pytest.mark.models,
+    pytest.mark.slow,
+    pytest.mark.skipif(not rag_available(), reason="rag-cli (`rag dev`) is not importable yet"),
+    pytest.mark.skipif(not (DEFAULT_DATA_DIR / "scifact").exists(), reason="../shared/eval/data/scifact missing"),
+    pytest.mark.skipif(attached_stack() is not None, reason="BENCH_*_URL set: smoke runs start their own stack"),
+]
+
+
+def test_quality_smoke(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    code = quality.main(
+        [
+            "--dataset=scifact",
+            "--configs=dense,hybrid,rerank",
+            "--limit-docs=20",
+            "--limit-queries=5",
+            f"--work-dir={tmp_path / 'work'}",
+            f"--results-dir={results}",
+        ]
+    )
+    assert code == 0
+    summary = json.loads(next(results.glob("*-quality-summary.json")).read_text())
+    rows = {row["config"]: row for row in summary["results"]}
+    assert "skipped" in rows["rerank"]  # no --rerank-url: reported, not run
+    for config in ("dense", "hybrid"):
+        row = rows[config]
+        assert row["queries"] == 5
+        assert row["docs_indexed"] == 20
+        assert row["foreign_hits"] == 0
+        # The 5 queries' relevant docs are among the 20, so a working stack finds most of them.
+        assert row["recall@100"] == 1.0
+        assert row["ndcg@10"] > 0.5
+        lines = Path(row["per_query_file"]).read_text().splitlines()
+        assert len(lines) == 5
+        assert {"qid", "ndcg@10", "recall@100", "mrr@10", "top10"} <= set(json.loads(lines[0]))
+    done = (tmp_path / "work" / "scifact" / "ingested.tsv").read_text().splitlines()
+    assert len(done) == 20  # ingested once, reused by the second config
+
+
+def test_speed_smoke(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    code = speed.main(
+        [
+            "--stages=12",
+            "--requests=8",
+            "--concurrency=1,4",
+            "--modes=hybrid+rerank",
+            "--embed-sample=8",
+            f"--work-dir={tmp_path / 'work'}",
+            f"--results-dir={results}",
+        ]
+    )
+    assert code == 0
+    report = json.loads(next(results.glob("*-speed-scifact.json")).read_text())
+    stage = report["stages"][0]
+    assert stage["ingest"]["docs"] == 12
+    assert stage["ingest"]["chunks"] >= 12
+    assert stage["ingest"]["rss_peak_mib"] > 50
+    assert stage["raw_embedding"]["pipeline_efficiency"] > 0
+    rerank = stage["search"]["hybrid+rerank"]
+    assert rerank["c1"]["requests"] == 8
+    assert rerank["c4"]["p50_ms"] > 0
+    assert stage["search"]["rerank_server"]["calls"] > 0  # the rerank stage really called it

@@ -1,0 +1,262 @@
+"""Tune hybrid fusion (RRF k, leg weights, prefetch depth) on a tuning split, never on test.
+
+    python -m benchmarks.tune --dataset scifact            # tunes on train; writes benchmarks/tuned/scifact.json
+
+Both legs are fetched once per query, in-process, from the dataset's store (the same store, query
+vectors, tenant filter and Qdrant weighted-RRF formula the retrieval agent uses), deep enough for the
+largest prefetch; every grid point is then fused offline. The best point and the defaults are then
+run through the real /search API on the tuning split to check the offline fusion agrees with it.
+The `tuned` row of benchmarks.quality reads the JSON this writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import itertools
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.beir import DEFAULT_DATA_DIR, REPO_ROOT, load_dataset
+from benchmarks.configs import CONFIG_ENV, TUNED_DIR, tuned_path
+from benchmarks.ingest import file_id_map, read_done
+from benchmarks.metrics import Run, evaluate
+from benchmarks.quality import (
+    SEARCH_K,
+    TUNING_SPLIT,
+    WORK_DIR,
+    collection_for,
+    hits_to_run,
+    machine,
+    search_all,
+    workspace,
+)
+from benchmarks.stack import running_stack
+
+RRF_KS = (2, 10, 30, 60, 100)
+WEIGHTS = ((1.0, 1.0), (1.0, 0.75), (0.75, 1.0), (1.0, 0.5), (0.5, 1.0), (1.0, 0.25), (0.25, 1.0))
+MULTIPLIERS = (2, 4, 8)
+DEFAULT_POINT = (60, (1.0, 1.0), 4)
+
+# A leg: (point id, file id) pairs, best first.
+Leg = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Legs:
+    dense: Leg
+    sparse: Leg
+
+
+def qdrant_rrf(legs: Sequence[Leg], weights: Sequence[float], k: int, limit: int) -> list[tuple[str, str, float]]:
+    """Qdrant's weighted RRF (qdrant_client.hybrid.fusion): 1 / ((pos + 1) / w + k - 1), 0 for w <= 0."""
+    scores: dict[str, float] = {}
+    file_of: dict[str, str] = {}
+    for leg, weight in zip(legs, weights, strict=True):
+        for pos, (point_id, file_id) in enumerate(leg):
+            contribution = 0.0 if weight <= 0 else 1.0 / ((pos + 1.0) / weight + k - 1.0)
+            scores[point_id] = scores.get(point_id, 0.0) + contribution
+            file_of.setdefault(point_id, file_id)
+    ordered = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:limit]
+    return [(point_id, file_of[point_id], score) for point_id, score in ordered]
+
+
+def fused_run(legs: Legs, k: int, weights: tuple[float, float], multiplier: int, id_map: dict[str, str]) -> Run:
+    depth = SEARCH_K * multiplier
+    fused = qdrant_rrf([legs.dense[:depth], legs.sparse[:depth]], weights, k, SEARCH_K)
+    run: dict[str, float] = {}
+    for _, file_id, score in fused:
+        doc_id = id_map.get(file_id)
+        if doc_id is not None and score > run.get(doc_id, -1.0):
+            run[doc_id] = score
+    return run
+
+
+def leg_run(leg: Leg, id_map: dict[str, str]) -> Run:
+    run: dict[str, float] = {}
+    for pos, (_, file_id) in enumerate(leg[:SEARCH_K]):
+        doc_id = id_map.get(file_id)
+        if doc_id is not None:
+            run.setdefault(doc_id, -float(pos))
+    return run
+
+
+def fetch_legs(qdrant_path: Path, dataset: str, queries: dict[str, str], depth: int) -> dict[str, Legs]:
+    """Both legs for every query, in-process, as the retrieval agent builds them."""
+    from qdrant_client import models
+
+    from shared_contract import (
+        DENSE_VECTOR,
+        SPARSE_VECTOR,
+        ContractEmbedder,
+        ContractSettings,
+        MetaKey,
+        close_qdrant,
+        load_settings,
+        meta_path,
+        open_qdrant,
+    )
+
+    settings = load_settings(
+        ContractSettings,
+        qdrant_path=qdrant_path,
+        local_models_dir=Path(os.environ.get("LOCAL_MODELS_DIR", REPO_ROOT / ".cache" / "models")),
+    )
+    embedder = ContractEmbedder(settings)
+    embedder.warm_up()
+    client = open_qdrant(settings)
+    flt = models.Filter(
+        must=[
+            models.FieldCondition(
+                key=meta_path(MetaKey.COLLECTION_NAME), match=models.MatchAny(any=[collection_for(dataset)])
+            )
+        ]
+    )
+    selector = models.PayloadSelectorInclude(include=[meta_path(MetaKey.FILE_ID)])
+
+    def leg(query: Any, using: str) -> Leg:
+        points = client.query_points(
+            settings.qdrant_index, query=query, using=using, query_filter=flt, limit=depth, with_payload=selector
+        ).points
+        return [(str(p.id), str(((p.payload or {}).get("meta") or {}).get(MetaKey.FILE_ID, ""))) for p in points]
+
+    legs: dict[str, Legs] = {}
+    started = time.perf_counter()
+    try:
+        for i, (qid, text) in enumerate(queries.items(), start=1):
+            vectors = embedder.embed_query(text, with_sparse=True)
+            assert vectors.sparse is not None
+            sparse = models.SparseVector(indices=list(vectors.sparse.indices), values=list(vectors.sparse.values))
+            legs[qid] = Legs(dense=leg(vectors.dense, DENSE_VECTOR), sparse=leg(sparse, SPARSE_VECTOR))
+            if i % 200 == 0:
+                print(
+                    f"  legs fetched for {i}/{len(queries)} queries ({time.perf_counter() - started:.0f}s)", flush=True
+                )
+    finally:
+        close_qdrant(client)
+    return legs
+
+
+def point_env(k: int, weights: tuple[float, float], multiplier: int) -> dict[str, str]:
+    return {
+        "HYBRID_RRF_K": str(k),
+        "HYBRID_DENSE_WEIGHT": str(weights[0]),
+        "HYBRID_SPARSE_WEIGHT": str(weights[1]),
+        "HYBRID_PREFETCH_MULTIPLIER": str(multiplier),
+    }
+
+
+def tune(args: argparse.Namespace) -> dict[str, Any]:
+    split = args.split or TUNING_SPLIT[args.dataset]
+    if split == "test":
+        raise SystemExit("refusing to tune on the test split")
+    dataset = load_dataset(args.dataset, split, args.data_dir)
+    queries = dataset.split_queries()
+    if args.limit_queries:
+        queries = dict(list(queries.items())[: args.limit_queries])
+    qrels = {qid: dataset.qrels[qid] for qid in queries}
+    ws = workspace(args.dataset, args.work_dir)
+    done = read_done(ws.done)
+    id_map = {fid: doc for fid, doc in file_id_map(args.dataset, dataset.corpus).items() if fid in done}
+    if len(id_map) < len(dataset.corpus):
+        print(f"  note: {len(id_map)}/{len(dataset.corpus)} docs ingested in {ws.qdrant}", flush=True)
+    print(f"{args.dataset}/{split}: fetching legs for {len(queries)} queries (depth {SEARCH_K * max(MULTIPLIERS)})")
+    started = time.perf_counter()
+    legs = fetch_legs(ws.qdrant, args.dataset, queries, SEARCH_K * max(MULTIPLIERS))
+    fetch_s = time.perf_counter() - started
+
+    grid: list[dict[str, Any]] = []
+    for k, weights, multiplier in itertools.product(RRF_KS, WEIGHTS, MULTIPLIERS):
+        runs = {qid: fused_run(legs[qid], k, weights, multiplier, id_map) for qid in queries}
+        summary, _ = evaluate(runs, qrels)
+        grid.append({"k": k, "weights": list(weights), "multiplier": multiplier, **summary.as_dict()})
+
+    # Best nDCG@10; ties go to the point nearest the defaults (fewest changed settings).
+    def changed(point: dict[str, Any]) -> int:
+        return sum(
+            [
+                point["k"] != DEFAULT_POINT[0],
+                tuple(point["weights"]) != DEFAULT_POINT[1],
+                point["multiplier"] != DEFAULT_POINT[2],
+            ]
+        )
+
+    best = max(grid, key=lambda p: (round(p["ndcg@10"], 6), -changed(p), p["recall@100"]))
+    default = next(
+        p
+        for p in grid
+        if (p["k"], tuple(p["weights"]), p["multiplier"]) == (DEFAULT_POINT[0], DEFAULT_POINT[1], DEFAULT_POINT[2])
+    )
+    dense_only, _ = evaluate({q: leg_run(legs[q].dense, id_map) for q in queries}, qrels)
+    sparse_only, _ = evaluate({q: leg_run(legs[q].sparse, id_map) for q in queries}, qrels)
+    best_env = point_env(best["k"], (best["weights"][0], best["weights"][1]), best["multiplier"])
+    report: dict[str, Any] = {
+        "dataset": args.dataset,
+        "split": split,
+        "objective": "ndcg@10",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "queries": len(queries),
+        "leg_fetch_s": round(fetch_s, 1),
+        "offline": {"dense_only": dense_only.as_dict(), "sparse_only": sparse_only.as_dict(), "default": default},
+        "best": {**best, "env": best_env},
+        "grid": sorted(grid, key=lambda p: -p["ndcg@10"]),
+    }
+    print(
+        f"  offline dense {dense_only.ndcg_10:.4f}  sparse {sparse_only.ndcg_10:.4f}  default hybrid {default['ndcg@10']:.4f}"
+    )
+    print(f"  best {best_env} -> nDCG@10 {best['ndcg@10']:.4f} R@100 {best['recall@100']:.4f}")
+    if args.verify:
+        report["api_check"] = verify(args, dataset.name, queries, qrels, id_map, best_env)
+    return report
+
+
+def verify(
+    args: argparse.Namespace,
+    dataset: str,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    id_map: dict[str, str],
+    best_env: dict[str, str],
+) -> dict[str, Any]:
+    """The default and best points through the real /search API on the tuning split."""
+    ws = workspace(dataset, args.work_dir)
+    checks: dict[str, Any] = {}
+    for name, env in (("default", CONFIG_ENV["hybrid"]), ("best", {**CONFIG_ENV["hybrid"], **best_env})):
+        with running_stack(ws.qdrant, env, log_path=ws.log) as stack:
+            results = asyncio.run(search_all(stack, queries, collection_for(dataset), 4))
+        runs = {qid: hits_to_run(result, id_map)[0] for qid, result in results.items()}
+        summary, _ = evaluate(runs, qrels)
+        checks[name] = summary.as_dict()
+        print(f"  API {name}: nDCG@10 {summary.ndcg_10:.4f} R@100 {summary.recall_100:.4f}", flush=True)
+    return checks
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.tune", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", default="scifact", choices=sorted(TUNING_SPLIT))
+    parser.add_argument("--split", default=None, help="tuning split (default: scifact train, norquad dev)")
+    parser.add_argument("--limit-queries", type=int, default=None)
+    parser.add_argument("--no-verify", dest="verify", action="store_false", help="skip the API check")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
+    parser.add_argument("--out", type=Path, default=None, help=f"default {TUNED_DIR}/<dataset>.json")
+    args = parser.parse_args(argv)
+    report = tune(args)
+    out = args.out or tuned_path(args.dataset)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

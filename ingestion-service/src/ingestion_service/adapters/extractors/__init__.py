@@ -1,0 +1,20 @@
+"""Extraction engines behind one ``Converter`` seam, looked up by engine name."""
+
+from ingestion_service.adapters.extractors.base import Converter, SourceFile
+from ingestion_service.adapters.extractors.registry import (
+    CONCRETE_ENGINES,
+    ROUTING_MODES,
+    ConverterFactory,
+    ConverterRegistry,
+    default_factories,
+)
+
+__all__ = [
+    "CONCRETE_ENGINES",
+    "ROUTING_MODES",
+    "Converter",
+    "ConverterFactory",
+    "ConverterRegistry",
+    "SourceFile",
+    "default_factories",
+]

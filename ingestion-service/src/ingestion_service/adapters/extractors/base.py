@@ -1,0 +1,46 @@
+"""The converter seam: what every extraction engine (text, sidecar, vision, router) implements."""
+
+from __future__ import annotations
+
+import mimetypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from haystack import Document
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to convert: a local path plus what the caller told us about it."""
+
+    path: Path
+    filename: str
+
+    def to_dict(self) -> dict[str, str]:
+        """Serializable form (Haystack snapshots pipeline inputs when a run fails)."""
+        return {"path": str(self.path), "filename": self.filename}
+
+    @property
+    def mime_type(self) -> str | None:
+        """The type the file name suggests (engines sniff content themselves where they can)."""
+        return mimetypes.guess_type(self.filename)[0]
+
+
+@runtime_checkable
+class Converter(Protocol):
+    """One extraction engine.
+
+    ``convert`` runs in a worker thread and returns Haystack Documents whose content is Markdown
+    where the engine can produce it, with extractor metadata (title, authors, languages, page).
+    Failures raise :class:`ingestion_service.errors.ExtractionError` (``document_problem=True``
+    when the document itself is at fault). ``profiles`` is empty for engines without prompt
+    profiles; vision engines list theirs, and an ``auto`` router can wrap other converters.
+    """
+
+    name: str
+    profiles: frozenset[str]
+
+    def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:
+        """Extract ``source`` into one or more Documents."""
+        ...

@@ -1,0 +1,79 @@
+"""Reading source objects from S3 / MinIO with boto3 (synchronous: call from a worker thread)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ingestion_service.errors import PayloadTooLargeError, S3FetchError
+from ingestion_service.settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+CHUNK_BYTES = 1024 * 1024
+
+
+def build_s3_client(settings: Settings) -> S3Client:
+    """A boto3 S3 client for S3_ENDPOINT_URL (path-style addressing, which MinIO needs)."""
+    access = settings.s3_access_key_id.get_secret_value() if settings.s3_access_key_id else None
+    secret = settings.s3_secret_access_key.get_secret_value() if settings.s3_secret_access_key else None
+    config = Config(
+        region_name=settings.s3_region,
+        connect_timeout=settings.s3_connect_timeout,
+        read_timeout=settings.s3_read_timeout,
+        retries={"max_attempts": 3, "mode": "standard"},
+        s3={"addressing_style": "path"},
+        signature_version="s3v4",
+    )
+    client: S3Client = boto3.client(
+        "s3",
+        endpoint_url=settings.s3_endpoint_url,
+        aws_access_key_id=access,
+        aws_secret_access_key=secret,
+        config=config,
+    )
+    return client
+
+
+def _describe(exc: Exception) -> str:
+    # ClientError text names the operation and S3's error code; it never contains credentials.
+    if isinstance(exc, ClientError):
+        error: Any = exc.response.get("Error", {})
+        return f"{type(exc).__name__}: {error.get('Code', 'unknown')}"
+    return type(exc).__name__
+
+
+class S3Source:
+    """Size checks and capped, streamed downloads of one object at a time."""
+
+    def __init__(self, client: S3Client) -> None:
+        self._client = client
+
+    def object_size(self, bucket: str, key: str) -> int:
+        """The object's size from ``head_object``."""
+        try:
+            head = self._client.head_object(Bucket=bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            raise S3FetchError(f"head_object failed: {_describe(exc)}") from exc
+        return int(head["ContentLength"])
+
+    def download(self, bucket: str, key: str, destination: Path, *, max_bytes: int) -> int:
+        """Stream the object into ``destination`` in 1 MiB pieces; the cap holds even if it grew."""
+        written = 0
+        try:
+            response = self._client.get_object(Bucket=bucket, Key=key)
+            body = response["Body"]
+            with destination.open("wb") as handle:
+                for piece in body.iter_chunks(CHUNK_BYTES):
+                    written += len(piece)
+                    if written > max_bytes:
+                        raise PayloadTooLargeError(max_bytes)
+                    handle.write(piece)
+        except (ClientError, BotoCoreError) as exc:
+            raise S3FetchError(f"get_object failed: {_describe(exc)}") from exc
+        return written

@@ -1,0 +1,32 @@
+"""GET /health (liveness) and GET /health/ready (readiness); both unauthenticated."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from ingestion_service.api.deps import RuntimeDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """200 whenever the process serves requests (never touches a dependency)."""
+    return {"status": "ok"}
+
+
+@router.get("/health/ready")
+async def ready(runtime: RuntimeDep) -> JSONResponse:
+    """503 until the pipeline is warm and the collection is reachable, bootstrapped and matches the contract."""
+    readiness = runtime.readiness
+    collection_ok = await anyio.to_thread.run_sync(runtime.ensure_collection)
+    problems: dict[str, str] = {}
+    if not readiness.pipeline_ready:
+        problems["pipeline"] = readiness.pipeline_error or "warming up"
+    if not collection_ok:
+        problems["qdrant"] = readiness.collection_error or "not ready"
+    if problems:
+        return JSONResponse(status_code=503, content={"status": "error", "detail": problems})
+    return JSONResponse(status_code=200, content={"status": "ok"})

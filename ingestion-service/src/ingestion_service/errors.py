@@ -1,0 +1,168 @@
+"""The service's typed failures. ``api/errors.py`` maps each to its wire code and HTTP status."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+ErrorCode = Literal[
+    "EXTRACTION_FAILED",
+    "EMBEDDING_FAILED",
+    "SPARSE_EMBEDDING_FAILED",
+    "QDRANT_WRITE_FAILED",
+    "S3_FETCH_FAILED",
+    "INVALID_REQUEST",
+    "PIPELINE_FAILED",
+    "DELETE_FAILED",
+]
+
+
+class IngestionError(Exception):
+    """Base class. ``public_message`` is safe to show callers; ``str(exc)`` may hold internals."""
+
+    code: ClassVar[ErrorCode] = "PIPELINE_FAILED"
+    public_message: ClassVar[str] = "Indexing pipeline failed."
+    status_code: int = 500
+    # Set when removing the failed run's own points failed as well (reported with the error).
+    cleanup_failed: bool = False
+
+    def detail(self) -> str:
+        """What the wire body's ``error`` says (fixed per class unless a subclass knows better)."""
+        return self.public_message
+
+
+class InvalidRequestError(IngestionError):
+    """The request is malformed or not allowed. Its message is written by us and safe to return."""
+
+    code = "INVALID_REQUEST"
+    public_message = "Invalid request."
+
+    def __init__(self, message: str, *, status_code: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+    def detail(self) -> str:
+        return self.message
+
+
+class ForbiddenRequestError(InvalidRequestError):
+    """Bucket not on the allow-list, or a collection name not bound to the caller's ids (403)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status_code=403)
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    """Upload or S3 object above MAX_UPLOAD_BYTES (413)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"The document is larger than MAX_UPLOAD_BYTES ({limit} bytes).", status_code=413)
+
+
+class UnsupportedMediaTypeError(InvalidRequestError):
+    """Content-Type neither JSON nor multipart (415)."""
+
+    def __init__(self, content_type: str) -> None:
+        shown = content_type.split(";", 1)[0].strip()[:100] or "none"
+        super().__init__(
+            f"Content-Type {shown!r} is not supported; send application/json or multipart/form-data.",
+            status_code=415,
+        )
+
+
+class EngineUnavailableError(InvalidRequestError):
+    """An optional extraction engine is selected but its extra is not installed (400)."""
+
+
+class S3FetchError(IngestionError):
+    """Reading the object from S3/MinIO failed (upstream error: 502)."""
+
+    code = "S3_FETCH_FAILED"
+    public_message = "S3 object fetch failed."
+    status_code = 502
+
+
+class ExtractionError(IngestionError):
+    """The converter failed.
+
+    ``document_problem`` marks failures caused by the document itself (no text layer, encrypted,
+    unsupported or corrupt format): 422, and the message says which. Engine or sidecar faults are
+    500 with the generic message.
+    """
+
+    code = "EXTRACTION_FAILED"
+    public_message = "Document extraction failed."
+
+    def __init__(self, message: str, *, document_problem: bool = False, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.document_problem = document_problem
+        self.reason = reason
+        self.status_code = 422 if document_problem else 500
+
+    def detail(self) -> str:
+        if self.document_problem and self.reason:
+            return self.reason
+        return self.public_message
+
+
+NO_TEXT_REASON = "The document contains no extractable text (a scan without a text layer needs OCR)."
+ENCRYPTED_REASON = "The document is encrypted and cannot be read without its password."
+UNSUPPORTED_REASON = "The document format is not supported by the extraction engine."
+CORRUPT_REASON = "The document could not be parsed (damaged or not the format its name suggests)."
+
+
+class NoExtractableTextError(ExtractionError):
+    """Extraction produced no text: nothing is written and the previous version stays (422)."""
+
+    def __init__(self, message: str = "no extractable text") -> None:
+        super().__init__(message, document_problem=True, reason=NO_TEXT_REASON)
+
+
+class EmbeddingFailedError(IngestionError):
+    """Dense embedding failed, or a chunk ended up without a dense vector."""
+
+    code = "EMBEDDING_FAILED"
+    public_message = "Embedding step failed."
+
+
+class SparseEmbeddingFailedError(IngestionError):
+    """Sparse embedding failed, or a chunk ended up without a sparse vector while sparse is on."""
+
+    code = "SPARSE_EMBEDDING_FAILED"
+    public_message = "Sparse embedding step failed."
+
+
+class QdrantWriteError(IngestionError):
+    """Writing points, or committing/cleaning a version, failed in Qdrant."""
+
+    code = "QDRANT_WRITE_FAILED"
+    public_message = "Writing to Qdrant failed."
+
+
+class PipelineFailedError(IngestionError):
+    """Any other pipeline failure."""
+
+    code = "PIPELINE_FAILED"
+    public_message = "Indexing pipeline failed."
+
+
+class NotReadyError(IngestionError):
+    """The service is not ready (models warming up, Qdrant unreachable or the collection mismatched)."""
+
+    code = "PIPELINE_FAILED"
+    public_message = "The service is not ready yet."
+    status_code = 503
+
+
+class DeleteFailedError(IngestionError):
+    """Qdrant failed while deleting or reading a file's chunks."""
+
+    code = "DELETE_FAILED"
+    public_message = "Deleting the document's chunks failed."
+
+
+class CleanupFailedError(IngestionError):
+    """Removing a failed run's own points failed too; carried next to the original error."""
+
+    code = "QDRANT_WRITE_FAILED"
+    public_message = "Removing the failed run's chunks failed."

@@ -1,0 +1,80 @@
+"""Request gates and the hand-off to the pipeline, shared by the ingest and extract routes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import anyio.to_thread
+
+from ingestion_service.errors import ForbiddenRequestError, NotReadyError, PayloadTooLargeError
+from ingestion_service.pipeline.indexing import IndexingRunner, IngestJob, IngestOutcome
+from ingestion_service.runtime import ServiceRuntime
+from ingestion_service.settings import Settings
+from shared_contract import file_collection_name, user_memory_collection_name
+from shared_contract.schema import FILE_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
+
+_SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
+
+
+def check_collection_binding(collection_name: str, *, file_id: str, user_id: str) -> None:
+    """``file-*`` must be this file's collection, ``user-memory-*`` this user's (403 otherwise)."""
+    if collection_name.startswith(USER_MEMORY_COLLECTION_PREFIX):
+        if collection_name != user_memory_collection_name(user_id):
+            raise ForbiddenRequestError("collection_name 'user-memory-…' must equal 'user-memory-<user_id>'.")
+    elif collection_name.startswith(FILE_COLLECTION_PREFIX) and collection_name != file_collection_name(file_id):
+        raise ForbiddenRequestError("collection_name 'file-…' must equal 'file-<file_id>'.")
+
+
+def check_bucket(settings: Settings, bucket: str) -> None:
+    """S3_ALLOWED_BUCKETS, when set, lists the only buckets the service reads (403 otherwise)."""
+    allowed = settings.allowed_buckets
+    if allowed and bucket not in allowed:
+        raise ForbiddenRequestError("s3_bucket is not in S3_ALLOWED_BUCKETS.")
+
+
+def upload_path(workdir: Path, filename: str) -> Path:
+    """Where the source goes: a fixed stem, the caller's suffix only if it is plain (engines sniff by it)."""
+    suffix = Path(filename).suffix
+    return workdir / f"source{suffix if _SAFE_SUFFIX.match(suffix) else ''}"
+
+
+async def make_workdir() -> Path:
+    """A private temp directory for one request."""
+    return Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="ingest-")))
+
+
+async def remove_workdir(workdir: Path) -> None:
+    """Always called: the request's files never outlive it."""
+    await anyio.to_thread.run_sync(lambda: shutil.rmtree(workdir, ignore_errors=True))
+
+
+async def fetch_from_s3(runtime: ServiceRuntime, bucket: str, key: str, destination: Path) -> int:
+    """head_object size check, then a capped, streamed download, both in worker threads."""
+    limit = runtime.settings.max_upload_bytes
+    size = await anyio.to_thread.run_sync(runtime.s3.object_size, bucket, key)
+    if size > limit:
+        raise PayloadTooLargeError(limit)
+    return await anyio.to_thread.run_sync(lambda: runtime.s3.download(bucket, key, destination, max_bytes=limit))
+
+
+async def ready_runner(runtime: ServiceRuntime) -> IndexingRunner:
+    """The pipeline runner once models are warm and the collection is bootstrapped (503 before)."""
+    if not runtime.readiness.collection_ready and not await anyio.to_thread.run_sync(runtime.ensure_collection):
+        raise NotReadyError(runtime.readiness.collection_error or "collection not ready")
+    if runtime.runner is None:
+        raise NotReadyError(runtime.readiness.pipeline_error or "pipeline warming up")
+    return runtime.runner
+
+
+async def require_qdrant(runtime: ServiceRuntime) -> None:
+    """Delete and inspection need only the collection (503 before it is bootstrapped)."""
+    if not runtime.readiness.collection_ready and not await anyio.to_thread.run_sync(runtime.ensure_collection):
+        raise NotReadyError(runtime.readiness.collection_error or "collection not ready")
+
+
+async def run_job(runtime: ServiceRuntime, runner: IndexingRunner, job: IngestJob) -> IngestOutcome:
+    """The pipeline in a worker thread, at most INGEST_CONCURRENCY at once per process."""
+    return await anyio.to_thread.run_sync(runner.ingest, job, limiter=runtime.limiter)

@@ -1,0 +1,58 @@
+"""Prometheus series, in a registry per app so several apps in one process never clash."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+_BYTES_BUCKETS = (1e3, 1e4, 1e5, 1e6, 5e6, 1e7, 5e7, 1e8, 5e8)
+_CHUNK_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000)
+_SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
+
+
+class IngestMetrics:
+    """Every series the service exports."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.ingest_requests = Counter(
+            "ingest_requests_total", "Ingest requests by outcome and code.", ["outcome", "code"], registry=self.registry
+        )
+        self.delete_requests = Counter(
+            "delete_requests_total", "Delete requests by outcome and code.", ["outcome", "code"], registry=self.registry
+        )
+        self.ingest_duration = Histogram(
+            "ingest_duration_seconds", "Wall time of ingest requests.", buckets=_SECONDS_BUCKETS, registry=self.registry
+        )
+        self.ingest_chunks = Histogram(
+            "ingest_chunks", "Chunks written per successful ingest.", buckets=_CHUNK_BUCKETS, registry=self.registry
+        )
+        self.ingest_document_bytes = Histogram(
+            "ingest_document_bytes",
+            "Size of ingested source documents.",
+            buckets=_BYTES_BUCKETS,
+            registry=self.registry,
+        )
+        self.ingest_empty = Counter(
+            "ingest_empty_total", "Ingests whose extraction found no text.", registry=self.registry
+        )
+        self.ingest_superseded = Counter(
+            "ingest_superseded_total", "Ingests that found a newer run of the same file.", registry=self.registry
+        )
+        self.cleanup_failures = Counter(
+            "ingest_cleanup_failures_total", "Failed removals of a failed run's own points.", registry=self.registry
+        )
+        self.stage_duration = Histogram(
+            "pipeline_stage_duration_seconds",
+            "Wall time per pipeline stage.",
+            ["stage"],
+            buckets=_SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe_stage(self, stage: str, seconds: float) -> None:
+        """The pipeline components' timing callback."""
+        self.stage_duration.labels(stage=stage).observe(seconds)
+
+    def render(self) -> bytes:
+        """The exposition text."""
+        return generate_latest(self.registry)

@@ -1,0 +1,75 @@
+"""Numbers chunks, enforces the model's token limit, and stamps per-chunk metadata."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from haystack import Document, component
+
+from ingestion_service.errors import NoExtractableTextError
+from ingestion_service.pipeline.chunking import pack_tokens
+from ingestion_service.pipeline.embed_text import MIN_CONTENT_TOKENS, EmbedTextBuilder
+from ingestion_service.pipeline.observe import StageObserver, timed
+from shared_contract import MetaKey
+
+_SHRINK_STEP = 8
+
+
+def chunk_id(meta: dict[str, object], split_id: int) -> str:
+    """A stable id per (file, tenant, version, position): a retried write overwrites, never duplicates."""
+    key = "\x00".join(
+        str(meta.get(name, "")) for name in (MetaKey.FILE_ID, MetaKey.COLLECTION_NAME, MetaKey.INGEST_VERSION)
+    )
+    return hashlib.sha256(f"{key}\x00{split_id}".encode()).hexdigest()
+
+
+@component
+class ChunkFinalizer:
+    """The last step before embedding.
+
+    Any chunk the model would truncate (possible after word/sentence/passage splitting, or by
+    a token at a concatenation seam) is re-packed with a smaller budget until every piece fits:
+    there is no silent truncation. Then ``split_id`` runs 0..n-1 over the whole file and each
+    chunk gets ``content_hash`` and ``indexed_at``. Zero chunks is the documented 422.
+    """
+
+    def __init__(self, embed_text: EmbedTextBuilder, *, overlap: int, observer: StageObserver | None = None) -> None:
+        self.embed_text = embed_text
+        self.overlap = overlap
+        self.observer = observer
+
+    def _fit(self, content: str, headers: list[str]) -> list[str]:
+        if self.embed_text.fits(content, headers):
+            return [content]
+        budget = self.embed_text.content_budget(headers)
+        while True:
+            pieces = pack_tokens(content, self.embed_text.counter, budget, min(self.overlap, budget // 4))
+            if all(self.embed_text.fits(piece, headers) for piece in pieces) or budget <= MIN_CONTENT_TOKENS:
+                return pieces
+            budget = max(MIN_CONTENT_TOKENS, budget - _SHRINK_STEP)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """Budget-checked, numbered, stamped chunks."""
+        with timed(self.observer, "finalizer"):
+            indexed_at = datetime.now(UTC).isoformat()
+            chunks: list[Document] = []
+            for document in documents:
+                headers = list(document.meta.get(MetaKey.HEADERS) or [])
+                for piece in self._fit(document.content or "", headers):
+                    if not piece.strip():
+                        continue
+                    split_id = len(chunks)
+                    meta = {
+                        **document.meta,
+                        MetaKey.HEADERS: headers,
+                        MetaKey.SPLIT_ID: split_id,
+                        MetaKey.CONTENT_HASH: hashlib.sha256(piece.encode()).hexdigest(),
+                        MetaKey.INDEXED_AT: indexed_at,
+                    }
+                    chunks.append(replace(document, id=chunk_id(meta, split_id), content=piece, meta=meta))
+            if not chunks:
+                raise NoExtractableTextError("splitting produced no chunks")
+        return {"documents": chunks}

@@ -1,0 +1,47 @@
+"""Converter stage: a file -> Documents through the selected engine, request metadata merged in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component
+
+from ingestion_service.adapters.extractors import ConverterRegistry, SourceFile
+from ingestion_service.errors import ExtractionError, IngestionError, NoExtractableTextError
+from ingestion_service.pipeline.observe import StageObserver, timed
+
+EXTRACTOR_KEY = "extractor"
+
+
+def require_text(documents: list[Document]) -> None:
+    """Raise the documented 422 when extraction found no text at all."""
+    if not any((document.content or "").strip() for document in documents):
+        raise NoExtractableTextError()
+
+
+@component
+class FileConverter:
+    """Runs one engine from the registry (EXTRACTION_ENGINE, or a per-run override)."""
+
+    def __init__(self, registry: ConverterRegistry, default_engine: str, observer: StageObserver | None = None) -> None:
+        self.registry = registry
+        self.default_engine = default_engine
+        self.observer = observer
+
+    @component.output_types(documents=list[Document])
+    def run(self, source: SourceFile, meta: dict[str, Any], engine: str | None = None) -> dict[str, list[Document]]:
+        """Extract ``source``; request ``meta`` wins over extractor metadata on key collisions."""
+        with timed(self.observer, "converter"):
+            converter = self.registry.get(engine if engine is not None else self.default_engine)
+            try:
+                extracted = converter.convert(source)
+            except IngestionError:
+                raise
+            except Exception as exc:  # an engine bug is still an extraction failure, typed as one
+                raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
+            require_text(extracted)
+            documents = [
+                Document(content=document.content or "", meta={**document.meta, EXTRACTOR_KEY: converter.name, **meta})
+                for document in extracted
+            ]
+        return {"documents": documents}

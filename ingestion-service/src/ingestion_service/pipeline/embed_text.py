@@ -1,0 +1,71 @@
+"""Exactly what the dense embedder reads for a chunk, and how many content tokens fit.
+
+The embedded text is ``breadcrumb + "\\n\\n" + content`` when EMBED_HEADERS_BREADCRUMB is on and
+the chunk has headers (the stored content stays raw); the contract embedder prepends
+EMBEDDING_PREFIX_DOC; the model adds its special tokens. The content budget leaves room for all
+of that, so no chunk is ever truncated by the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ingestion_service.pipeline.tokens import TokenCounter
+
+BREADCRUMB_SEPARATOR = " > "
+SPECIAL_TOKENS = 2  # [CLS]/[SEP] or <s>/</s>
+SAFETY_MARGIN = 4  # tokenizing a concatenation can differ by a token or two at the seams
+MIN_CONTENT_TOKENS = 16
+
+
+class EmbedTextBuilder:
+    """Builds embedding inputs and content budgets from one set of limits."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        max_tokens: int,
+        chunk_size: int,
+        prefix: str,
+        use_breadcrumb: bool,
+    ) -> None:
+        self.counter = counter
+        self.max_tokens = max_tokens
+        self.chunk_size = chunk_size
+        self.prefix = prefix
+        self.use_breadcrumb = use_breadcrumb
+        self._prefix_tokens = counter.count(prefix)
+        self._base = max_tokens - SPECIAL_TOKENS - self._prefix_tokens - SAFETY_MARGIN
+        if self._base < MIN_CONTENT_TOKENS:
+            raise ValueError(f"EMBEDDING_PREFIX_DOC leaves fewer than {MIN_CONTENT_TOKENS} tokens of {max_tokens}")
+
+    def breadcrumb(self, headers: Sequence[str] | None) -> str | None:
+        """The breadcrumb embedded with a chunk; None when off, empty, or too long to be worth it."""
+        if not self.use_breadcrumb or not headers:
+            return None
+        crumb = BREADCRUMB_SEPARATOR.join(headers)
+        # A breadcrumb may take at most a quarter of the model's window; beyond that it would
+        # crowd out the content it describes.
+        if self.counter.count(crumb + "\n\n") > self.max_tokens // 4:
+            return None
+        return crumb
+
+    def text(self, content: str, headers: Sequence[str] | None) -> str:
+        """The text given to the dense (and sparse) embedder, without the doc prefix."""
+        crumb = self.breadcrumb(headers)
+        return f"{crumb}\n\n{content}" if crumb else content
+
+    def content_budget(self, headers: Sequence[str] | None) -> int:
+        """How many content tokens a chunk with these headers may hold."""
+        crumb = self.breadcrumb(headers)
+        crumb_tokens = self.counter.count(crumb + "\n\n") if crumb else 0
+        return max(MIN_CONTENT_TOKENS, min(self.chunk_size, self._base - crumb_tokens))
+
+    def total_tokens(self, content: str, headers: Sequence[str] | None) -> int:
+        """Tokens the model sees for this chunk, special tokens included."""
+        return self.counter.count(self.prefix + self.text(content, headers)) + SPECIAL_TOKENS
+
+    def fits(self, content: str, headers: Sequence[str] | None) -> bool:
+        """Whether the model reads the whole chunk without truncating."""
+        return self.total_tokens(content, headers) <= self.max_tokens

@@ -1,0 +1,264 @@
+"""Assembly of the indexing pipeline (built once at start-up) and the per-request runner."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from haystack import Pipeline
+from haystack.core.errors import PipelineRuntimeError
+from haystack.document_stores.types import DocumentStore
+
+from ingestion_service.adapters.extractors import ConverterRegistry, SourceFile
+from ingestion_service.adapters.qdrant_store import ChunkIndex
+from ingestion_service.errors import (
+    EmbeddingFailedError,
+    ExtractionError,
+    IngestionError,
+    NoExtractableTextError,
+    PipelineFailedError,
+    QdrantWriteError,
+    SparseEmbeddingFailedError,
+)
+from ingestion_service.metrics import IngestMetrics
+from ingestion_service.pipeline import versioning
+from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer
+from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
+from ingestion_service.pipeline.components.dense_embedder import ContractDenseEmbedder
+from ingestion_service.pipeline.components.embedding_guard import EmbeddingGuard
+from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, FileConverter
+from ingestion_service.pipeline.components.markdown_splitter import MarkdownSplitter
+from ingestion_service.pipeline.components.sparse_embedder import ContractSparseEmbedder
+from ingestion_service.pipeline.components.token_splitter import TokenSplitter
+from ingestion_service.pipeline.components.unit_splitter import UnitSplitter
+from ingestion_service.pipeline.embed_text import EmbedTextBuilder
+from ingestion_service.pipeline.observe import StageObserver
+from ingestion_service.pipeline.versioning import RunVersion
+from ingestion_service.settings import Settings
+from shared_contract import ContractEmbedder, ContractError, EmbeddingError, MetaKey, SparseEmbeddingError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PipelineParts:
+    """The components, by stage. Tests swap single parts (e.g. a failing embedder) before assembly."""
+
+    converter: Any
+    splitter: Any
+    finalizer: Any
+    dense_embedder: Any
+    sparse_embedder: Any | None
+    guard: Any
+    writer: Any
+
+
+def build_parts(
+    settings: Settings,
+    *,
+    registry: ConverterRegistry,
+    embedder: ContractEmbedder,
+    embed_text: EmbedTextBuilder,
+    store: DocumentStore,
+    observer: StageObserver | None = None,
+) -> PipelineParts:
+    """The standard components for ``settings``."""
+    overlap = settings.chunk_overlap
+    splitter: Any
+    if settings.chunk_split_by == "markdown":
+        splitter = MarkdownSplitter(embed_text, overlap=overlap, min_tokens=settings.chunk_min_size, observer=observer)
+    elif settings.chunk_split_by == "token":
+        splitter = TokenSplitter(embed_text, overlap=overlap, observer=observer)
+    else:
+        splitter = UnitSplitter(settings.chunk_split_by, size=settings.chunk_size, overlap=overlap, observer=observer)
+    sparse_on = settings.enable_sparse_embeddings
+    return PipelineParts(
+        converter=FileConverter(registry, settings.extraction_engine, observer=observer),
+        splitter=splitter,
+        finalizer=ChunkFinalizer(embed_text, overlap=overlap, observer=observer),
+        dense_embedder=ContractDenseEmbedder(embedder, embed_text, sparse_enabled=sparse_on, observer=observer),
+        sparse_embedder=ContractSparseEmbedder(embedder, embed_text, observer=observer) if sparse_on else None,
+        guard=EmbeddingGuard(dim=embedder.dim, require_sparse=sparse_on, observer=observer),
+        writer=ChunkWriter(store, observer=observer),
+    )
+
+
+def assemble(parts: PipelineParts) -> Pipeline:
+    """converter -> splitter -> finalizer -> dense -> [sparse] -> guard -> writer."""
+    pipeline = Pipeline()
+    pipeline.add_component("converter", parts.converter)
+    pipeline.add_component("splitter", parts.splitter)
+    pipeline.add_component("finalizer", parts.finalizer)
+    pipeline.add_component("dense_embedder", parts.dense_embedder)
+    pipeline.add_component("guard", parts.guard)
+    pipeline.add_component("writer", parts.writer)
+    pipeline.connect("converter.documents", "splitter.documents")
+    pipeline.connect("splitter.documents", "finalizer.documents")
+    pipeline.connect("finalizer.documents", "dense_embedder.documents")
+    if parts.sparse_embedder is not None:
+        pipeline.add_component("sparse_embedder", parts.sparse_embedder)
+        pipeline.connect("dense_embedder.documents", "sparse_embedder.documents")
+        pipeline.connect("sparse_embedder.documents", "guard.documents")
+    else:
+        pipeline.connect("dense_embedder.documents", "guard.documents")
+    pipeline.connect("guard.documents", "writer.documents")
+    return pipeline
+
+
+@dataclass(frozen=True)
+class IngestJob:
+    """One ingest request, ready to run."""
+
+    source: SourceFile
+    file_id: str
+    collection_name: str
+    collection_type: str
+    user_id: str
+    overwrite: bool
+    run: RunVersion
+    engine: str | None = None
+
+    def meta(self) -> dict[str, Any]:
+        """Request metadata every chunk carries (it wins over extractor metadata)."""
+        return {
+            MetaKey.FILE_ID: self.file_id,
+            MetaKey.COLLECTION_NAME: self.collection_name,
+            MetaKey.COLLECTION_TYPE: self.collection_type,
+            MetaKey.USER_ID: self.user_id,
+            MetaKey.NAME: self.source.filename,
+            MetaKey.SOURCE: self.source.filename,
+            MetaKey.INGEST_VERSION: self.run.version,
+            MetaKey.INGEST_SEQ: self.run.seq,
+        }
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    """What a finished run did."""
+
+    chunks_count: int
+    engine: str
+    superseded: bool = False
+    kept_existing: bool = False
+
+
+# An untyped error inside a stage still fails that stage: its code follows the component.
+_STAGE_ERRORS: dict[str, Callable[[str], IngestionError]] = {
+    "converter": ExtractionError,
+    "dense_embedder": EmbeddingFailedError,
+    "guard": EmbeddingFailedError,
+    "sparse_embedder": SparseEmbeddingFailedError,
+    "writer": QdrantWriteError,
+}
+
+
+def classify(exc: Exception) -> IngestionError:
+    """The typed error behind ``exc`` (Haystack wraps component errors in PipelineRuntimeError)."""
+    seen: set[int] = set()
+    stage: str | None = None
+    current: BaseException | None = exc
+    innermost: BaseException = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        innermost = current
+        if isinstance(current, PipelineRuntimeError) and stage is None:
+            stage = current.component_name
+        if isinstance(current, IngestionError):
+            return current
+        if isinstance(current, SparseEmbeddingError):
+            return SparseEmbeddingFailedError(str(current))
+        if isinstance(current, EmbeddingError):
+            return EmbeddingFailedError(str(current))
+        if isinstance(current, ContractError):
+            return PipelineFailedError(str(current))
+        current = current.__cause__ or current.__context__
+    make = _STAGE_ERRORS.get(stage or "", PipelineFailedError)
+    return make(f"{stage or 'pipeline'}: {type(innermost).__name__}: {innermost}")
+
+
+BeforeCommitHook = Callable[[IngestJob], None]
+
+
+class IndexingRunner:
+    """Runs the pipeline for one job and applies the versioning protocol. Synchronous: call it
+    from a worker thread."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        index: ChunkIndex,
+        *,
+        default_engine: str,
+        metrics: IngestMetrics | None = None,
+        before_commit: BeforeCommitHook | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.index = index
+        self.default_engine = default_engine
+        self.metrics = metrics
+        self.before_commit = before_commit
+
+    def ingest(self, job: IngestJob) -> IngestOutcome:
+        """Index ``job``; on failure its own points are removed and a typed error is raised."""
+        engine = job.engine or self.default_engine
+        if not job.overwrite:
+            existing = self._existing(job)
+            if existing:
+                return IngestOutcome(chunks_count=existing, engine=engine, kept_existing=True)
+        try:
+            result = self.pipeline.run(
+                {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
+                include_outputs_from={"finalizer"},
+            )
+            chunks = result["finalizer"]["documents"]
+            written = int(result["writer"]["documents_written"])
+            if chunks:
+                engine = str(chunks[0].meta.get(EXTRACTOR_KEY, engine))
+            if self.before_commit is not None:
+                self.before_commit(job)
+            try:
+                committed = versioning.commit(self.index, job.file_id, job.collection_name, job.run)
+            except ContractError as exc:
+                raise QdrantWriteError(f"commit failed: {exc}") from exc
+        except Exception as exc:
+            error = classify(exc)
+            if isinstance(error, NoExtractableTextError) and self.metrics is not None:
+                self.metrics.ingest_empty.inc()
+            self._discard(job, error)
+            if error is exc:
+                raise
+            raise error from exc
+        if committed.superseded and self.metrics is not None:
+            self.metrics.ingest_superseded.inc()
+        return IngestOutcome(chunks_count=written, engine=engine, superseded=committed.superseded)
+
+    def _existing(self, job: IngestJob) -> int:
+        try:
+            return self.index.count(job.file_id, job.collection_name)
+        except ContractError as exc:
+            raise QdrantWriteError(f"reading existing chunks failed: {exc}") from exc
+
+    def _discard(self, job: IngestJob, error: IngestionError) -> None:
+        try:
+            versioning.discard(self.index, job.file_id, job.collection_name, job.run)
+        except Exception:
+            # Loud, counted and reported to the caller; the points are removed by the next
+            # successful ingest of this file (its sweep deletes every older version).
+            logger.exception(
+                "cleanup of a failed ingest run failed; its partial chunks remain until the next ingest",
+                extra={
+                    "file_id": job.file_id,
+                    "collection_name": job.collection_name,
+                    "ingest_version": job.run.version,
+                },
+            )
+            error.cleanup_failed = True
+            if self.metrics is not None:
+                self.metrics.cleanup_failures.inc()
+
+
+def rebuild_with(parts: PipelineParts, **changes: Any) -> Pipeline:
+    """Assemble ``parts`` with some stages replaced (fault injection in tests)."""
+    return assemble(replace(parts, **changes))

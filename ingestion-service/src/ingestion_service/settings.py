@@ -1,0 +1,95 @@
+"""The service's configuration: the shared contract's variables plus the ingestion-only ones."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from shared_contract import ContractConfigError, ContractSettings, load_settings
+
+ConcreteEngine = Literal["kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured"]
+SplitBy = Literal["token", "markdown", "word", "sentence", "passage"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+MIN_API_KEY_LENGTH = 32
+
+
+class Settings(ContractSettings):
+    """Every ingestion-service variable. Built once per app via :func:`get_settings`."""
+
+    # Server and auth.
+    api_key: SecretStr = Field(description="Bearer token callers must send; at least 32 characters.")
+    host: str = "0.0.0.0"  # noqa: S104 - a container service listens on every interface
+    port: int = Field(default=8000, ge=1, le=65535)
+    debug: bool = Field(default=False, description="Append raw exception text to error bodies.")
+    log_level: LogLevel = "INFO"
+    metrics_enabled: bool = True
+    enable_inspection_api: bool = False
+
+    # Request gates.
+    max_upload_bytes: int = Field(default=100 * 1024 * 1024, gt=0)
+    ingest_concurrency: int = Field(default=2, ge=1, le=64, description="Pipeline runs at once per process.")
+
+    # S3 / MinIO.
+    s3_endpoint_url: str | None = None
+    s3_access_key_id: SecretStr | None = None
+    s3_secret_access_key: SecretStr | None = None
+    s3_region: str = "us-east-1"
+    s3_allowed_buckets: str = Field(default="", description="Comma-separated allow-list; empty = any bucket.")
+    s3_connect_timeout: float = Field(default=5.0, gt=0)
+    s3_read_timeout: float = Field(default=60.0, gt=0)
+
+    # Extraction.
+    extraction_engine: ConcreteEngine = "kreuzberg"
+    enable_ocr: bool = Field(default=False, description="Let kreuzberg OCR scans with its Tesseract backend.")
+    ocr_language: str = "eng"
+    kreuzberg_url: str = "http://kreuzberg:8000"
+    kreuzberg_connect_timeout: float = Field(default=5.0, gt=0)
+    kreuzberg_read_timeout: float = Field(default=60.0, gt=0)
+    tika_url: str = "http://tika:9998"
+    tika_connect_timeout: float = Field(default=5.0, gt=0)
+    tika_read_timeout: float = Field(default=60.0, gt=0)
+
+    # Chunking.
+    chunk_split_by: SplitBy = "markdown"
+    chunk_size: int = Field(default=400, gt=0, le=100_000)
+    chunk_overlap: int = Field(default=80, ge=0)
+    chunk_min_size: int = Field(default=100, ge=0)
+    tokenizer_model: str | None = None
+    tokenizer_revision: str | None = None
+    embed_headers_breadcrumb: bool = True
+
+    @field_validator("api_key")
+    @classmethod
+    def _long_enough(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value().strip()) < MIN_API_KEY_LENGTH:
+            raise ValueError(f"must be at least {MIN_API_KEY_LENGTH} characters")
+        return value
+
+    @field_validator("s3_endpoint_url", "kreuzberg_url", "tika_url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _chunk_bounds(self) -> Self:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ContractConfigError("CHUNK_OVERLAP", f"must be smaller than CHUNK_SIZE ({self.chunk_size})")
+        if self.chunk_min_size > self.chunk_size:
+            raise ContractConfigError("CHUNK_MIN_SIZE", f"must lie in [0, CHUNK_SIZE={self.chunk_size}]")
+        return self
+
+    @property
+    def allowed_buckets(self) -> frozenset[str]:
+        """The S3 bucket allow-list; empty means every bucket the credentials reach."""
+        return frozenset(part.strip() for part in self.s3_allowed_buckets.split(",") if part.strip())
+
+
+def get_settings() -> Settings:
+    """Settings from the environment; invalid values raise ContractConfigError naming the variable."""
+    return load_settings(Settings)

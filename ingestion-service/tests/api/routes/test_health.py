@@ -1,0 +1,70 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+import threading
+
+from qdrant_client import models
+from shared_contract import ContractEmbedder, close_qdrant, open_qdrant
+
+from ingestion_service.runtime import ServiceHooks
+
+
+def test_liveness_needs_no_auth(client) -> None:
+    response = client.get("/health", headers={"Authorization": ""})
+    assert response.json() == {"status": "ok"}
+
+
+def test_ready_after_warm_up(client) -> None:
+    assert client.get("/health/ready").json() == {"status": "ok"}
+
+
+class SlowEmbedder(ContractEmbedder):
+    """Warm-up blocks until the test lets it finish."""
+
+    release = threading.Event()
+
+    def warm_up(self) -> None:
+        self.release.wait(timeout=30)
+        super().warm_up()
+
+
+def test_not_ready_until_the_pipeline_is_warm(app_client, make_test_settings) -> None:
+    slow = SlowEmbedder(make_test_settings())
+    with app_client(hooks=ServiceHooks(embedder=slow), ready=False) as client:
+        response = client.get("/health/ready")
+        assert response.status_code == 503
+        assert response.json()["detail"] == {"pipeline": "warming up"}
+        ingest = client.put("/api/v1/ingest", json={"x": 1})
+        assert ingest.status_code in (400, 503)
+        multipart = client.put(
+            "/api/v1/ingest",
+            data={"file_id": "a", "filename": "a.md", "collection_name": "file-a", "user_id": "u"},
+            files={"file": ("a.md", b"# a")},
+        )
+        assert multipart.status_code == 503
+        assert multipart.json()["code"] == "PIPELINE_FAILED"
+        assert client.get("/health").status_code == 200
+        SlowEmbedder.release.set()
+        for _ in range(500):
+            if client.get("/health/ready").status_code == 200:
+                break
+            threading.Event().wait(0.02)
+        assert client.get("/health/ready").status_code == 200
+
+
+def test_collection_not_matching_the_contract_is_not_ready(app_client, make_test_settings) -> None:
+    settings = make_test_settings()
+    client_q = open_qdrant(settings)
+    try:
+        # A collection created by another tool: no contract manifest.
+        client_q.create_collection(
+            settings.qdrant_index,
+            vectors_config={"text-dense": models.VectorParams(size=384, distance=models.Distance.COSINE)},
+        )
+        with app_client(qdrant_index=settings.qdrant_index, ready=False) as client:
+            response = client.get("/health/ready")
+            assert response.status_code == 503
+            assert "no contract manifest" in response.json()["detail"]["qdrant"]
+    finally:
+        close_qdrant(client_q)

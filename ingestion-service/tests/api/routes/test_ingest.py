@@ -1,0 +1,217 @@
+"""PUT /api/v1/ingest through the HTTP API: both modes, every gate, the stored payload."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from shared_contract import DENSE_VECTOR, SPARSE_VECTOR
+
+WIKI = "md/docling__wiki.md"
+
+
+def test_multipart_ingest_stores_named_vectors_and_full_metadata(client, upload, docs, points) -> None:
+    response = upload(client, docs / WIKI, file_id="abc", user_id="u1")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] is True
+    assert body["collection_name"] == "file-abc"
+    assert body["extraction"]["engine"] == "kreuzberg"
+    stored = points(client, file_id="abc")
+    assert len(stored) == body["chunks_count"] > 1
+    metas = sorted((record.payload["meta"] for record in stored), key=lambda meta: meta["split_id"])
+    assert [meta["split_id"] for meta in metas] == list(range(len(metas)))
+    first = metas[0]
+    assert first["file_id"] == "abc"
+    assert first["collection_name"] == "file-abc"
+    assert first["collection_type"] == "file"
+    assert first["user_id"] == "u1"
+    assert first["name"] == first["source"] == "docling__wiki.md"
+    assert first["title"] == "IBM"
+    assert first["languages"] == ["en"]
+    assert first["extractor"] == "kreuzberg"
+    assert first["ingest_version"] == body["extraction"]["ingest_version"]
+    assert isinstance(first["ingest_seq"], int)
+    assert len(first["content_hash"]) == 64
+    assert first["indexed_at"].endswith("+00:00")
+    assert any(meta["headers"] for meta in metas)
+    assert "overwrite" not in first
+    for record in stored:
+        assert set(record.vector) == {DENSE_VECTOR, SPARSE_VECTOR}
+        assert len(record.vector[DENSE_VECTOR]) == 384
+        assert record.payload["content"].strip()
+
+
+def test_reingest_replaces_the_previous_version(client, upload, docs, points) -> None:
+    first = upload(client, docs / WIKI, file_id="re").json()
+    second = upload(client, docs / WIKI, file_id="re").json()
+    stored = points(client, file_id="re")
+    assert {record.payload["meta"]["ingest_version"] for record in stored} == {second["extraction"]["ingest_version"]}
+    assert len(stored) == second["chunks_count"] == first["chunks_count"]
+
+
+def test_same_file_in_two_collections_is_versioned_per_collection(client, upload, docs, points) -> None:
+    upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1")
+    upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-2")
+    upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1")
+    assert points(client, file_id="kbfile", collection_name="kb-1")
+    assert points(client, file_id="kbfile", collection_name="kb-2")
+
+
+def test_overwrite_false_keeps_an_existing_version(client, upload, docs, points) -> None:
+    first = upload(client, docs / WIKI, file_id="keep").json()
+    kept = upload(client, docs / WIKI, file_id="keep", overwrite="false").json()
+    assert kept["extraction"]["kept_existing"] is True
+    assert kept["chunks_count"] == first["chunks_count"]
+    assert {r.payload["meta"]["ingest_version"] for r in points(client, file_id="keep")} == {
+        first["extraction"]["ingest_version"]
+    }
+
+
+@pytest.mark.parametrize(("value", "expected"), [("TRUE", 200), ("y", 200), ("0", 200), ("No", 200), ("maybe", 400)])
+def test_form_booleans_are_strict(client, upload, docs, value: str, expected: int) -> None:
+    response = upload(client, docs / "md/unstructured__simple-table.md", overwrite=value)
+    assert response.status_code == expected
+    if expected == 400:
+        assert response.json() == {
+            "status": False,
+            "code": "INVALID_REQUEST",
+            "error": "Form field 'overwrite' must be a boolean (true/false/1/0/yes/no).",
+        }
+
+
+def test_multipart_field_rules(client, docs) -> None:
+    path = docs / "md/unstructured__simple-table.md"
+    base = {"file_id": "x", "filename": "t.md", "collection_name": "file-x", "user_id": "u"}
+    cases: list[tuple[dict[str, str], bool]] = [
+        ({**base, "user_id": "   "}, True),
+        ({k: v for k, v in base.items() if k != "file_id"}, True),
+        ({**base, "surprise": "1"}, True),
+        (base, False),  # no file part
+    ]
+    for data, with_file in cases:
+        files = {"file": ("t.md", path.read_bytes())} if with_file else None
+        response = client.put("/api/v1/ingest", data=data, files=files)
+        if files is None:  # httpx sends form-urlencoded without files; force multipart
+            response = client.put("/api/v1/ingest", data=data, files={"other": ("", b"")})
+        assert response.status_code == 400, (data, response.text)
+        assert response.json()["code"] == "INVALID_REQUEST"
+
+
+def test_other_content_types_are_415(client) -> None:
+    response = client.put("/api/v1/ingest", content=b"hello", headers={"Content-Type": "text/plain"})
+    assert response.status_code == 415
+    assert response.json()["code"] == "INVALID_REQUEST"
+
+
+def _json(**overrides: Any) -> dict[str, Any]:
+    body = {
+        "s3_bucket": "openwebui",
+        "s3_key": "k",
+        "file_id": "j1",
+        "filename": "a.md",
+        "collection_name": "file-j1",
+        "user_id": "u1",
+    }
+    body.update(overrides)
+    return body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _json(metadata={"x": 1}),  # unknown field
+        _json(file_id="  "),  # whitespace-only
+        {k: v for k, v in _json().items() if k != "s3_key"},  # missing
+        _json(overwrite="yes"),  # JSON booleans are real booleans
+    ],
+)
+def test_json_validation_is_400(client, body: dict[str, Any]) -> None:
+    response = client.put("/api/v1/ingest", json=body)
+    assert response.status_code == 400
+    assert response.json()["code"] == "INVALID_REQUEST"
+    assert response.json()["status"] is False
+
+
+def test_malformed_json_is_400(client) -> None:
+    response = client.put("/api/v1/ingest", content=b"{nope", headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("collection", "file_id", "user_id", "status"),
+    [
+        ("file-other", "f1", "u1", 403),
+        ("user-memory-someone", "f1", "u1", 403),
+        ("user-memory-u1", "f1", "u1", 200),
+        ("a-knowledge-base-id", "f1", "u1", 200),
+    ],
+)
+def test_collection_binding(client, upload, docs, collection: str, file_id: str, user_id: str, status: int) -> None:
+    response = upload(
+        client, docs / "md/unstructured__simple-table.md", file_id=file_id, user_id=user_id, collection_name=collection
+    )
+    assert response.status_code == status, response.text
+
+
+def test_multipart_upload_over_the_cap_is_413(app_client, upload, docs, points) -> None:
+    with app_client(max_upload_bytes=1000) as client:
+        response = upload(client, docs / WIKI, file_id="big")
+        assert response.status_code == 413
+        assert response.json()["code"] == "INVALID_REQUEST"
+        assert points(client, file_id="big") == []
+
+
+# --- S3 / MinIO ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bucket(s3_endpoint: str) -> str:
+    name = f"b-{uuid.uuid4().hex[:8]}"
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+    s3.create_bucket(Bucket=name)
+    return name
+
+
+def put_object(endpoint: str, bucket: str, key: str, path: Path) -> None:
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+    s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+
+
+def test_json_mode_reads_the_object_from_s3(app_client, s3_endpoint, bucket, docs, points) -> None:
+    put_object(s3_endpoint, bucket, "uploads/wiki.md", docs / WIKI)
+    with app_client(s3_endpoint_url=s3_endpoint, s3_allowed_buckets=bucket) as client:
+        response = client.put(
+            "/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="uploads/wiki.md", filename="wiki.md", file_id="s3f", collection_name="file-s3f")
+        )
+        assert response.status_code == 200, response.text
+        assert len(points(client, file_id="s3f")) == response.json()["chunks_count"] > 0
+
+
+def test_bucket_outside_the_allow_list_is_403(app_client, s3_endpoint, bucket) -> None:
+    with app_client(s3_endpoint_url=s3_endpoint, s3_allowed_buckets="openwebui") as client:
+        response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket))
+        assert response.status_code == 403
+        assert response.json()["code"] == "INVALID_REQUEST"
+
+
+def test_s3_object_over_the_cap_is_413_before_download(app_client, s3_endpoint, bucket, docs) -> None:
+    put_object(s3_endpoint, bucket, "big.md", docs / WIKI)
+    with app_client(s3_endpoint_url=s3_endpoint, max_upload_bytes=100) as client:
+        response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="big.md"))
+        assert response.status_code == 413
+
+
+def test_missing_object_is_s3_fetch_failed_without_details(app_client, s3_endpoint, bucket) -> None:
+    with app_client(s3_endpoint_url=s3_endpoint, s3_secret_access_key="super-secret-value") as client:
+        response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="absent"))
+        assert response.status_code == 502
+        assert response.json() == {"status": False, "error": "S3 object fetch failed.", "code": "S3_FETCH_FAILED"}
+    with app_client(s3_endpoint_url=s3_endpoint, s3_secret_access_key="super-secret-value", debug=True) as client:
+        body = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="absent")).json()
+        assert "404" in body["error"] or "NoSuchKey" in body["error"] or "Not Found" in body["error"]
+        assert "super-secret-value" not in body["error"]
+        assert "Traceback" not in body["error"]

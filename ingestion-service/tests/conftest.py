@@ -1,0 +1,179 @@
+"""Shared fixtures: real models (loaded once), embedded Qdrant, apps driven over HTTP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache/models"))
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
+from fastapi.testclient import TestClient  # noqa: E402
+from shared_contract import ContractEmbedder, load_settings  # noqa: E402
+
+from ingestion_service.main import create_app  # noqa: E402
+from ingestion_service.runtime import ServiceHooks  # noqa: E402
+from ingestion_service.settings import Settings  # noqa: E402
+
+API_KEY = "k" * 40
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+DOCS = Path(os.environ.get("EVAL_DOCS_DIR", str(REPO_ROOT.parent / "shared/eval/docs")))
+if not DOCS.is_dir():
+    DOCS = Path("/work/shared/eval/docs")
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Test settings: in-memory Qdrant, a fresh collection per call, local models."""
+    values: dict[str, Any] = {
+        "api_key": API_KEY,
+        "qdrant_uri": ":memory:",
+        "qdrant_index": f"test_{uuid.uuid4().hex[:12]}",
+        "local_models_dir": Path(os.environ["LOCAL_MODELS_DIR"]),
+        "s3_endpoint_url": None,
+        "s3_access_key_id": "test",
+        "s3_secret_access_key": "test",
+    }
+    values.update(overrides)
+    return load_settings(Settings, **values)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> ContractEmbedder:
+    """One warm embedder (dense + BM42, fused) shared by every app in the session."""
+    shared = ContractEmbedder(make_settings())
+    shared.warm_up()
+    return shared
+
+
+def wait_ready(client: TestClient, timeout: float = 30.0) -> None:
+    """Poll /health/ready until 200."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = client.get("/health/ready")
+        if response.status_code == 200:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"app never became ready: {response.json()}")
+        time.sleep(0.02)
+
+
+AppFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def app_client(embedder: ContractEmbedder) -> Iterator[AppFactory]:
+    """``with app_client(**settings_overrides, hooks=...) as client:`` -> a ready TestClient."""
+
+    @contextmanager
+    def factory(*, hooks: ServiceHooks | None = None, ready: bool = True, **overrides: Any) -> Iterator[TestClient]:
+        settings = make_settings(**overrides)
+        hooks = hooks or ServiceHooks()
+        if hooks.embedder is None:
+            hooks.embedder = embedder
+        app = create_app(settings, hooks=hooks)
+        with TestClient(app, headers=AUTH) as client:
+            if ready:
+                wait_ready(client)
+            yield client
+
+    yield factory
+
+
+@pytest.fixture
+def client(app_client: AppFactory) -> Iterator[TestClient]:
+    """A ready app with default settings."""
+    with app_client() as test_client:
+        yield test_client
+
+
+def free_port() -> int:
+    """An unused loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's threaded S3 server on loopback."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def _upload(client: TestClient, path: Path, *, file_id: str | None = None, **fields: str) -> Any:
+    """Multipart ingest of ``path``."""
+    file_id = file_id or uuid.uuid4().hex
+    data = {
+        "file_id": file_id,
+        "filename": fields.pop("filename", path.name),
+        "collection_name": fields.pop("collection_name", f"file-{file_id}"),
+        "user_id": fields.pop("user_id", "user-1"),
+        **fields,
+    }
+    with path.open("rb") as handle:
+        return client.put("/api/v1/ingest", data=data, files={"file": (path.name, handle)})
+
+
+@pytest.fixture
+def upload() -> Callable[..., Any]:
+    """``upload(client, path, file_id=..., **form_fields)`` -> the ingest response."""
+    return _upload
+
+
+@pytest.fixture
+def docs() -> Path:
+    """The real evaluation documents (../shared/eval/docs)."""
+    return DOCS
+
+
+def _points(client: TestClient, file_id: str | None = None, collection_name: str | None = None) -> list[Any]:
+    from qdrant_client import models
+
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    must = []
+    if file_id is not None:
+        must.append(models.FieldCondition(key="meta.file_id", match=models.MatchValue(value=file_id)))
+    if collection_name is not None:
+        must.append(models.FieldCondition(key="meta.collection_name", match=models.MatchValue(value=collection_name)))
+    records, _ = runtime.client.scroll(
+        runtime.settings.qdrant_index,
+        scroll_filter=models.Filter(must=must),
+        limit=10_000,
+        with_payload=True,
+        with_vectors=True,
+    )
+    return list(records)
+
+
+@pytest.fixture
+def points() -> Callable[..., list[Any]]:
+    """``points(client, file_id=..., collection_name=...)`` -> stored Qdrant records with vectors."""
+    return _points
+
+
+@pytest.fixture
+def make_test_settings() -> Callable[..., Settings]:
+    """``make_test_settings(**overrides)`` -> Settings for unit tests of single parts."""
+    return make_settings
+
+
+@pytest.fixture(scope="module")
+def make_test_settings_module() -> Callable[..., Settings]:
+    """Module-scoped twin of ``make_test_settings``."""
+    return make_settings

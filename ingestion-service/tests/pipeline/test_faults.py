@@ -1,0 +1,214 @@
+"""Fault injection at every stage: the right code, no partial chunks, the previous version intact.
+
+Failing parts are injected through ``ServiceHooks`` (constructor injection), never mock.patch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from haystack import Document, component
+from shared_contract import ContractEmbedder, EmbeddingError, SparseEmbeddingError
+from shared_contract.embedding.types import DocumentVectors
+
+from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.adapters.qdrant_store import ChunkIndex, SharedClientDocumentStore
+from ingestion_service.adapters.s3 import S3Source
+from ingestion_service.errors import S3FetchError
+from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
+from ingestion_service.pipeline.indexing import PipelineParts
+from ingestion_service.runtime import ServiceHooks
+
+DOC = "md/docling__wiki.md"  # 7 chunks with the default settings
+
+
+class FlakyEmbedder:
+    """Delegates to the real embedder; fails on the n-th call of the chosen kind."""
+
+    def __init__(self, real: ContractEmbedder, *, dense_fail_at: int | None = None, sparse_fail: bool = False) -> None:
+        self.real = real
+        self.dense_fail_at = dense_fail_at
+        self.sparse_fail = sparse_fail
+        self.calls = 0
+        self.fused = False  # force the separate sparse stage so it can fail on its own
+        self.dim = real.dim
+
+    def embed_documents(self, texts: list[str], *, with_sparse: bool = False) -> DocumentVectors:
+        self.calls += 1
+        if self.dense_fail_at is not None and self.calls >= self.dense_fail_at:
+            raise EmbeddingError("embedding endpoint went away")
+        return self.real.embed_documents(texts, with_sparse=False)
+
+    def embed_sparse_documents(self, texts: list[str]) -> Any:
+        if self.sparse_fail:
+            raise SparseEmbeddingError("bm42 crashed")
+        return self.real.embed_sparse_documents(texts)
+
+
+class HalfWritingStore(SharedClientDocumentStore):
+    """Writes the first batch for real, then fails: a write that dies mid-run."""
+
+    def write_documents(self, documents: list[Document], policy: Any = None) -> int:
+        half = max(1, len(documents) // 2)
+        super().write_documents(documents[:half], policy=policy)
+        raise ConnectionError("qdrant connection reset")
+
+
+@component
+class ExplodingConverter:
+    @component.output_types(documents=list[Document])
+    def run(self, source: SourceFile, meta: dict[str, Any], engine: str | None = None) -> dict[str, list[Document]]:
+        raise RuntimeError("converter crashed")
+
+
+def _swap(**changes: Any) -> Any:
+    def customize(parts: PipelineParts) -> PipelineParts:
+        return replace(parts, **changes)
+
+    return customize
+
+
+def _ingest_twice(app_client, upload, docs: Path, points, hooks_for_second: ServiceHooks, **settings: Any) -> tuple[Any, list[Any], list[Any]]:
+    """Ingest once successfully, then again with a failing part, on the SAME store."""
+    index_name = f"fault_{id(hooks_for_second)}"
+    with app_client(qdrant_index=index_name, **settings) as good:
+        assert upload(good, docs / DOC, file_id="f").status_code == 200
+        before = points(good, file_id="f")
+        with app_client(qdrant_index=index_name, hooks=hooks_for_second, **settings) as bad:
+            response = upload(bad, docs / DOC, file_id="f")
+            after = points(bad, file_id="f")
+    return response, before, after
+
+
+def _assert_intact(before: list[Any], after: list[Any]) -> None:
+    assert sorted(str(r.id) for r in after) == sorted(str(r.id) for r in before)
+    assert len({r.payload["meta"]["ingest_version"] for r in after}) == 1
+
+
+def test_converter_failure(app_client, upload, docs, points) -> None:
+    hooks = ServiceHooks(customize_parts=_swap(converter=ExplodingConverter()))
+    response, before, after = _ingest_twice(app_client, upload, docs, points, hooks)
+    assert response.status_code == 500
+    assert response.json() == {"status": False, "error": "Document extraction failed.", "code": "EXTRACTION_FAILED"}
+    _assert_intact(before, after)
+
+
+def test_dense_embedder_failure(app_client, upload, docs, points, embedder) -> None:
+    flaky = FlakyEmbedder(embedder, dense_fail_at=1)
+
+    def customize(parts: PipelineParts) -> PipelineParts:
+        parts.dense_embedder.embedder = flaky
+        return parts
+
+    response, before, after = _ingest_twice(app_client, upload, docs, points, ServiceHooks(customize_parts=customize))
+    assert response.status_code == 500
+    assert response.json()["code"] == "EMBEDDING_FAILED"
+    assert "went away" not in response.json()["error"]
+    _assert_intact(before, after)
+
+
+def test_sparse_embedder_failure(app_client, upload, docs, points, embedder) -> None:
+    flaky = FlakyEmbedder(embedder, sparse_fail=True)
+
+    def customize(parts: PipelineParts) -> PipelineParts:
+        parts.dense_embedder.embedder = flaky
+        assert parts.sparse_embedder is not None
+        parts.sparse_embedder.embedder = flaky
+        return parts
+
+    response, before, after = _ingest_twice(app_client, upload, docs, points, ServiceHooks(customize_parts=customize))
+    assert response.status_code == 500
+    assert response.json()["code"] == "SPARSE_EMBEDDING_FAILED"
+    _assert_intact(before, after)
+
+
+def test_writer_failing_mid_write_leaves_no_partial_chunks(app_client, upload, docs, points) -> None:
+    def customize(parts: PipelineParts) -> PipelineParts:
+        store = parts.writer.writer.document_store
+        half = HalfWritingStore.__new__(HalfWritingStore)
+        half.__dict__.update(store.__dict__)
+        return replace(parts, writer=ChunkWriter(half))
+
+    response, before, after = _ingest_twice(app_client, upload, docs, points, ServiceHooks(customize_parts=customize))
+    assert response.status_code == 500
+    assert response.json() == {"status": False, "error": "Writing to Qdrant failed.", "code": "QDRANT_WRITE_FAILED"}
+    _assert_intact(before, after)
+
+
+class FailingDownload(S3Source):
+    """Writes part of the object, then the connection drops."""
+
+    def __init__(self) -> None:
+        pass
+
+    def object_size(self, bucket: str, key: str) -> int:
+        return 10
+
+    def download(self, bucket: str, key: str, destination: Path, *, max_bytes: int) -> int:
+        destination.write_bytes(b"# partial")
+        raise S3FetchError("get_object failed: ReadTimeoutError")
+
+
+def test_s3_failing_mid_download(app_client, upload, docs, points) -> None:
+    index_name = "fault_s3"
+    with app_client(qdrant_index=index_name) as good:
+        assert upload(good, docs / DOC, file_id="f").status_code == 200
+        before = points(good, file_id="f")
+        with app_client(qdrant_index=index_name, hooks=ServiceHooks(s3_source=FailingDownload())) as bad:
+            body = {
+                "s3_bucket": "b",
+                "s3_key": "k",
+                "file_id": "f",
+                "filename": "wiki.md",
+                "collection_name": "file-f",
+                "user_id": "u",
+            }
+            response = bad.put("/api/v1/ingest", json=body)
+            after = points(bad, file_id="f")
+    assert response.status_code == 502
+    assert response.json()["code"] == "S3_FETCH_FAILED"
+    _assert_intact(before, after)
+
+
+class UndeletableIndex(ChunkIndex):
+    """Clean-up of the failed run's points fails too."""
+
+    def delete_version(self, file_id: str, collection_name: str, ingest_version: str) -> None:
+        raise ConnectionError("qdrant gone during cleanup")
+
+
+def test_failed_cleanup_is_reported_not_swallowed(app_client, upload, docs, points) -> None:
+    def customize(parts: PipelineParts) -> PipelineParts:
+        store = parts.writer.writer.document_store
+        half = HalfWritingStore.__new__(HalfWritingStore)
+        half.__dict__.update(store.__dict__)
+        return replace(parts, writer=ChunkWriter(half))
+
+    hooks = ServiceHooks(customize_parts=customize, index_factory=UndeletableIndex)
+    with app_client(hooks=hooks) as client:
+        response = upload(client, docs / DOC, file_id="c")
+        metrics = client.get("/metrics").text
+    assert response.status_code == 500
+    body = response.json()
+    assert body["code"] == "QDRANT_WRITE_FAILED"  # the original failure's code
+    assert "partial chunks failed too" in body["error"]
+    assert "ingest_cleanup_failures_total 1.0" in metrics
+
+
+@pytest.mark.parametrize("engine_error", ["crash"])
+def test_registry_engine_failure_through_factory(app_client, upload, docs, engine_error: str) -> None:
+    class Broken:
+        name = "kreuzberg"
+        profiles: frozenset[str] = frozenset()
+
+        def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:
+            raise ValueError(engine_error)
+
+    hooks = ServiceHooks(converter_factories={"kreuzberg": lambda _settings: Broken()})
+    with app_client(hooks=hooks) as client:
+        response = upload(client, docs / DOC)
+    assert response.status_code == 500
+    assert response.json()["code"] == "EXTRACTION_FAILED"

@@ -1,0 +1,45 @@
+"""No chunk exceeds what the model reads, in every chunking mode, prefix and breadcrumb included."""
+
+from __future__ import annotations
+
+import pytest
+from shared_contract import ContractEmbedder
+
+from ingestion_service.pipeline.embed_text import BREADCRUMB_SEPARATOR
+from ingestion_service.runtime import ServiceHooks
+
+LONG_HEADING = " ".join(f"heading{i}" for i in range(25))
+PARAGRAPH = " ".join(f"token{i} supercalifragilistic antidisestablishmentarianism" for i in range(45))
+MARKDOWN = f"# {LONG_HEADING}\n\n## Second level {LONG_HEADING}\n\n{PARAGRAPH}\n\n## Tiny\n\nsmall\n\n### Deep\n\n{PARAGRAPH}\n"
+
+
+@pytest.fixture(scope="module")
+def prefixed_embedder(make_test_settings_module) -> ContractEmbedder:
+    embedder = ContractEmbedder(make_test_settings_module(embedding_prefix_doc="passage: ", enable_sparse_embeddings=False))
+    embedder.warm_up()
+    return embedder
+
+
+@pytest.mark.parametrize("split_by", ["markdown", "token", "word", "sentence", "passage"])
+def test_no_chunk_exceeds_the_model_limit(app_client, upload, points, prefixed_embedder, tmp_path, split_by) -> None:
+    source = tmp_path / "long.md"
+    source.write_text(MARKDOWN)
+    hooks = ServiceHooks(embedder=prefixed_embedder)
+    with app_client(hooks=hooks, chunk_split_by=split_by, embedding_prefix_doc="passage: ", chunk_min_size=10, enable_sparse_embeddings=False) as client:
+        response = upload(client, source, file_id="t")
+        assert response.status_code == 200, response.text
+        stored = points(client, file_id="t")
+    assert len(stored) > 3
+    limit = prefixed_embedder.max_tokens
+    for record in stored:
+        meta = record.payload["meta"]
+        content = record.payload["content"]
+        headers = meta["headers"]
+        breadcrumb = BREADCRUMB_SEPARATOR.join(headers)
+        embedded = f"{breadcrumb}\n\n{content}" if headers and prefixed_embedder.count_tokens(breadcrumb + "\n\n") <= limit // 4 else content
+        total = prefixed_embedder.count_tokens("passage: " + embedded) + 2
+        assert total <= limit, (split_by, total, meta["split_id"])
+    if split_by == "markdown":
+        headers = [record.payload["meta"]["headers"] for record in stored]
+        assert [LONG_HEADING, f"Second level {LONG_HEADING}"] in headers
+        assert [LONG_HEADING, "Tiny", "Deep"] in headers or [LONG_HEADING, "Tiny"] in headers

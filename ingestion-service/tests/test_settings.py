@@ -1,0 +1,45 @@
+"""Settings validation and defaults."""
+
+from __future__ import annotations
+
+import pytest
+from shared_contract import ContractConfigError, load_settings
+
+from ingestion_service.settings import Settings
+
+
+def test_defaults(make_test_settings) -> None:
+    settings = make_test_settings()
+    assert settings.chunk_split_by == "markdown"
+    assert (settings.chunk_size, settings.chunk_overlap, settings.chunk_min_size) == (400, 80, 100)
+    assert settings.extraction_engine == "kreuzberg"
+    assert settings.max_upload_bytes == 100 * 1024 * 1024
+    assert settings.allowed_buckets == frozenset()
+
+
+def test_bucket_list_parsing(make_test_settings) -> None:
+    assert make_test_settings(s3_allowed_buckets=" openwebui, other ,").allowed_buckets == {"openwebui", "other"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "variable"),
+    [
+        ({"api_key": "short"}, "API_KEY"),
+        ({"chunk_overlap": 400}, "CHUNK_OVERLAP"),
+        ({"chunk_min_size": 500}, "CHUNK_MIN_SIZE"),
+        ({"kreuzberg_url": "ftp://x"}, "KREUZBERG_URL"),
+        ({"extraction_engine": "auto"}, "EXTRACTION_ENGINE"),
+        ({"chunk_split_by": "paragraph"}, "CHUNK_SPLIT_BY"),
+    ],
+)
+def test_invalid_values_name_the_variable(make_test_settings, overrides, variable) -> None:
+    with pytest.raises(ContractConfigError) as caught:
+        make_test_settings(**overrides)
+    assert caught.value.variable == variable
+
+
+def test_api_key_is_required(monkeypatch) -> None:
+    monkeypatch.delenv("API_KEY", raising=False)
+    with pytest.raises(ContractConfigError) as caught:
+        load_settings(Settings, qdrant_uri=":memory:")
+    assert caught.value.variable == "API_KEY"

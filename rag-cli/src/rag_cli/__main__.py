@@ -1,0 +1,86 @@
+"""``rag``: dev | ingest | search."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rag_cli.config import ingestion_endpoint, retrieval_endpoint
+
+
+def _port(variable: str, default: int) -> int:
+    return int(os.environ.get(variable, default))
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line."""
+    root = argparse.ArgumentParser(prog="rag", description="Local RAG stack: run it, ingest files, search.")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", help="run ingestion and retrieval in one process on an embedded Qdrant")
+    dev.add_argument("--host", default=os.environ.get("RAG_DEV_HOST", "127.0.0.1"))
+    dev.add_argument("--ingestion-port", type=int, default=_port("RAG_INGESTION_PORT", 8001))
+    dev.add_argument("--retrieval-port", type=int, default=_port("RAG_RETRIEVAL_PORT", 8002))
+    dev.add_argument(
+        "--qdrant-path", type=Path, default=None, help="embedded store (default: QDRANT_PATH or .data/qdrant)"
+    )
+    dev.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for both /health/ready")
+    dev.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info").lower())
+
+    ingest = commands.add_parser("ingest", help="ingest files or folders")
+    ingest.add_argument("paths", nargs="+", type=Path)
+    ingest.add_argument("--collection", required=True, help="tenant (Open WebUI collection name)")
+    ingest.add_argument("--user-id", default="rag-cli")
+    ingest.add_argument("--concurrency", type=int, default=2)
+    ingest.add_argument("--url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
+    ingest.add_argument("--api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
+
+    search = commands.add_parser("search", help="search one or more collections")
+    search.add_argument("query")
+    search.add_argument("--collection", action="append", required=True, help="repeat for several")
+    search.add_argument("-k", type=int, default=5)
+    search.add_argument("--json", action="store_true", help="print the raw response")
+    search.add_argument("--url", default=None, help="retrieval base URL (RAG_RETRIEVAL_URL)")
+    search.add_argument("--api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a command; the exit status is the return value."""
+    args = parser().parse_args(argv)
+    if args.command == "dev":
+        from rag_cli.dev import DevOptions, default_qdrant_path, run_dev
+
+        options = DevOptions(
+            host=args.host,
+            ingestion_port=args.ingestion_port,
+            retrieval_port=args.retrieval_port,
+            qdrant_path=(args.qdrant_path or default_qdrant_path()).resolve(),
+            ready_timeout=args.ready_timeout,
+            log_level=args.log_level,
+        )
+        return run_dev(options)
+    if args.command == "ingest":
+        from rag_cli.commands import run_ingest
+
+        if args.concurrency < 1:
+            sys.stderr.write("rag ingest: --concurrency must be at least 1\n")
+            return 2
+        return run_ingest(
+            ingestion_endpoint(args.url, args.api_key),
+            args.paths,
+            collection=args.collection,
+            user_id=args.user_id,
+            concurrency=args.concurrency,
+        )
+    from rag_cli.commands import run_search
+
+    return run_search(
+        retrieval_endpoint(args.url, args.api_key), args.query, collections=args.collection, k=args.k, as_json=args.json
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

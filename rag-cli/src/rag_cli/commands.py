@@ -1,0 +1,193 @@
+"""``rag ingest`` and ``rag search``: progress bar, readable tables, non-zero exit on failure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rag_cli.client import IngestOutcome, SearchFailedError, ingest_file, search
+from rag_cli.config import Endpoint
+
+INGEST_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
+
+
+def collect_files(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly, plus every non-hidden file under named folders (sorted)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    item
+                    for item in path.rglob("*")
+                    if item.is_file() and not any(part.startswith(".") for part in item.relative_to(path).parts)
+                )
+            )
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise FileNotFoundError(str(path))
+    return found
+
+
+async def ingest_many(
+    endpoint: Endpoint,
+    files: Sequence[Path],
+    *,
+    collection: str,
+    user_id: str,
+    concurrency: int,
+    console: Console,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[IngestOutcome]:
+    """Ingest ``files`` with at most ``concurrency`` requests in flight, showing a progress bar."""
+    gate = asyncio.Semaphore(concurrency)
+    outcomes: list[IngestOutcome | None] = [None] * len(files)
+    progress = Progress(
+        TextColumn("[bold]ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=False,
+    )
+    async with httpx.AsyncClient(timeout=INGEST_TIMEOUT, transport=transport) as client:
+        with progress:
+            task = progress.add_task("", total=len(files))
+
+            async def one(index: int, path: Path) -> None:
+                async with gate:
+                    outcome = await ingest_file(client, endpoint, path, collection=collection, user_id=user_id)
+                outcomes[index] = outcome
+                progress.update(task, advance=1, description=path.name)
+
+            await asyncio.gather(*(one(index, path) for index, path in enumerate(files)))
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def ingest_table(outcomes: Sequence[IngestOutcome]) -> Table:
+    """One row per file, then a total."""
+    table = Table(title="Ingest summary")
+    table.add_column("file")
+    table.add_column("status")
+    table.add_column("chunks", justify="right")
+    table.add_column("error", overflow="fold")
+    for outcome in outcomes:
+        table.add_row(
+            str(outcome.path),
+            "[green]ok[/green]" if outcome.ok else "[red]failed[/red]",
+            "" if outcome.chunks is None else str(outcome.chunks),
+            outcome.error or "",
+        )
+    ok = sum(outcome.ok for outcome in outcomes)
+    chunks = sum(outcome.chunks or 0 for outcome in outcomes)
+    table.caption = f"{ok}/{len(outcomes)} files ok, {chunks} chunks"
+    return table
+
+
+def run_ingest(
+    endpoint: Endpoint,
+    paths: Sequence[Path],
+    *,
+    collection: str,
+    user_id: str,
+    concurrency: int,
+    console: Console | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> int:
+    """Entry point of ``rag ingest``: 0 when every file was ingested, else 1."""
+    console = console or Console()
+    try:
+        files = collect_files(paths)
+    except FileNotFoundError as exc:
+        console.print(f"[red]no such file or folder: {exc}[/red]")
+        return 2
+    if not files:
+        console.print("[yellow]no files to ingest[/yellow]")
+        return 1
+    outcomes = asyncio.run(
+        ingest_many(
+            endpoint,
+            files,
+            collection=collection,
+            user_id=user_id,
+            concurrency=concurrency,
+            console=console,
+            transport=transport,
+        )
+    )
+    console.print(ingest_table(outcomes))
+    return 0 if all(outcome.ok for outcome in outcomes) else 1
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def results_table(query: str, body: dict[str, object]) -> Table:
+    """Rank, score, source, page and a snippet per hit of the first result set."""
+    documents = body.get("documents") or [[]]
+    metadatas = body.get("metadatas") or [[]]
+    distances = body.get("distances") or [[]]
+    if not isinstance(documents, list) or not isinstance(metadatas, list) or not isinstance(distances, list):
+        raise SearchFailedError("response is not {documents, metadatas, distances} lists")
+    table = Table(title=f"Results for {query!r}")
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("source")
+    table.add_column("page", justify="right")
+    table.add_column("snippet", overflow="fold")
+    first_docs = documents[0] if documents else []
+    first_meta = metadatas[0] if metadatas else []
+    first_scores = distances[0] if distances else []
+    for rank, text in enumerate(first_docs, start=1):
+        meta = first_meta[rank - 1] if rank - 1 < len(first_meta) else {}
+        score = first_scores[rank - 1] if rank - 1 < len(first_scores) else None
+        source = str(meta.get("name") or meta.get("source") or "")
+        page = meta.get("page")
+        table.add_row(
+            str(rank),
+            "" if score is None else f"{score:.4f}",
+            source,
+            "" if page is None else str(page),
+            _snippet(str(text)),
+        )
+    return table
+
+
+def run_search(
+    endpoint: Endpoint,
+    query: str,
+    *,
+    collections: list[str],
+    k: int,
+    as_json: bool = False,
+    console: Console | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> int:
+    """Entry point of ``rag search``: 0 on success (even with no hits), 1 on an error."""
+    console = console or Console()
+
+    async def call() -> dict[str, object]:
+        async with httpx.AsyncClient(timeout=60.0, transport=transport) as client:
+            return await search(client, endpoint, query, collections=collections, k=k)
+
+    try:
+        body = asyncio.run(call())
+        if as_json:
+            console.print_json(json.dumps(body))
+        else:
+            console.print(results_table(query, body))
+    except (SearchFailedError, httpx.HTTPError) as exc:
+        console.print(f"[red]search failed: {exc}[/red]")
+        return 1
+    return 0

@@ -1,0 +1,196 @@
+"""``rag dev``: ingestion-service and retrieval-agent in one process on one embedded Qdrant.
+
+The embedded store can be opened by one process only, so both apps share this process (and,
+through ``shared_contract.open_qdrant``, one client). Each app still runs alone against a Qdrant
+server in production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import sys
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from rag_cli.config import checkout_root
+from shared_contract import ContractConfigError, load_settings
+
+logger = logging.getLogger("rag_cli.dev")
+
+
+@dataclass(frozen=True, slots=True)
+class DevOptions:
+    """What ``rag dev`` was asked to do."""
+
+    host: str
+    ingestion_port: int
+    retrieval_port: int
+    qdrant_path: Path
+    ready_timeout: float
+    log_level: str
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to ``rag dev`` (two servers share one loop)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def _say(message: str, stream: Any) -> None:
+    """One line for people and for scripts waiting on it (flushed at once)."""
+    stream.write(f"{message}\n")
+    stream.flush()
+
+
+def _api_key(variable: str) -> tuple[str, bool]:
+    value = os.environ.get(variable, "").strip()
+    if value:
+        return value, False
+    return secrets.token_urlsafe(32), True
+
+
+def default_qdrant_path() -> Path:
+    """QDRANT_PATH, else ``.data/qdrant`` in the checkout (git-ignored)."""
+    configured = os.environ.get("QDRANT_PATH")
+    return Path(configured) if configured else checkout_root() / ".data" / "qdrant"
+
+
+def _models_dir() -> None:
+    if not os.environ.get("LOCAL_MODELS_DIR"):
+        candidate = checkout_root() / ".cache" / "models"
+        if candidate.is_dir():
+            os.environ["LOCAL_MODELS_DIR"] = str(candidate)
+
+
+def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> tuple[Any, Any]:
+    """Both apps with explicit settings on the shared embedded store (other variables from the env)."""
+    from ingestion_service.main import create_app as create_ingestion
+    from ingestion_service.settings import Settings as IngestionSettings
+    from retrieval_agent.main import create_app as create_retrieval
+    from retrieval_agent.settings import Settings as RetrievalSettings
+
+    common: dict[str, Any] = {"qdrant_uri": None, "qdrant_path": options.qdrant_path, "host": options.host}
+    ingestion = load_settings(IngestionSettings, api_key=ingestion_key, port=options.ingestion_port, **common)
+    retrieval = load_settings(RetrievalSettings, api_key=retrieval_key, port=options.retrieval_port, **common)
+    return create_ingestion(ingestion), create_retrieval(retrieval)
+
+
+async def _wait_ready(urls: dict[str, str], servers: list[asyncio.Task[None]], timeout: float) -> None:
+    """Return once every ``/health/ready`` answers 200; raise RuntimeError on timeout or a dead server."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    pending = dict(urls)
+    last: dict[str, str] = {}
+    async with httpx.AsyncClient(timeout=5.0) as client:
+        while pending:
+            for task in servers:
+                if task.done():
+                    raise RuntimeError(f"{task.get_name()} stopped during start-up (see the log above)")
+            for name, url in list(pending.items()):
+                try:
+                    response = await client.get(f"{url}/health/ready")
+                except httpx.HTTPError as exc:
+                    last[name] = type(exc).__name__
+                    continue
+                if response.status_code == 200:
+                    del pending[name]
+                else:
+                    last[name] = f"{response.status_code} {response.text[:300]}"
+            if not pending:
+                return
+            if loop.time() > deadline:
+                details = "; ".join(f"{name}: {last.get(name, 'no answer')}" for name in pending)
+                raise RuntimeError(f"not ready after {timeout:.0f}s: {details}")
+            await asyncio.sleep(0.25)
+
+
+async def serve(options: DevOptions, out: Any = sys.stdout) -> int:
+    """Run both services until SIGINT/SIGTERM; 0 on a clean stop, 1 when start-up fails."""
+    _models_dir()
+    ingestion_key, generated_ingestion = _api_key("INGESTION_API_KEY")
+    retrieval_key, generated_retrieval = _api_key("RETRIEVAL_API_KEY")
+    try:
+        ingestion_app, retrieval_app = build_apps(options, ingestion_key, retrieval_key)
+    except ContractConfigError as exc:
+        _say(f"rag dev: invalid configuration: {exc}", sys.stderr)
+        return 1
+    servers = [
+        _Server(
+            uvicorn.Config(ingestion_app, host=options.host, port=options.ingestion_port, log_level=options.log_level)
+        ),
+        _Server(
+            uvicorn.Config(retrieval_app, host=options.host, port=options.retrieval_port, log_level=options.log_level)
+        ),
+    ]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def run(server: _Server) -> None:
+        try:
+            await server.serve()
+        except SystemExit:  # uvicorn exits on a failed bind or lifespan start-up
+            logger.debug("uvicorn server exited during start-up")
+
+    tasks = [
+        asyncio.create_task(run(servers[0]), name="ingestion-service"),
+        asyncio.create_task(run(servers[1]), name="retrieval-agent"),
+    ]
+    urls = {
+        "ingestion": f"http://{options.host}:{options.ingestion_port}",
+        "retrieval": f"http://{options.host}:{options.retrieval_port}",
+    }
+    _say(f"rag dev: embedded Qdrant at {options.qdrant_path}", out)
+    if generated_ingestion:
+        _say(f"rag dev: generated INGESTION_API_KEY={ingestion_key}", out)
+    if generated_retrieval:
+        _say(f"rag dev: generated RETRIEVAL_API_KEY={retrieval_key}", out)
+    code = 0
+    waiter = asyncio.create_task(_wait_ready(urls, tasks, options.ready_timeout))
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    if waiter in done:
+        error = waiter.exception()
+        if error is None:
+            _say(f"ready: ingestion={urls['ingestion']} retrieval={urls['retrieval']}", out)
+            # Run until a signal arrives or a server dies.
+            await asyncio.wait({stopper, *tasks}, return_when=asyncio.FIRST_COMPLETED)
+            if not stop.is_set():
+                _say("rag dev: a server stopped unexpectedly", sys.stderr)
+                code = 1
+        else:
+            _say(f"rag dev: start-up failed: {error}", sys.stderr)
+            code = 1
+    else:
+        waiter.cancel()
+    stopper.cancel()
+    for server in servers:
+        server.should_exit = True
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(sig)
+    _say("rag dev: stopped", out)
+    return code
+
+
+def run_dev(options: DevOptions) -> int:
+    """Entry point of ``rag dev``."""
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    logging.basicConfig(level=options.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The readiness poll would log every probe.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    return asyncio.run(serve(options))

@@ -1,0 +1,136 @@
+"""``rag dev`` as a subprocess, the way a test fixture starts it: ready line, real use, clean stop."""
+
+from __future__ import annotations
+
+import io
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rag_cli.commands import run_ingest, run_search
+from rag_cli.config import Endpoint
+
+from .conftest import INGESTION_KEY, RETRIEVAL_KEY  # type: ignore[import-not-found]  # noqa: TID252
+
+pytestmark = [pytest.mark.slow, pytest.mark.models]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(tmp_path: Path, *ports: int, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "rag_cli",
+        "dev",
+        "--ingestion-port",
+        str(ports[0]),
+        "--retrieval-port",
+        str(ports[1]),
+        "--qdrant-path",
+        str(tmp_path / "qdrant"),
+        "--ready-timeout",
+        "120",
+        "--log-level",
+        "warning",
+    ]
+    environment = {**os.environ, "INGESTION_API_KEY": INGESTION_KEY, "RETRIEVAL_API_KEY": RETRIEVAL_KEY, **(env or {})}
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, cwd=tmp_path
+    )
+
+
+def wait_for_line(process: subprocess.Popen[str], prefix: str, timeout: float = 120) -> str:
+    assert process.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not selector.select(timeout=1):
+            if process.poll() is not None:
+                break
+            continue
+        line = process.stdout.readline()
+        if line.startswith(prefix):
+            return line.strip()
+        if not line and process.poll() is not None:
+            break
+    stderr = process.stderr.read() if process.stderr and process.poll() is not None else ""
+    raise AssertionError(f"no {prefix!r} line; exit={process.poll()} stderr={stderr[-2000:]}")
+
+
+def test_dev_serves_both_apps_and_stops_cleanly(tmp_path: Path) -> None:
+    ingestion_port, retrieval_port = free_port(), free_port()
+    process = start(tmp_path, ingestion_port, retrieval_port)
+    try:
+        ready = wait_for_line(process, "ready:")
+        assert (
+            ready == f"ready: ingestion=http://127.0.0.1:{ingestion_port} retrieval=http://127.0.0.1:{retrieval_port}"
+        )
+        doc = tmp_path / "notes.md"
+        doc.write_text(
+            "# Zebras\n\nThe zebra crossing in Aarhus was repainted on Tuesday with bright yellow stripes.\n"
+        )
+        out = Console(file=io.StringIO(), width=200)
+        assert (
+            run_ingest(
+                Endpoint(f"http://127.0.0.1:{ingestion_port}", INGESTION_KEY),
+                [doc],
+                collection="kb-dev",
+                user_id="u",
+                concurrency=1,
+                console=out,
+            )
+            == 0
+        )
+        buffer = io.StringIO()
+        assert (
+            run_search(
+                Endpoint(f"http://127.0.0.1:{retrieval_port}", RETRIEVAL_KEY),
+                "zebra crossing",
+                collections=["kb-dev"],
+                k=3,
+                console=Console(file=buffer, width=300),
+            )
+            == 0
+        )
+        assert "repainted on Tuesday" in buffer.getvalue()
+        assert "notes.md" in buffer.getvalue()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert process.returncode == 0
+    assert process.stdout is not None
+    assert "rag dev: stopped" in process.stdout.read()
+
+
+def test_dev_exits_non_zero_when_a_port_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        process = start(tmp_path, free_port(), port)
+        try:
+            _, stderr = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 1
+    assert "rag dev: start-up failed" in stderr
+    assert "retrieval-agent" in stderr

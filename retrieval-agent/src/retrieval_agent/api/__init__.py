@@ -1,0 +1,3 @@
+"""HTTP layer: wire models, dependencies, error mapping, routes."""
+
+__all__: list[str] = []

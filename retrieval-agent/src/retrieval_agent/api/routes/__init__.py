@@ -1,0 +1,3 @@
+"""Thin route modules."""
+
+__all__: list[str] = []

@@ -1,0 +1,58 @@
+"""POST /search (and //search: Open WebUI appends /search to a base URL ending in a slash)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from fastapi import APIRouter, Depends
+
+from retrieval_agent.api.auth import require_api_key
+from retrieval_agent.api.deps import MetricsDep, SearchDep
+from retrieval_agent.api.models import ErrorBody, SearchRequest, SearchResponse
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter(tags=["search"], dependencies=[Depends(require_api_key)])
+
+_ERRORS: dict[int | str, dict[str, object]] = {
+    401: {"model": ErrorBody},
+    422: {"model": ErrorBody},
+    500: {"model": ErrorBody},
+    503: {"model": ErrorBody},
+}
+
+
+async def search(body: SearchRequest, search: SearchDep, metrics: MetricsDep) -> SearchResponse:
+    """Hybrid search over the tenants in ``collection_names``; one merged result list by default."""
+    started = time.perf_counter()
+    outcome = await search.search(
+        queries=body.queries,
+        messages=body.messages,
+        collection_names=body.collection_names,
+        k=body.k,
+        template=body.retrieval_query_generation_prompt_template,
+    )
+    elapsed = time.perf_counter() - started
+    metrics.duration.observe(elapsed)
+    metrics.requests.labels(outcome="ok", code="").inc()
+    metrics.results_returned.observe(len(outcome.result_sets[0]) if outcome.result_sets else 0)
+    logger.info(
+        "search: %d queries (%s), paths=%s, hits=%s, %.1f ms",
+        len(outcome.resolved.queries),
+        outcome.resolved.source,
+        ",".join(outcome.paths) or "-",
+        [len(hits) for hits in outcome.result_sets],
+        elapsed * 1000,
+    )
+    return SearchResponse(
+        documents=[[hit.content for hit in hits] for hits in outcome.result_sets],
+        metadatas=[[hit.meta for hit in hits] for hits in outcome.result_sets],
+        distances=[[hit.score for hit in hits] for hits in outcome.result_sets],
+    )
+
+
+router.add_api_route("/search", search, methods=["POST"], response_model=SearchResponse, responses=_ERRORS)
+router.add_api_route(
+    "//search", search, methods=["POST"], response_model=SearchResponse, responses=_ERRORS, include_in_schema=False
+)

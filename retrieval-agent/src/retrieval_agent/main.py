@@ -1,0 +1,85 @@
+"""The FastAPI app factory and its lifespan (models load and clients open here, never at import)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+from pydantic_ai.models import Model
+from qdrant_client import QdrantClient
+
+from retrieval_agent.adapters.llm import build_query_model
+from retrieval_agent.adapters.qdrant import QdrantSearch
+from retrieval_agent.adapters.reranker import FastembedReranker, Reranker, build_reranker
+from retrieval_agent.api.errors import install_error_handlers
+from retrieval_agent.api.routes import health, metrics, search
+from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.search.pipeline import LinearSearch
+from retrieval_agent.search.queries import QueryGenerator
+from retrieval_agent.settings import Settings, get_settings
+from shared_contract import ContractEmbedder, close_qdrant, open_qdrant
+
+logger = logging.getLogger("retrieval_agent")
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    embedder: ContractEmbedder | None = None,
+    qdrant_client: QdrantClient | None = None,
+    reranker: Reranker | None = None,
+    query_model: Model | None = None,
+) -> FastAPI:
+    """The retrieval-agent app. Keyword arguments inject ready-made collaborators (tests, ``rag dev``)."""
+    settings = settings if settings is not None else get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        logger.setLevel(settings.log_level)
+        client = qdrant_client if qdrant_client is not None else open_qdrant(settings)
+        active_reranker = reranker if reranker is not None else build_reranker(settings)
+        try:
+            active_embedder = embedder
+            if active_embedder is None:
+                active_embedder = ContractEmbedder(settings, sparse=settings.hybrid_sparse_queries)
+            # Query models load at start-up, not on the first request.
+            await anyio.to_thread.run_sync(active_embedder.warm_up)
+            if isinstance(active_reranker, FastembedReranker):
+                await anyio.to_thread.run_sync(active_reranker.warm_up)
+            model = query_model if query_model is not None else build_query_model(settings)
+            generator = None
+            if settings.enable_query_generation and model is not None:
+                generator = QueryGenerator(
+                    model, timeout=settings.query_generation_timeout, max_queries=settings.max_generated_queries
+                )
+            elif settings.enable_query_generation:
+                logger.info("query generation is on but AGENT_API_BASE_URL is unset: using the last user message")
+            qdrant = QdrantSearch(client, settings)
+            metrics_ = SearchMetrics()
+            app.state.qdrant = qdrant
+            app.state.metrics = metrics_
+            app.state.search = LinearSearch(
+                settings,
+                qdrant=qdrant,
+                embedder=active_embedder,
+                metrics=metrics_,
+                reranker=active_reranker,
+                generator=generator,
+            )
+            yield
+        finally:
+            if active_reranker is not None and reranker is None:
+                await active_reranker.aclose()
+            if qdrant_client is None:
+                close_qdrant(client)
+
+    app = FastAPI(title="retrieval-agent", version="0.1.0", lifespan=lifespan)
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(search.router)
+    app.include_router(metrics.router)
+    return app

@@ -1,0 +1,70 @@
+"""Prometheus series of one app, in its own registry (two apps can share a process in ``rag dev``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+Stage = Literal["query_generation", "embed", "qdrant", "bm25", "rerank", "total"]
+SearchPath = Literal["native_hybrid", "lexical_fallback", "bm25_fallback", "dense"]
+
+_STAGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class SearchMetrics:
+    """The series the search pipeline and the API record."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "search_requests_total", "Search requests by outcome and code.", ["outcome", "code"], registry=self.registry
+        )
+        self.duration = Histogram(
+            "search_duration_seconds", "Wall time of /search.", buckets=_STAGE_BUCKETS, registry=self.registry
+        )
+        self.stage_duration = Histogram(
+            "retrieval_stage_duration_seconds",
+            "Wall time per pipeline stage (per query for embed/qdrant).",
+            ["stage"],
+            buckets=_STAGE_BUCKETS,
+            registry=self.registry,
+        )
+        self.path = Counter("search_path_total", "Retrieval path taken per query.", ["path"], registry=self.registry)
+        self.reranker_failures = Counter(
+            "reranker_failures_total",
+            "Reranker calls that failed (results returned unranked).",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.query_generation_fallbacks = Counter(
+            "query_generation_fallbacks_total",
+            "Query generations that failed and fell back to the last user message.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.bm25_cache = Counter(
+            "bm25_cache_total", "Client-side BM25 corpus cache lookups.", ["result"], registry=self.registry
+        )
+        self.results_returned = Histogram(
+            "results_returned",
+            "Hits in the first result set.",
+            buckets=(0, 1, 3, 5, 10, 20, 50, 100),
+            registry=self.registry,
+        )
+
+    @contextmanager
+    def time_stage(self, stage: Stage) -> Iterator[None]:
+        """Record the wall time of the enclosed block under ``stage``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stage_duration.labels(stage=stage).observe(time.perf_counter() - started)
+
+    def render(self) -> bytes:
+        """The registry in Prometheus text format."""
+        return generate_latest(self.registry)

@@ -1,0 +1,96 @@
+"""Every retrieval-agent variable; the contract ones come from :class:`ContractSettings`."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from shared_contract import ContractConfigError, ContractSettings, load_settings
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+RerankerProvider = Literal["http", "fastembed"]
+ResultSets = Literal["merged", "per_query"]
+
+MIN_API_KEY_LENGTH = 32
+
+
+class Settings(ContractSettings):
+    """Every retrieval-agent variable. Build it with :func:`get_settings` (or explicitly in tests)."""
+
+    # Server and auth.
+    api_key: SecretStr = Field(description="Bearer token Open WebUI sends; at least 32 characters.")
+    host: str = "0.0.0.0"  # noqa: S104 - a container service listens on every interface
+    port: int = Field(default=8000, ge=1, le=65535)
+    log_level: LogLevel = "INFO"
+    metrics_enabled: bool = True
+
+    # Response shape: one merged list (what Open WebUI reads) or one list per resolved query.
+    search_result_sets: ResultSets = "merged"
+    multi_query_rrf_k: int = Field(default=60, ge=1, description="RRF constant when merging several queries.")
+
+    # Hybrid search.
+    enable_hybrid_search: bool = True
+    hybrid_rrf_k: int = Field(default=60, ge=1, description="RRF constant of the dense+sparse fusion.")
+    hybrid_dense_weight: float = Field(default=1.0, ge=0.0)
+    hybrid_sparse_weight: float = Field(default=1.0, ge=0.0)
+    hybrid_prefetch_multiplier: int = Field(default=4, ge=1, le=50, description="Each leg fetches limit x this.")
+    capability_cache_ttl_seconds: float = Field(default=10.0, ge=0.0)
+    bm25_max_docs: int = Field(default=10_000, ge=1)
+    bm25_cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
+    bm25_weight: float = Field(default=1.0, ge=0.0, description="RRF weight of the lexical leg in the fallback.")
+
+    # Reranking.
+    enable_reranking: bool = False
+    reranker_provider: RerankerProvider = "http"
+    reranker_model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    reranker_api_base_url: str | None = None
+    reranker_api_key: SecretStr | None = None
+    reranker_timeout: float = Field(default=10.0, gt=0)
+    initial_retrieval_multiplier: int = Field(default=3, ge=1, le=20)
+
+    # Query generation (linear mode).
+    enable_query_generation: bool = True
+    retrieval_query_generation_prompt_template: str = Field(default="", max_length=8000)
+    max_generated_queries: int = Field(default=3, ge=1, le=10)
+    agent_model: str = "gpt-4o-mini"
+    agent_api_base_url: str | None = None
+    agent_api_key: SecretStr | None = None
+    query_generation_timeout: float = Field(default=10.0, gt=0)
+
+    @field_validator("api_key")
+    @classmethod
+    def _long_key(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value().strip()) < MIN_API_KEY_LENGTH:
+            raise ValueError(f"must be at least {MIN_API_KEY_LENGTH} characters")
+        return value
+
+    @field_validator("reranker_api_base_url", "agent_api_base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _check_reranker(self) -> Self:
+        if self.enable_reranking and self.reranker_provider == "http" and self.reranker_api_base_url is None:
+            raise ContractConfigError("RERANKER_API_BASE_URL", "is required when ENABLE_RERANKING=true with http")
+        return self
+
+    @property
+    def query_generation_active(self) -> bool:
+        """Query generation needs both the switch and an LLM endpoint."""
+        return self.enable_query_generation and self.agent_api_base_url is not None
+
+    @property
+    def hybrid_sparse_queries(self) -> bool:
+        """Whether query-time sparse vectors are computed (hybrid on and a sparse model configured)."""
+        return self.enable_hybrid_search and self.enable_sparse_embeddings
+
+
+def get_settings() -> Settings:
+    """Settings from the environment; invalid values raise ContractConfigError naming the variable."""
+    return load_settings(Settings)

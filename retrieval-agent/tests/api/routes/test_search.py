@@ -1,0 +1,219 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from qdrant_client import QdrantClient
+
+from retrieval_agent.main import create_app
+from retrieval_agent.settings import Settings
+from shared_contract import ContractEmbedder
+
+from ...conftest import AUTH, make_settings  # type: ignore[import-not-found]  # noqa: TID252
+
+
+def body(**overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"queries": ["When was the Eiffel Tower completed?"], "collection_names": ["kb-a"], "k": 3}
+    values.update(overrides)
+    return values
+
+
+def test_search_returns_one_merged_list_with_citation_metadata(api: TestClient) -> None:
+    response = api.post("/search", json=body(), headers=AUTH)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert set(data) == {"documents", "metadatas", "distances"}
+    assert len(data["documents"]) == len(data["metadatas"]) == len(data["distances"]) == 1
+    assert "Eiffel Tower in Paris" in data["documents"][0][0]
+    meta = data["metadatas"][0][0]
+    assert meta["name"] == meta["source"] == "paris.pdf"
+    assert meta["file_id"] == "file-paris.pdf"
+    assert meta["page"] == 1
+    assert meta["headers"] == ["Intro"]
+    distances = data["distances"][0]
+    assert distances == sorted(distances, reverse=True)
+    assert len(data["documents"][0]) == 3
+
+
+def test_several_queries_merge_into_one_deduplicated_list(api: TestClient) -> None:
+    response = api.post(
+        "/search",
+        json=body(queries=["Eiffel Tower", "powerhouse of the cell", "Eiffel Tower completed"], k=4),
+        headers=AUTH,
+    )
+    assert response.status_code == 200
+    documents = response.json()["documents"]
+    assert len(documents) == 1
+    assert len(documents[0]) == len(set(documents[0])) == 4
+    joined = " ".join(documents[0])
+    assert "Eiffel" in joined
+    assert "Mitochondria" in joined
+
+
+def test_same_text_in_two_tenants_is_returned_once(api: TestClient) -> None:
+    response = api.post(
+        "/search", json=body(queries=["capital of Denmark"], collection_names=["kb-a", "kb-c"], k=10), headers=AUTH
+    )
+    documents = response.json()["documents"][0]
+    assert documents.count("Copenhagen is the capital of Denmark.") == 1
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_tenant_isolation(app_factory: Callable[..., TestClient], seeded: QdrantClient, hybrid: bool) -> None:
+    api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
+    response = api.post(
+        "/search", json=body(queries=["secret code word BANANA"], collection_names=["kb-a"], k=100), headers=AUTH
+    )
+    assert response.status_code == 200
+    metadatas = response.json()["metadatas"][0]
+    assert metadatas, "kb-a has chunks"
+    assert {meta["collection_name"] for meta in metadatas} == {"kb-a"}
+    assert not any("BANANA" in text for text in response.json()["documents"][0])
+    other = api.post("/search", json=body(queries=["secret code word"], collection_names=["kb-b"], k=1), headers=AUTH)
+    assert "BANANA" in other.json()["documents"][0][0]
+
+
+def test_dense_distances_are_normalised_cosine(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+    api = app_factory(make_settings(enable_hybrid_search=False), seeded)
+    distances = api.post("/search", json=body(k=5), headers=AUTH).json()["distances"][0]
+    assert all(0.0 <= value <= 1.0 for value in distances)
+    assert distances[0] > 0.75
+
+
+def test_hybrid_distances_are_rrf_scores(api: TestClient, settings: Settings) -> None:
+    distances = api.post("/search", json=body(k=5), headers=AUTH).json()["distances"][0]
+    ceiling = 2 / settings.hybrid_rrf_k
+    assert all(0.0 < value <= ceiling + 1e-9 for value in distances)
+
+
+def test_unknown_tenant_gives_empty_list_not_error(api: TestClient) -> None:
+    response = api.post("/search", json=body(collection_names=["nobody"]), headers=AUTH)
+    assert response.status_code == 200
+    assert response.json() == {"documents": [[]], "metadatas": [[]], "distances": [[]]}
+
+
+def test_blank_queries_without_messages_give_one_empty_list(api: TestClient) -> None:
+    response = api.post("/search", json=body(queries=[""]), headers=AUTH)
+    assert response.status_code == 200
+    assert response.json() == {"documents": [[]], "metadatas": [[]], "distances": [[]]}
+
+
+def test_messages_only_uses_last_user_message(api: TestClient) -> None:
+    messages = [
+        {"role": "user", "content": "Tell me about photosynthesis"},
+        {"role": "assistant", "content": "Sure."},
+        {"role": "user", "content": "What is the powerhouse of the cell?"},
+    ]
+    response = api.post("/search", json={"messages": messages, "collection_names": ["kb-a"], "k": 1}, headers=AUTH)
+    assert response.status_code == 200
+    assert "Mitochondria" in response.json()["documents"][0][0]
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ({"queries": None, "messages": None}, "at least one of queries or messages"),
+        ({"queries": ["q"] * 11}, "queries"),
+        ({"queries": ["x" * 2001]}, "queries.0"),
+        ({"collection_names": []}, "collection_names"),
+        ({"collection_names": ["bad name!"]}, "collection_names.0"),
+        ({"collection_names": ["a"] * 21}, "collection_names"),
+        ({"k": 0}, "k"),
+        ({"k": 101}, "k"),
+        ({"messages": [{"role": "user", "content": "x" * 10001}]}, "messages.0.content"),
+        ({"messages": [{"role": "r" * 33, "content": "x"}]}, "messages.0.role"),
+        ({"messages": [{"role": "user", "content": "x"}] * 51}, "messages"),
+    ],
+)
+def test_invalid_requests_are_422_with_a_readable_body(api: TestClient, override: dict[str, Any], needle: str) -> None:
+    response = api.post("/search", json=body(**override), headers=AUTH)
+    assert response.status_code == 422
+    data = response.json()
+    assert data["status"] is False
+    assert data["code"] == "INVALID_REQUEST"
+    assert needle in data["error"]
+    assert isinstance(data["detail"], list)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "Basic " + "x" * 40},
+        {"Authorization": ("Bearer " + "ø" * 40).encode()},
+    ],
+)
+def test_bad_key_is_401_with_www_authenticate(api: TestClient, headers: dict[str, str]) -> None:
+    response = api.post("/search", json=body(), headers=headers)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert response.json()["code"] == "UNAUTHORIZED"
+
+
+def test_double_slash_path_through_real_http(
+    settings: Settings, seeded: QdrantClient, embedder: ContractEmbedder
+) -> None:
+    app = create_app(settings, embedder=embedder, qdrant_client=seeded)
+
+    async def run() -> tuple[httpx.Response, httpx.Response]:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            # Open WebUI's configured base URL ends in "/", and it appends "/search".
+            async with httpx.AsyncClient(transport=transport, base_url="http://retrieval:8000/") as client:
+                double = await client.post("http://retrieval:8000//search", json=body(), headers=AUTH)
+                single = await client.post("/search", json=body(), headers=AUTH)
+        return double, single
+
+    double, single = anyio.run(run)
+    assert double.request.url.raw_path == b"//search"
+    assert double.status_code == 200, double.text
+    assert double.json() == single.json()
+
+
+def test_double_slash_raw_asgi_path(settings: Settings, seeded: QdrantClient, embedder: ContractEmbedder) -> None:
+    app = create_app(settings, embedder=embedder, qdrant_client=seeded)
+    import json
+
+    sent: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        payload = json.dumps(body()).encode()
+        messages = [{"type": "http.request", "body": payload, "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "//search",
+            "raw_path": b"//search",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"content-type", b"application/json"), (b"authorization", AUTH["Authorization"].encode())],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 8000),
+        }
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    anyio.run(run)
+    assert sent[0]["status"] == 200
+    assert b"Eiffel" in b"".join(message.get("body", b"") for message in sent[1:])
+
+
+def test_per_query_result_sets_when_configured(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+    api = app_factory(make_settings(search_result_sets="per_query"), seeded)
+    data = api.post("/search", json=body(queries=["Eiffel", "cell"], k=2), headers=AUTH).json()
+    assert len(data["documents"]) == 2

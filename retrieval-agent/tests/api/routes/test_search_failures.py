@@ -1,0 +1,188 @@
+"""Failures are errors with a status and a code, never an empty list; fail-open paths are counted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fastapi.testclient import TestClient
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from qdrant_client import QdrantClient
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from retrieval_agent.adapters.reranker import HttpReranker
+from shared_contract import ContractEmbedder
+
+from ...conftest import AUTH, make_settings  # type: ignore[import-not-found]  # noqa: TID252
+
+BODY = {"queries": ["When was the Eiffel Tower completed?"], "collection_names": ["kb-a"], "k": 2}
+
+
+def metric(api: TestClient, name: str) -> float:
+    text = api.get("/metrics", headers=AUTH).text
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_qdrant_down_is_503_qdrant_unavailable(app_factory: Callable[..., TestClient]) -> None:
+    settings = make_settings(qdrant_uri="http://127.0.0.1:1", qdrant_timeout=2)
+    api = app_factory(settings, None)
+    response = api.post("/search", json=BODY, headers=AUTH)
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": False,
+        "error": "Qdrant is unreachable or failed.",
+        "code": "QDRANT_UNAVAILABLE",
+    }
+    ready = api.get("/health/ready")
+    assert ready.status_code == 503
+    assert ready.json()["code"] == "QDRANT_UNAVAILABLE"
+
+
+def test_missing_collection_is_503_not_empty(app_factory: Callable[..., TestClient]) -> None:
+    api = app_factory(make_settings(), QdrantClient(location=":memory:"))
+    response = api.post("/search", json=BODY, headers=AUTH)
+    assert response.status_code == 503
+    assert response.json()["code"] == "COLLECTION_MISSING"
+
+
+class _BrokenDense:
+    model_name = "sentence-transformers/all-MiniLM-L6-v2"
+    max_tokens = 256
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def warm_up(self) -> None:
+        return None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.calls == 1:  # the start-up dimension probe succeeds
+            return [[0.1] * 384 for _ in texts]
+        raise ConnectionError("embedding endpoint down")
+
+
+def test_embedder_failure_is_503_embedding_failed(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+    settings = make_settings(enable_hybrid_search=False)
+    broken = ContractEmbedder(settings, sparse=False, dense_backend=_BrokenDense(), allow_fused=False)
+    api = app_factory(settings, seeded, embedder=broken)
+    response = api.post("/search", json=BODY, headers=AUTH)
+    assert response.status_code == 503
+    assert response.json()["code"] == "EMBEDDING_FAILED"
+    assert metric(api, 'search_requests_total{code="EMBEDDING_FAILED"') == 1
+
+
+def test_reranker_failure_fails_open_and_is_counted(
+    app_factory: Callable[..., TestClient], seeded: QdrantClient, serve: Callable[[Any], str]
+) -> None:
+    async def broken(_: Request) -> JSONResponse:
+        return JSONResponse({"error": "model crashed"}, status_code=500)
+
+    base = serve(Starlette(routes=[Route("/v1/rerank", broken, methods=["POST"])]))
+    settings = make_settings(enable_reranking=True, reranker_api_base_url=base)
+    api = app_factory(settings, seeded)
+    response = api.post("/search", json=BODY, headers=AUTH)
+    assert response.status_code == 200
+    documents = response.json()["documents"][0]
+    assert len(documents) == 2
+    assert "Eiffel Tower in Paris" in documents[0]
+    assert metric(api, 'reranker_failures_total{reason="http_status"}') == 1
+
+
+def test_reranker_reorders_candidates(
+    app_factory: Callable[..., TestClient], seeded: QdrantClient, serve: Callable[[Any], str]
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def rerank(request: Request) -> JSONResponse:
+        payload = await request.json()
+        seen.append(payload)
+        # Prefer anything about cells, whatever retrieval thought.
+        scores = [9.0 if "cell" in doc else 0.1 * index for index, doc in enumerate(payload["documents"])]
+        return JSONResponse({"results": [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]})
+
+    base = serve(Starlette(routes=[Route("/v1/rerank", rerank, methods=["POST"])]))
+    settings = make_settings(enable_reranking=True, reranker_api_base_url=base, reranker_model="my-reranker")
+    api = app_factory(settings, seeded)
+    data = api.post("/search", json=BODY, headers=AUTH).json()
+    assert "Mitochondria" in data["documents"][0][0]
+    assert data["distances"][0][0] == 9.0
+    assert seen[0]["model"] == "my-reranker"
+    assert seen[0]["query"] == BODY["queries"][0]
+    # k x INITIAL_RETRIEVAL_MULTIPLIER candidates were fetched (kb-a holds 5 chunks).
+    assert len(seen[0]["documents"]) == 5
+    assert seen[0]["top_n"] == 5
+
+
+def test_llm_failure_falls_back_to_last_user_message_and_is_counted(
+    app_factory: Callable[..., TestClient], seeded: QdrantClient
+) -> None:
+    def fail(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        raise RuntimeError("LLM proxy down")
+
+    settings = make_settings(enable_query_generation=True)
+    api = app_factory(settings, seeded, query_model=FunctionModel(fail))
+    body = {
+        "queries": ["What is the powerhouse of the cell?"],
+        "messages": [{"role": "user", "content": "What is the powerhouse of the cell?"}],
+        "collection_names": ["kb-a"],
+        "k": 1,
+    }
+    response = api.post("/search", json=body, headers=AUTH)
+    assert response.status_code == 200
+    assert "Mitochondria" in response.json()["documents"][0][0]
+    assert metric(api, 'query_generation_fallbacks_total{reason="llm_error"}') == 1
+
+
+def test_generated_queries_are_searched_and_merged(
+    app_factory: Callable[..., TestClient], seeded: QdrantClient
+) -> None:
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    prompts: list[str] = []
+
+    def generate(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
+        tool = info.output_tools[0]
+        return ModelResponse(
+            parts=[ToolCallPart(tool.name, {"queries": ["Eiffel Tower completion year", "Mitochondria ATP"]})]
+        )
+
+    settings = make_settings(enable_query_generation=True)
+    api = app_factory(settings, seeded, query_model=FunctionModel(generate))
+    body = {
+        "queries": ["and what about those two?"],
+        "messages": [
+            {"role": "user", "content": "Tell me about the Eiffel Tower and mitochondria"},
+            {"role": "user", "content": "and what about those two?"},
+        ],
+        "collection_names": ["kb-a"],
+        "k": 2,
+    }
+    data = api.post("/search", json=body, headers=AUTH).json()
+    joined = " ".join(data["documents"][0])
+    assert "Eiffel" in joined
+    assert "Mitochondria" in joined
+    assert "Tell me about the Eiffel Tower" in prompts[0]
+    assert metric(api, "query_generation_fallbacks_total") == 0
+
+
+def test_http_reranker_is_built_from_settings(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+    settings = make_settings(enable_reranking=True, reranker_api_base_url="http://127.0.0.1:1/v1")
+    api = app_factory(settings, seeded)
+    reranker = api.app.state.search.reranker  # type: ignore[attr-defined]
+    assert isinstance(reranker, HttpReranker)
+    assert reranker.url == "http://127.0.0.1:1/v1/rerank"
+    # Unreachable reranker: still results, counted.
+    response = api.post("/search", json=BODY, headers=AUTH)
+    assert response.status_code == 200
+    assert len(response.json()["documents"][0]) == 2
+    assert metric(api, 'reranker_failures_total{reason="unreachable"}') == 1
