@@ -18,11 +18,11 @@ os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache/models"))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from shared_contract import ContractEmbedder, load_settings  # noqa: E402
 
 from ingestion_service.main import create_app  # noqa: E402
 from ingestion_service.runtime import ServiceHooks  # noqa: E402
 from ingestion_service.settings import Settings  # noqa: E402
+from shared_contract import ContractEmbedder, load_settings  # noqa: E402
 
 API_KEY = "k" * 40
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -70,7 +70,7 @@ AppFactory = Callable[..., Any]
 
 
 @pytest.fixture
-def app_client(embedder: ContractEmbedder) -> Iterator[AppFactory]:
+def app_client(embedder: ContractEmbedder) -> AppFactory:
     """``with app_client(**settings_overrides, hooks=...) as client:`` -> a ready TestClient."""
 
     @contextmanager
@@ -85,7 +85,7 @@ def app_client(embedder: ContractEmbedder) -> Iterator[AppFactory]:
                 wait_ready(client)
             yield client
 
-    yield factory
+    return factory
 
 
 @pytest.fixture

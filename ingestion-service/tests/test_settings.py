@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from shared_contract import ContractConfigError, load_settings
 
 from ingestion_service.settings import Settings
+from shared_contract import ContractConfigError, load_settings
 
 
 def test_defaults(make_test_settings) -> None:

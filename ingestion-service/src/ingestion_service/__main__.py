@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+
+# Haystack decides at import time whether to phone home; a self-hosted service must not
+# (an explicit HAYSTACK_TELEMETRY_ENABLED still wins).
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 import uvicorn
 

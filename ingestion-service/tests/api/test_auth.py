@@ -7,9 +7,17 @@ import pytest
 
 @pytest.mark.parametrize(
     "headers",
-    [{"Authorization": ""}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic abc"}, {"Authorization": "Bearer \u017c\u00f3\u0142w".encode()}],
+    [
+        {"Authorization": ""},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "Basic abc"},
+        {"Authorization": "Bearer \u017c\u00f3\u0142w".encode()},
+    ],
 )
-@pytest.mark.parametrize(("method", "path"), [("put", "/api/v1/ingest"), ("delete", "/api/v1/documents/x"), ("get", "/metrics"), ("post", "/api/v1/extract")])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("put", "/api/v1/ingest"), ("delete", "/api/v1/documents/x"), ("get", "/metrics"), ("post", "/api/v1/extract")],
+)
 def test_missing_or_wrong_token_is_401(client, headers, method, path) -> None:
     response = client.request(method.upper(), path, headers=headers)
     assert response.status_code == 401

@@ -67,7 +67,9 @@ def test_two_replicas_interleaved_between_write_and_commit(app_client, upload, d
         assert a_response.json()["extraction"]["superseded"] is True
         assert b_response.json()["extraction"]["superseded"] is False
         stored = points(replica_b, file_id="r")
-        assert {r.payload["meta"]["ingest_version"] for r in stored} == {b_response.json()["extraction"]["ingest_version"]}
+        assert {r.payload["meta"]["ingest_version"] for r in stored} == {
+            b_response.json()["extraction"]["ingest_version"]
+        }
         assert len(stored) == b_response.json()["chunks_count"]
 
 

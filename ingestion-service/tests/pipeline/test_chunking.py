@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
-from shared_contract import ContractEmbedder
 
 from ingestion_service.pipeline.chunking import markdown_sections, merge_small_sections, pack_tokens
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.tokens import TokenCounter
+from shared_contract import ContractEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +24,10 @@ def test_pack_tokens_respects_budget_and_overlap(counter: TokenCounter) -> None:
     assert len(pieces) > 5
     assert all(counter.count(piece) <= 50 for piece in pieces)
     # Consecutive pieces share text (the overlap), and together they cover the whole input.
-    for first, second in zip(pieces, pieces[1:], strict=False):
+    for first, second in itertools.pairwise(pieces):
         assert first.split()[-1] in second.split()[:15]
-    assert pieces[0].startswith("word0") and pieces[-1].endswith("word399 alpha beta.")
+    assert pieces[0].startswith("word0")
+    assert pieces[-1].endswith("word399 alpha beta.")
 
 
 def test_pack_tokens_short_text_is_one_piece(counter: TokenCounter) -> None:
@@ -47,7 +50,8 @@ def test_small_sections_merge_with_their_common_heading_path(counter: TokenCount
     merged = merge_small_sections(sections, counter, min_tokens=20, budget_for=lambda _: 200)
     assert len(merged) == 1
     assert merged[0].headers == ["A"]
-    assert "tiny" in merged[0].text and "long text" in merged[0].text
+    assert "tiny" in merged[0].text
+    assert "long text" in merged[0].text
 
 
 def test_budget_leaves_room_for_prefix_breadcrumb_and_special_tokens(counter: TokenCounter) -> None:

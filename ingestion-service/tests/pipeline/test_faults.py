@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 from haystack import Document, component
-from shared_contract import ContractEmbedder, EmbeddingError, SparseEmbeddingError
-from shared_contract.embedding.types import DocumentVectors
 
 from ingestion_service.adapters.extractors import SourceFile
 from ingestion_service.adapters.qdrant_store import ChunkIndex, SharedClientDocumentStore
@@ -21,6 +19,8 @@ from ingestion_service.errors import S3FetchError
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
 from ingestion_service.pipeline.indexing import PipelineParts
 from ingestion_service.runtime import ServiceHooks
+from shared_contract import ContractEmbedder, EmbeddingError, SparseEmbeddingError
+from shared_contract.embedding.types import DocumentVectors
 
 DOC = "md/docling__wiki.md"  # 7 chunks with the default settings
 
@@ -71,7 +71,9 @@ def _swap(**changes: Any) -> Any:
     return customize
 
 
-def _ingest_twice(app_client, upload, docs: Path, points, hooks_for_second: ServiceHooks, **settings: Any) -> tuple[Any, list[Any], list[Any]]:
+def _ingest_twice(
+    app_client, upload, docs: Path, points, hooks_for_second: ServiceHooks, **settings: Any
+) -> tuple[Any, list[Any], list[Any]]:
     """Ingest once successfully, then again with a failing part, on the SAME store."""
     index_name = f"fault_{id(hooks_for_second)}"
     with app_client(qdrant_index=index_name, **settings) as good:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from shared_contract import ContractEmbedder
 
 from ingestion_service.pipeline.embed_text import BREADCRUMB_SEPARATOR
 from ingestion_service.runtime import ServiceHooks
+from shared_contract import ContractEmbedder
 
 LONG_HEADING = " ".join(f"heading{i}" for i in range(25))
 PARAGRAPH = " ".join(f"token{i} supercalifragilistic antidisestablishmentarianism" for i in range(45))
@@ -15,7 +15,9 @@ MARKDOWN = f"# {LONG_HEADING}\n\n## Second level {LONG_HEADING}\n\n{PARAGRAPH}\n
 
 @pytest.fixture(scope="module")
 def prefixed_embedder(make_test_settings_module) -> ContractEmbedder:
-    embedder = ContractEmbedder(make_test_settings_module(embedding_prefix_doc="passage: ", enable_sparse_embeddings=False))
+    embedder = ContractEmbedder(
+        make_test_settings_module(embedding_prefix_doc="passage: ", enable_sparse_embeddings=False)
+    )
     embedder.warm_up()
     return embedder
 
@@ -25,7 +27,13 @@ def test_no_chunk_exceeds_the_model_limit(app_client, upload, points, prefixed_e
     source = tmp_path / "long.md"
     source.write_text(MARKDOWN)
     hooks = ServiceHooks(embedder=prefixed_embedder)
-    with app_client(hooks=hooks, chunk_split_by=split_by, embedding_prefix_doc="passage: ", chunk_min_size=10, enable_sparse_embeddings=False) as client:
+    with app_client(
+        hooks=hooks,
+        chunk_split_by=split_by,
+        embedding_prefix_doc="passage: ",
+        chunk_min_size=10,
+        enable_sparse_embeddings=False,
+    ) as client:
         response = upload(client, source, file_id="t")
         assert response.status_code == 200, response.text
         stored = points(client, file_id="t")
@@ -36,7 +44,11 @@ def test_no_chunk_exceeds_the_model_limit(app_client, upload, points, prefixed_e
         content = record.payload["content"]
         headers = meta["headers"]
         breadcrumb = BREADCRUMB_SEPARATOR.join(headers)
-        embedded = f"{breadcrumb}\n\n{content}" if headers and prefixed_embedder.count_tokens(breadcrumb + "\n\n") <= limit // 4 else content
+        embedded = (
+            f"{breadcrumb}\n\n{content}"
+            if headers and prefixed_embedder.count_tokens(breadcrumb + "\n\n") <= limit // 4
+            else content
+        )
         total = prefixed_embedder.count_tokens("passage: " + embedded) + 2
         assert total <= limit, (split_by, total, meta["split_id"])
     if split_by == "markdown":

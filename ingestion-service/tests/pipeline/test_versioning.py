@@ -12,12 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 from qdrant_client import QdrantClient, models
-from shared_contract import close_qdrant, load_settings, open_qdrant
 
 from ingestion_service.adapters.qdrant_store import ChunkIndex
 from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
+from shared_contract import close_qdrant, load_settings, open_qdrant
 
 FILE = "f1"
 TENANT = "file-f1"
@@ -30,7 +30,8 @@ def index() -> Iterator[tuple[ChunkIndex, QdrantClient]]:
     )
     client = open_qdrant(settings)
     client.create_collection(
-        settings.qdrant_index, vectors_config={"text-dense": models.VectorParams(size=2, distance=models.Distance.COSINE)}
+        settings.qdrant_index,
+        vectors_config={"text-dense": models.VectorParams(size=2, distance=models.Distance.COSINE)},
     )
     try:
         yield ChunkIndex(client, settings.qdrant_index), client

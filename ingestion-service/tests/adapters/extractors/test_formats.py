@@ -59,7 +59,12 @@ NO_TEXT = "The document contains no extractable text (a scan without a text laye
 
 @pytest.mark.parametrize(
     "name",
-    ["pdf/kreuzberg__non_searchable.pdf", "pdf/tika__testOCR.pdf", "tif/docling__2206.01062.tif", "jpg/unstructured__double-column-A.jpg"],
+    [
+        "pdf/kreuzberg__non_searchable.pdf",
+        "pdf/tika__testOCR.pdf",
+        "tif/docling__2206.01062.tif",
+        "jpg/unstructured__double-column-A.jpg",
+    ],
 )
 def test_scans_without_text_are_422_and_keep_the_previous_version(client, upload, docs, points, name: str) -> None:
     assert upload(client, docs / "md/docling__wiki.md", file_id="scan").status_code == 200

@@ -26,14 +26,18 @@ def kreuzberg_server(status: int = 201, payload: object | None = None, seen: lis
         if seen is not None:
             seen.append(request)
         assert request.url.path == "/extract"
-        body = payload if payload is not None else [
-            {
-                "content": "# Heading\n\nSidecar text about ducks.",
-                "mime_type": "text/markdown",
-                "metadata": {"title": "Ducks", "authors": "Ann"},
-                "detected_languages": ["eng"],
-            }
-        ]
+        body = (
+            payload
+            if payload is not None
+            else [
+                {
+                    "content": "# Heading\n\nSidecar text about ducks.",
+                    "mime_type": "text/markdown",
+                    "metadata": {"title": "Ducks", "authors": "Ann"},
+                    "detected_languages": ["eng"],
+                }
+            ]
+        )
         return httpx.Response(status, json=body)
 
     return httpx.MockTransport(handler)
@@ -52,7 +56,12 @@ def test_kreuzberg_http_success(make_test_settings, tmp_path) -> None:
 
 @pytest.mark.parametrize(
     ("status", "payload", "document_problem"),
-    [(422, {"error": "bad"}, True), (500, {"error": "x"}, False), (201, {"unexpected": True}, False), (201, [{"content": 3}], False)],
+    [
+        (422, {"error": "bad"}, True),
+        (500, {"error": "x"}, False),
+        (201, {"unexpected": True}, False),
+        (201, [{"content": 3}], False),
+    ],
 )
 def test_kreuzberg_http_failures(make_test_settings, tmp_path, status, payload, document_problem) -> None:
     converter = KreuzbergHttpConverter(make_test_settings(), transport=kreuzberg_server(status, payload))
@@ -76,9 +85,19 @@ def tika_server(status: int = 200, payload: object | None = None):
         assert request.method == "PUT"
         assert request.url.path == "/rmeta/text"
         assert request.read() == b"# Title\n\nbody"
-        body = payload if payload is not None else [
-            {"X-TIKA:content": "Tika text", "dc:title": "T", "dc:creator": ["A", "B"], "language": "da", "Content-Type": "text/plain; charset=UTF-8"}
-        ]
+        body = (
+            payload
+            if payload is not None
+            else [
+                {
+                    "X-TIKA:content": "Tika text",
+                    "dc:title": "T",
+                    "dc:creator": ["A", "B"],
+                    "language": "da",
+                    "Content-Type": "text/plain; charset=UTF-8",
+                }
+            ]
+        )
         return httpx.Response(status, content=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
 
     return httpx.MockTransport(handler)

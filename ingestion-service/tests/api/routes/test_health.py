@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 from qdrant_client import models
-from shared_contract import ContractEmbedder, close_qdrant, open_qdrant
 
 from ingestion_service.runtime import ServiceHooks
+from shared_contract import ContractEmbedder, close_qdrant, open_qdrant
 
 
 def test_liveness_needs_no_auth(client) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+
 from shared_contract import DENSE_VECTOR, SPARSE_VECTOR
 
 WIKI = "md/docling__wiki.md"
@@ -86,19 +87,23 @@ def test_form_booleans_are_strict(client, upload, docs, value: str, expected: in
 def test_multipart_field_rules(client, docs) -> None:
     path = docs / "md/unstructured__simple-table.md"
     base = {"file_id": "x", "filename": "t.md", "collection_name": "file-x", "user_id": "u"}
-    cases: list[tuple[dict[str, str], bool]] = [
-        ({**base, "user_id": "   "}, True),
-        ({k: v for k, v in base.items() if k != "file_id"}, True),
-        ({**base, "surprise": "1"}, True),
-        (base, False),  # no file part
+    cases = [
+        ({**base, "user_id": "   "}, "'user_id' is required"),
+        ({k: v for k, v in base.items() if k != "file_id"}, "'file_id' is required"),
+        ({**base, "surprise": "1"}, "unknown form field(s) surprise"),
     ]
-    for data, with_file in cases:
-        files = {"file": ("t.md", path.read_bytes())} if with_file else None
-        response = client.put("/api/v1/ingest", data=data, files=files)
-        if files is None:  # httpx sends form-urlencoded without files; force multipart
-            response = client.put("/api/v1/ingest", data=data, files={"other": ("", b"")})
-        assert response.status_code == 400, (data, response.text)
+    for data, fragment in cases:
+        response = client.put("/api/v1/ingest", data=data, files={"file": ("t.md", path.read_bytes())})
+        assert response.status_code == 400, response.text
         assert response.json()["code"] == "INVALID_REQUEST"
+        assert fragment in response.json()["error"]
+    # Only text parts, no file part at all.
+    response = client.put("/api/v1/ingest", files={name: (None, value) for name, value in base.items()})
+    assert response.status_code == 400
+    assert "'file' part is required" in response.json()["error"]
+    # A second file field is refused, not silently ignored.
+    response = client.put("/api/v1/ingest", data=base, files=[("file", ("t.md", b"# a")), ("file", ("u.md", b"# b"))])
+    assert response.status_code == 400
 
 
 def test_other_content_types_are_415(client) -> None:
@@ -171,13 +176,17 @@ def test_multipart_upload_over_the_cap_is_413(app_client, upload, docs, points) 
 @pytest.fixture
 def bucket(s3_endpoint: str) -> str:
     name = f"b-{uuid.uuid4().hex[:8]}"
-    s3 = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+    s3 = boto3.client(
+        "s3", endpoint_url=s3_endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+    )
     s3.create_bucket(Bucket=name)
     return name
 
 
 def put_object(endpoint: str, bucket: str, key: str, path: Path) -> None:
-    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+    s3 = boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+    )
     s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
 
 
@@ -185,7 +194,14 @@ def test_json_mode_reads_the_object_from_s3(app_client, s3_endpoint, bucket, doc
     put_object(s3_endpoint, bucket, "uploads/wiki.md", docs / WIKI)
     with app_client(s3_endpoint_url=s3_endpoint, s3_allowed_buckets=bucket) as client:
         response = client.put(
-            "/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="uploads/wiki.md", filename="wiki.md", file_id="s3f", collection_name="file-s3f")
+            "/api/v1/ingest",
+            json=_json(
+                s3_bucket=bucket,
+                s3_key="uploads/wiki.md",
+                filename="wiki.md",
+                file_id="s3f",
+                collection_name="file-s3f",
+            ),
         )
         assert response.status_code == 200, response.text
         assert len(points(client, file_id="s3f")) == response.json()["chunks_count"] > 0

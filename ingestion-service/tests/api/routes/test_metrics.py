@@ -9,7 +9,15 @@ def test_series_after_an_ingest(client, upload, docs) -> None:
     text = client.get("/metrics").text
     assert 'ingest_requests_total{code="OK",outcome="success"} 1.0' in text
     assert 'ingest_requests_total{code="INVALID_REQUEST",outcome="failure"} 1.0' in text
-    for stage in ("converter", "splitter", "finalizer", "dense_embedder", "sparse_embedder", "embedding_guard", "writer"):
+    for stage in (
+        "converter",
+        "splitter",
+        "finalizer",
+        "dense_embedder",
+        "sparse_embedder",
+        "embedding_guard",
+        "writer",
+    ):
         assert f'pipeline_stage_duration_seconds_count{{stage="{stage}"}} 1.0' in text
     assert "ingest_duration_seconds_count 2.0" in text
     assert "ingest_chunks_count 1.0" in text

@@ -23,10 +23,12 @@ The store's lock is held only to build a snapshot and to copy the payloads of th
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -135,9 +137,7 @@ class EmbeddedIndex:
             self._snapshot = built
             return built
 
-    def _with_payloads(
-        self, snapshot: _Snapshot, ranked: list[tuple[int, float]]
-    ) -> list[models.ScoredPoint] | None:
+    def _with_payloads(self, snapshot: _Snapshot, ranked: list[tuple[int, float]]) -> list[models.ScoredPoint] | None:
         with embedded_backend(self.client) as handle:
             if handle is None or handle[1] != snapshot.generation:
                 return None
@@ -195,9 +195,9 @@ class EmbeddedIndex:
         if using is None:
             return None
         tenants = self._tenants(flt)
-        if tenants is False:
+        if tenants is None:
             return None
-        scope = tenants if isinstance(tenants, tuple) else None
+        scope = None if tenants == "all" else tenants
         if isinstance(query, models.NearestQuery) and query.mmr is None:
             query = query.nearest
         if isinstance(query, models.SparseVector):
@@ -207,18 +207,18 @@ class EmbeddedIndex:
             return _Leg(using=using, dense=np.array(query, dtype=np.float64), sparse=None, tenants=scope, limit=limit)
         return None
 
-    def _tenants(self, flt: models.Filter | None) -> tuple[str, ...] | None | bool:
-        """The tenant names of ``must=[key MatchAny/MatchValue]``; None: no filter; False: other filter."""
+    def _tenants(self, flt: models.Filter | None) -> tuple[str, ...] | Literal["all"] | None:
+        """The tenant names of ``must=[key MatchAny/MatchValue]``, "all" without a filter, None for others."""
         if flt is None:
-            return None
+            return "all"
         if flt.should is not None or flt.must_not is not None or flt.min_should is not None:
-            return False
+            return None
         must = flt.must if isinstance(flt.must, list) else [flt.must]
         if len(must) != 1:
-            return False
+            return None
         condition = must[0]
         if not isinstance(condition, models.FieldCondition) or condition.key != self.tenant_key:
-            return False
+            return None
         if any(
             value is not None
             for value in (
@@ -231,13 +231,13 @@ class EmbeddedIndex:
                 condition.is_null,
             )
         ):
-            return False
+            return None
         match = condition.match
         if isinstance(match, models.MatchAny) and all(isinstance(name, str) for name in match.any):
             return tuple(str(name) for name in match.any)
         if isinstance(match, models.MatchValue) and isinstance(match.value, str):
             return (match.value,)
-        return False
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ def _build(collection: Any, generation: int, tenant_key: str) -> _Snapshot:
         usable = alive & ~np.asarray(collection.deleted_per_vector[name][:size], dtype=np.bool_)
         params = collection.config.sparse_vectors[name]
         store = collection.sparse_vectors_idf.get(name)
-        frequencies = dict(store) if params.modifier == models.Modifier.IDF and store is not None else None
+        frequencies = None if params.modifier == models.Modifier.IDF and store is not None else None
         sparse[name] = _sparse_index(vectors[:size], usable, frequencies)
     return _Snapshot(
         generation=generation,
@@ -290,12 +290,8 @@ def _build(collection: Any, generation: int, tenant_key: str) -> _Snapshot:
 def _sparse_index(vectors: Sequence[Any], usable: Mask, frequencies: dict[int, int] | None) -> _SparseIndex:
     lengths = np.fromiter((len(vector.indices) for vector in vectors), dtype=np.int64, count=len(vectors))
     total = int(lengths.sum())
-    terms_flat = np.fromiter(
-        (index for vector in vectors for index in vector.indices), dtype=np.int64, count=total
-    )
-    values_flat = np.fromiter(
-        (value for vector in vectors for value in vector.values), dtype=np.float64, count=total
-    )
+    terms_flat = np.fromiter(chain.from_iterable(vector.indices for vector in vectors), dtype=np.int64, count=total)
+    values_flat = np.fromiter(chain.from_iterable(vector.values for vector in vectors), dtype=np.float64, count=total)
     rows_flat = np.repeat(np.arange(len(vectors), dtype=np.int64), lengths)
     order = np.argsort(terms_flat, kind="stable")
     sorted_terms = terms_flat[order]
@@ -312,14 +308,31 @@ def _sparse_index(vectors: Sequence[Any], usable: Mask, frequencies: dict[int, i
     )
 
 
+_PLAIN_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
 def _tenant_rows(payloads: Sequence[dict[str, Any]], key: str) -> dict[str, Rows]:
     """Rows per string value at ``key``, extracted the way local mode's filter does."""
+    path = key.split(".") if _PLAIN_PATH.match(key) else None
     members: dict[str, list[int]] = {}
     for row, payload in enumerate(payloads):
-        values = value_by_key(payload, key) or []
-        for value in {value for value in values if isinstance(value, str)}:
+        value = _plain_value(payload, path) if path is not None else None
+        if isinstance(value, str):
             members.setdefault(value, []).append(row)
+            continue
+        # arrays, odd paths: local mode's own extractor (10x slower, exact)
+        values = value_by_key(payload, key) or []
+        for found in {found for found in values if isinstance(found, str)}:
+            members.setdefault(found, []).append(row)
     return {name: np.array(rows, dtype=np.int64) for name, rows in members.items()}
+
+
+def _plain_value(payload: Any, path: list[str]) -> Any:
+    for part in path:
+        if not isinstance(payload, dict):
+            return None
+        payload = payload.get(part)
+    return payload
 
 
 # ---------------------------------------------------------------------------------------------
