@@ -207,6 +207,8 @@ async def run_config(
         "env": stack.env,
         **summary.as_dict(),
         "docs_indexed": len(docs),
+        "limit_docs": args.limit_docs,
+        "limit_queries": args.limit_queries,
         "mean_docs_returned": sum(len(r) for r in runs.values()) / max(1, len(runs)),
         "foreign_hits": foreign,
         "search_wall_s": round(wall, 2),

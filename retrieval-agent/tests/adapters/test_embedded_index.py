@@ -80,9 +80,7 @@ def _assert_same(fast: list[models.ScoredPoint] | None, local: list[models.Score
     assert [point.payload for point in fast] == [point.payload for point in local]
 
 
-def _requests(
-    dense: list[float], sparse: models.SparseVector, tenants: list[str]
-) -> dict[str, models.QueryRequest]:
+def _requests(dense: list[float], sparse: models.SparseVector, tenants: list[str]) -> dict[str, models.QueryRequest]:
     flt = tenant_filter(tenants)
     legs = [
         models.Prefetch(query=dense, using=DENSE, filter=flt, limit=15),
@@ -154,16 +152,19 @@ def test_cache_follows_upserts_and_deletes(store: tuple[QdrantClient, list[list[
         ],
     )
     after = index.snapshot()
-    assert after is not None and after.generation != before.generation
+    assert after is not None
+    assert after.generation != before.generation
     fast = index.query(request)
-    assert fast is not None and fast[0].id == 1000
+    assert fast is not None
+    assert fast[0].id == 1000
     _assert_same(fast, _local(client, request))
     sparse_request = models.QueryRequest(query=sparse, using=SPARSE, filter=tenant_filter(["t3"]), limit=3)
     _assert_same(index.query(sparse_request), _local(client, sparse_request))
 
     client.delete(COLLECTION, models.PointIdsList(points=[1000]))
     fast = index.query(request)
-    assert fast is not None and 1000 not in [point.id for point in fast]
+    assert fast is not None
+    assert 1000 not in [point.id for point in fast]
     _assert_same(fast, _local(client, request))
     assert index.query(sparse_request) == []
 
@@ -173,9 +174,7 @@ def test_other_request_shapes_go_to_local_mode(store: tuple[QdrantClient, list[l
     index = EmbeddedIndex(client, COLLECTION, KEY)
     flt = tenant_filter(["t0"])
     leg = models.Prefetch(query=vectors[0], using=DENSE, filter=flt, limit=5)
-    other_key = models.Filter(
-        must=[models.FieldCondition(key="meta.file_id", match=models.MatchAny(any=["x"]))]
-    )
+    other_key = models.Filter(must=[models.FieldCondition(key="meta.file_id", match=models.MatchAny(any=["x"]))])
     for request in (
         models.QueryRequest(query=vectors[0], using=DENSE, filter=flt, score_threshold=0.5),
         models.QueryRequest(query=vectors[0], using=DENSE, filter=other_key),

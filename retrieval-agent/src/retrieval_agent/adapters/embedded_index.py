@@ -275,7 +275,7 @@ def _build(collection: Any, generation: int, tenant_key: str) -> _Snapshot:
         usable = alive & ~np.asarray(collection.deleted_per_vector[name][:size], dtype=np.bool_)
         params = collection.config.sparse_vectors[name]
         store = collection.sparse_vectors_idf.get(name)
-        frequencies = None if params.modifier == models.Modifier.IDF and store is not None else None
+        frequencies = dict(store) if params.modifier == models.Modifier.IDF and store is not None else None
         sparse[name] = _sparse_index(vectors[:size], usable, frequencies)
     return _Snapshot(
         generation=generation,
