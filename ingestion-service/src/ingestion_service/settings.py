@@ -7,12 +7,11 @@ from typing import Literal, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from shared_contract import ContractConfigError, ContractSettings, load_settings
+from shared_contract.settings import check_api_key, check_http_url
 
 ConcreteEngine = Literal["kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured"]
 SplitBy = Literal["token", "markdown", "word", "sentence", "passage"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-
-MIN_API_KEY_LENGTH = 32
 
 
 class Settings(ContractSettings):
@@ -63,18 +62,12 @@ class Settings(ContractSettings):
     @field_validator("api_key")
     @classmethod
     def _long_enough(cls, value: SecretStr) -> SecretStr:
-        if len(value.get_secret_value().strip()) < MIN_API_KEY_LENGTH:
-            raise ValueError(f"must be at least {MIN_API_KEY_LENGTH} characters")
-        return value
+        return check_api_key(value)
 
     @field_validator("s3_endpoint_url", "kreuzberg_url", "tika_url")
     @classmethod
     def _http(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http(s) URL")
-        return value.rstrip("/")
+        return check_http_url(value)
 
     @model_validator(mode="after")
     def _chunk_bounds(self) -> Self:

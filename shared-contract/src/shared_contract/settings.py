@@ -19,6 +19,23 @@ EmbeddingProvider = Literal["fastembed", "openai-compat", "tei"]
 
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_SPARSE_MODEL = "Qdrant/bm42-all-minilm-l6-v2-attentions"
+MIN_API_KEY_LENGTH = 32
+
+
+def check_http_url(value: str | None) -> str | None:
+    """Validator body for URL settings: None, or an http(s) URL without a trailing slash."""
+    if value is None:
+        return None
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http(s) URL")
+    return value.rstrip("/")
+
+
+def check_api_key(value: SecretStr) -> SecretStr:
+    """Validator body for a service's Bearer secret: at least 32 characters."""
+    if len(value.get_secret_value().strip()) < MIN_API_KEY_LENGTH:
+        raise ValueError(f"must be at least {MIN_API_KEY_LENGTH} characters")
+    return value
 
 
 class ContractSettings(BaseSettings):
@@ -68,11 +85,9 @@ class ContractSettings(BaseSettings):
     @field_validator("embedding_api_base_url", "qdrant_uri")
     @classmethod
     def _http_url(cls, value: str | None, info: Any) -> str | None:
-        if value is None or (value == ":memory:" and info.field_name == "qdrant_uri"):
+        if value == ":memory:" and info.field_name == "qdrant_uri":
             return value
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http(s) URL")
-        return value.rstrip("/")
+        return check_http_url(value)
 
     @model_validator(mode="after")
     def _check_provider(self) -> Self:

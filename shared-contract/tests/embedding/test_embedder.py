@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +133,18 @@ async def test_async_query_runs_off_the_event_loop(embedder: ContractEmbedder) -
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_a_model_that_cannot_load_names_the_way_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from shared_contract import ModelUnavailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    settings = load_settings(
+        ContractSettings,
+        qdrant_uri=":memory:",
+        embedding_model="BAAI/bge-small-en-v1.5",
+        local_models_dir=tmp_path,
+        fastembed_cache_path=tmp_path / "cache",
+    )
+    with pytest.raises(ModelUnavailableError, match="make models"):
+        ContractEmbedder(settings, sparse=False).warm_up()

@@ -7,9 +7,9 @@ All calls are synchronous and CPU- or I/O-bound: async callers offload them to a
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
@@ -46,13 +46,31 @@ def sort_by_length(texts: Sequence[str]) -> list[int]:
     return sorted(range(len(texts)), key=lambda index: len(texts[index]))
 
 
-def load_fastembed_error(model_name: str, model_dir: Path | None, exc: Exception) -> ModelUnavailableError:
-    """The error raised when fastembed cannot load a model, with what to do about it."""
-    where = f"from {model_dir}" if model_dir is not None else "from the model hub"
-    return ModelUnavailableError(
-        f"could not load {model_name} {where} ({type(exc).__name__}). Without a model hub, run "
-        "`make models` and set LOCAL_MODELS_DIR to its output directory."
-    )
+ModelT = TypeVar("ModelT")
+
+
+def load_fastembed(
+    factory: Callable[..., ModelT],
+    model_name: str,
+    *,
+    model_dir: Path | None,
+    cache_dir: Path | None,
+    threads: int | None,
+) -> ModelT:
+    """Load a fastembed model from its offline build when there is one, else by name."""
+    try:
+        return factory(
+            model_name,
+            cache_dir=str(cache_dir) if cache_dir is not None else None,
+            threads=threads,
+            specific_model_path=str(model_dir) if model_dir is not None else None,
+        )
+    except Exception as exc:  # fastembed raises assorted hub/IO errors; all mean "not loadable"
+        where = f"from {model_dir}" if model_dir is not None else "from the model hub"
+        raise ModelUnavailableError(
+            f"could not load {model_name} {where} ({type(exc).__name__}). Without a model hub, run "
+            "`make models` and set LOCAL_MODELS_DIR to its output directory."
+        ) from exc
 
 
 class FastembedDenseEmbedder:
@@ -79,15 +97,9 @@ class FastembedDenseEmbedder:
             return
         from fastembed import TextEmbedding
 
-        try:
-            self._model = TextEmbedding(
-                self.model_name,
-                cache_dir=str(self._cache_dir) if self._cache_dir is not None else None,
-                threads=self._threads,
-                specific_model_path=str(self.model_dir) if self.model_dir is not None else None,
-            )
-        except Exception as exc:  # fastembed raises assorted hub/IO errors; all mean "not loadable"
-            raise load_fastembed_error(self.model_name, self.model_dir, exc) from exc
+        self._model = load_fastembed(
+            TextEmbedding, self.model_name, model_dir=self.model_dir, cache_dir=self._cache_dir, threads=self._threads
+        )
 
     @property
     def model(self) -> TextEmbedding:

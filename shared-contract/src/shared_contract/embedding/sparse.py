@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shared_contract.embedding.dense import load_fastembed_error, sort_by_length
+from shared_contract.embedding.dense import load_fastembed, sort_by_length
 from shared_contract.embedding.types import SparseVectorData
 
 if TYPE_CHECKING:
@@ -47,15 +47,13 @@ class FastembedSparseEmbedder:
             return
         from fastembed import SparseTextEmbedding
 
-        try:
-            self._model = SparseTextEmbedding(
-                self.model_name,
-                cache_dir=str(self._cache_dir) if self._cache_dir is not None else None,
-                threads=self._threads,
-                specific_model_path=str(self.model_dir) if self.model_dir is not None else None,
-            )
-        except Exception as exc:  # fastembed raises assorted hub/IO errors; all mean "not loadable"
-            raise load_fastembed_error(self.model_name, self.model_dir, exc) from exc
+        self._model = load_fastembed(
+            SparseTextEmbedding,
+            self.model_name,
+            model_dir=self.model_dir,
+            cache_dir=self._cache_dir,
+            threads=self._threads,
+        )
 
     @property
     def model(self) -> SparseTextEmbedding:
