@@ -80,7 +80,10 @@ def speed_tables(results_dir: Path) -> str:
     reports = sorted(results_dir.glob("*-speed-*.json"))
     if not reports:
         return "\n(no speed report)"
-    report = json.loads(reports[-1].read_text(encoding="utf-8"))
+    return "\n".join(speed_table(json.loads(path.read_text(encoding="utf-8"))) for path in reports)
+
+
+def speed_table(report: dict[str, Any]) -> str:
     out = [f"\nSpeed: `{report['command']}`, {report['date']}, {report['machine']}\n"]
     out.append("| docs in collection | docs/s (HTTP) | chunks/s (HTTP) | chunks | peak RSS MiB (both services) |")
     out.append("|---|---|---|---|---|")
