@@ -18,10 +18,20 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
     "dense": {**BASE, "ENABLE_HYBRID_SEARCH": "false"},
     # Sparse leg alone: hybrid with the dense leg's fusion weight at zero (weighted RRF gives it 0).
     "sparse": {**BASE, "ENABLE_HYBRID_SEARCH": "true", "HYBRID_DENSE_WEIGHT": "0", "HYBRID_SPARSE_WEIGHT": "1"},
+    # The service's defaults (fusion tuned on SciFact train).
     "hybrid": {**BASE, "ENABLE_HYBRID_SEARCH": "true"},
+    # Textbook RRF (k 60, equal weights), the starting point before tuning.
+    "rrf60": {
+        **BASE,
+        "ENABLE_HYBRID_SEARCH": "true",
+        "HYBRID_RRF_K": "60",
+        "HYBRID_DENSE_WEIGHT": "1.0",
+        "HYBRID_SPARSE_WEIGHT": "1.0",
+        "HYBRID_PREFETCH_MULTIPLIER": "4",
+    },
 }
 
-ALL_CONFIGS = ["dense", "sparse", "hybrid", "tuned", "rerank"]
+ALL_CONFIGS = ["dense", "sparse", "rrf60", "hybrid", "tuned", "rerank"]
 
 
 def tuned_path(dataset: str) -> Path:

@@ -49,7 +49,7 @@ def quality_tables(results_dir: Path) -> str:
         out.append(f"\n### {dataset}\n")
         out.append("| system | nDCG@10 | Recall@100 | MRR@10 | queries |")
         out.append("|---|---|---|---|---|")
-        for config in ("dense", "sparse", "hybrid", "tuned", "rerank"):
+        for config in ("dense", "sparse", "rrf60", "hybrid", "tuned", "rerank"):
             row = rows.get((dataset, config))
             if row is None:
                 out.append(f"| ours: {config} | not run | | | |")
@@ -68,7 +68,8 @@ def quality_tables(results_dir: Path) -> str:
             best = report["best"]
             out.append(
                 f"\nTuned on {report['split']} ({report['queries']} queries): {best['env']} → offline nDCG@10 "
-                f"{best['ndcg@10']:.4f} (defaults {report['offline']['default']['ndcg@10']:.4f}; legs alone: dense "
+                f"{best['ndcg@10']:.4f} (starting point k {report['offline']['default']['k']}, weights "
+                f"{report['offline']['default']['weights']}: {report['offline']['default']['ndcg@10']:.4f}; legs alone: dense "
                 f"{report['offline']['dense_only']['ndcg@10']:.4f}, sparse {report['offline']['sparse_only']['ndcg@10']:.4f})."
             )
             if "api_check" in report:

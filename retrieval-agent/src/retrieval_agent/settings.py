@@ -30,10 +30,11 @@ class Settings(ContractSettings):
 
     # Hybrid search.
     enable_hybrid_search: bool = True
-    hybrid_rrf_k: int = Field(default=60, ge=1, description="RRF constant of the dense+sparse fusion.")
-    hybrid_dense_weight: float = Field(default=1.0, ge=0.0)
+    # Fusion defaults tuned on SciFact train (benchmarks/tuned/scifact.json; docs/benchmarks.md).
+    hybrid_rrf_k: int = Field(default=10, ge=1, description="RRF constant of the dense+sparse fusion.")
+    hybrid_dense_weight: float = Field(default=0.5, ge=0.0)
     hybrid_sparse_weight: float = Field(default=1.0, ge=0.0)
-    hybrid_prefetch_multiplier: int = Field(default=4, ge=1, le=50, description="Each leg fetches limit x this.")
+    hybrid_prefetch_multiplier: int = Field(default=2, ge=1, le=50, description="Each leg fetches limit x this.")
     capability_cache_ttl_seconds: float = Field(default=10.0, ge=0.0)
     bm25_max_docs: int = Field(default=10_000, ge=1)
     bm25_cache_ttl_seconds: float = Field(default=300.0, ge=0.0)

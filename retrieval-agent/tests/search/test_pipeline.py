@@ -107,7 +107,8 @@ def retrieve(search: LinearSearch, limit: int = 4) -> Any:
 
 
 def test_native_hybrid_golden_ranking_matches_rrf_formula() -> None:
-    result = retrieve(pipeline(make_client(sparse=True)))
+    search = pipeline(make_client(sparse=True), hybrid_rrf_k=60, hybrid_dense_weight=1.0, hybrid_sparse_weight=1.0)
+    result = retrieve(search)
     assert result.path == "native_hybrid"
     # dense: A B C D; sparse: C D  ->  RRF(k=60): C D A B
     assert names(result.hits) == ["C", "D", "A", "B"]
@@ -188,3 +189,11 @@ def test_multi_query_merge_is_rrf_across_queries() -> None:
     merged = search.merge([[a, b], [c, b], [b]], limit=3)
     assert names(merged) == ["b", "a", "c"]
     assert merged[0].score == pytest.approx(1 / 61 + 1 / 61 + 1 / 60)
+
+
+def test_default_fusion_is_the_one_tuned_on_scifact_train() -> None:
+    # dense: A B C D; sparse: C D. k=10, weights dense 0.5 / sparse 1: the sparse leg leads.
+    result = retrieve(pipeline(make_client(sparse=True)))
+    assert names(result.hits) == ["C", "D", "A", "B"]
+    # Qdrant's weighted RRF: 1 / ((rank + 1) / w + k - 1), 0-based rank.
+    assert round(result.hits[0].score, 6) == round(1 / (1 / 1.0 + 9) + 1 / (3 / 0.5 + 9), 6)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -85,6 +87,10 @@ class ContractEmbedder:
         self._fused: FusedForwardPass | None = None
         self._warm = False
         self._counting_tokenizer: Tokenizer | None = None
+        # One in-process model run at a time: ONNX Runtime already spreads a run over every
+        # core, so concurrent runs only oversubscribe the CPU, while queued requests still do
+        # their own Python work (extraction, chunking, writes) alongside the running model.
+        self._model_lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -139,9 +145,15 @@ class ContractEmbedder:
             self._fused = FusedForwardPass(self.dense, self.sparse, batch_size=self.settings.embedding_batch_size)
         self._warm = True
 
+    @contextmanager
+    def _in_process_run(self) -> Iterator[None]:
+        with self._model_lock if isinstance(self.dense, FastembedDenseEmbedder) else nullcontext():
+            yield
+
     def _dense_raw(self, texts: Sequence[str]) -> list[list[float]]:
         try:
-            vectors = self.dense.embed(texts)
+            with self._in_process_run():
+                vectors = self.dense.embed(texts)
         except ContractError:
             raise
         except Exception as exc:  # backend failures of any kind become one typed error
@@ -159,7 +171,8 @@ class ContractEmbedder:
             return DocumentVectors(dense=[], sparse=[] if with_sparse else None)
         if with_sparse and self._fused is not None:
             try:
-                dense, sparse = self._fused.embed(texts)
+                with self._model_lock:
+                    dense, sparse = self._fused.embed(texts)
             except ContractError:
                 raise
             except Exception as exc:  # a failed forward pass means no dense vector: EMBEDDING_FAILED
@@ -176,7 +189,8 @@ class ContractEmbedder:
         if not texts:
             return []
         try:
-            vectors = self.sparse.embed_documents(texts)
+            with self._model_lock:
+                vectors = self.sparse.embed_documents(texts)
         except ContractError:
             raise
         except Exception as exc:  # backend failures of any kind become one typed error
