@@ -148,3 +148,45 @@ def test_a_model_that_cannot_load_names_the_way_out(monkeypatch: pytest.MonkeyPa
     )
     with pytest.raises(ModelUnavailableError, match="make models"):
         ContractEmbedder(settings, sparse=False).warm_up()
+
+
+def test_in_process_model_runs_one_at_a_time() -> None:
+    import threading
+    import time
+
+    from shared_contract.embedding.dense import FastembedDenseEmbedder
+
+    class SlowLocalModel(FastembedDenseEmbedder):
+        def __init__(self) -> None:
+            super().__init__(
+                "sentence-transformers/all-MiniLM-L6-v2", model_dir=None, cache_dir=None, threads=None, batch_size=8
+            )
+            self.running = 0
+            self.most = 0
+            self.guard = threading.Lock()
+
+        def warm_up(self) -> None:
+            return None
+
+        @property
+        def max_tokens(self) -> int | None:
+            return 256
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            with self.guard:
+                self.running += 1
+                self.most = max(self.most, self.running)
+            time.sleep(0.02)
+            with self.guard:
+                self.running -= 1
+            return [[1.0 / math.sqrt(384)] * 384 for _ in texts]
+
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
+    backend = SlowLocalModel()
+    embedder = ContractEmbedder(settings, dense_backend=backend)
+    threads = [threading.Thread(target=embedder.embed_documents, args=(["x"],)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert backend.most == 1  # ONNX already uses every core; parallel runs would oversubscribe
