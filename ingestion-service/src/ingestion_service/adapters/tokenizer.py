@@ -7,6 +7,7 @@ from tokenizers import Tokenizer
 from ingestion_service.pipeline.tokens import TokenCounter
 from ingestion_service.settings import Settings
 from shared_contract import ContractEmbedder, ModelUnavailableError
+from shared_contract.embedding.catalog import model_folder
 
 
 def load_token_counter(settings: Settings, embedder: ContractEmbedder) -> TokenCounter:
@@ -20,7 +21,7 @@ def load_token_counter(settings: Settings, embedder: ContractEmbedder) -> TokenC
     if name == settings.embedding_model and embedder.tokenizer is not None:
         return TokenCounter(embedder.tokenizer)
     if settings.local_models_dir is not None:
-        candidate = settings.local_models_dir / name.replace("/", "__") / "tokenizer.json"
+        candidate = model_folder(settings.local_models_dir, name) / "tokenizer.json"
         if candidate.is_file():
             return TokenCounter(Tokenizer.from_file(str(candidate)))
     try:

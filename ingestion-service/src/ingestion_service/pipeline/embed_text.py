@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ingestion_service.pipeline.tokens import TokenCounter
+from shared_contract.embedding import SPECIAL_TOKENS_RESERVE
 
 BREADCRUMB_SEPARATOR = " > "
-SPECIAL_TOKENS = 2  # [CLS]/[SEP] or <s>/</s>
 SAFETY_MARGIN = 4  # tokenizing a concatenation can differ by a token or two at the seams
 MIN_CONTENT_TOKENS = 16
 
@@ -36,7 +36,7 @@ class EmbedTextBuilder:
         self.prefix = prefix
         self.use_breadcrumb = use_breadcrumb
         self._prefix_tokens = counter.count(prefix)
-        self._base = max_tokens - SPECIAL_TOKENS - self._prefix_tokens - SAFETY_MARGIN
+        self._base = max_tokens - SPECIAL_TOKENS_RESERVE - self._prefix_tokens - SAFETY_MARGIN
         if self._base < MIN_CONTENT_TOKENS:
             raise ValueError(f"EMBEDDING_PREFIX_DOC leaves fewer than {MIN_CONTENT_TOKENS} tokens of {max_tokens}")
 
@@ -64,7 +64,7 @@ class EmbedTextBuilder:
 
     def total_tokens(self, content: str, headers: Sequence[str] | None) -> int:
         """Tokens the model sees for this chunk, special tokens included."""
-        return self.counter.count(self.prefix + self.text(content, headers)) + SPECIAL_TOKENS
+        return self.counter.count(self.prefix + self.text(content, headers)) + SPECIAL_TOKENS_RESERVE
 
     def fits(self, content: str, headers: Sequence[str] | None) -> bool:
         """Whether the model reads the whole chunk without truncating."""

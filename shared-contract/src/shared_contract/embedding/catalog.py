@@ -54,11 +54,16 @@ def known_dense_dim(model_name: str, provider: str) -> int | None:
     return _HTTP_MODEL_DIMS.get(model_name)
 
 
+def model_folder(models_dir: Path, model_name: str) -> Path:
+    """Where ``make models`` puts ``model_name`` under ``models_dir`` (``org/name`` → ``org__name``)."""
+    return models_dir / model_name.replace("/", "__")
+
+
 def local_model_dir(models_dir: Path | None, model_name: str) -> Path | None:
     """The offline build of ``model_name`` under ``models_dir``, when a complete one exists."""
     if models_dir is None:
         return None
-    candidate = models_dir / model_name.replace("/", "__")
+    candidate = model_folder(models_dir, model_name)
     if (candidate / BUILD_MANIFEST).is_file() and (candidate / "model.onnx").is_file():
         return candidate
     return None
