@@ -25,7 +25,8 @@ import httpx
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-EVAL_DOCS = REPO_ROOT.parent / "shared" / "eval" / "docs"
+# Real documents committed with the tests (provenance: fixtures/README.md); nothing outside the repo.
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 READY_TIMEOUT_S = 180
 BUCKET = "openwebui"
 

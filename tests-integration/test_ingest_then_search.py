@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
-from integration_support import BUCKET, EVAL_DOCS, Stack
+from integration_support import BUCKET, FIXTURES, Stack
 
-CONTRACT_PDF = EVAL_DOCS / "pdf" / "kreuzberg__sample_contract.pdf"
-TABLES_DOCX = EVAL_DOCS / "docx" / "docling__word_tables.docx"
+CONTRACT_PDF = FIXTURES / "kreuzberg__sample_contract.pdf"
+TABLES_DOCX = FIXTURES / "docling__word_tables.docx"
 
 
 def ingest_multipart(stack: Stack, path: Path, file_id: str, collection: str) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def test_search_finds_the_docx_ingested_by_s3_key(stack: Stack, knowledge_base: 
 
 def test_another_tenant_sees_nothing_of_the_first(stack: Stack, knowledge_base: dict[str, str], unique: str) -> None:
     other_kb = f"kb-other-{unique}"
-    ingest_multipart(stack, EVAL_DOCS / "txt" / "tika__danish_europarl_sample.txt", str(uuid.uuid4()), other_kb)
+    ingest_multipart(stack, FIXTURES / "tika__danish_europarl_sample.txt", str(uuid.uuid4()), other_kb)
     body = search(stack, "What insurance coverage must the consultant obtain and maintain?", [other_kb], k=20)
     own_files = {knowledge_base["pdf"], knowledge_base["docx"]}
     assert body["metadatas"][0]  # the other tenant has chunks of its own

@@ -1,4 +1,7 @@
-"""One small end-to-end run of each benchmark through a real `rag dev` stack, so they keep working."""
+"""One small end-to-end run of each benchmark through a real `rag dev` stack, so they keep working.
+
+They read a committed SciFact sample (fixtures/scifact-sample: 40 docs, 10 test queries), never ../shared.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from benchmarks import quality, speed
-from benchmarks.beir import DEFAULT_DATA_DIR
 from benchmarks.stack import attached_stack, rag_available
 
 pytestmark = [
     pytest.mark.models,
     pytest.mark.slow,
     pytest.mark.skipif(not rag_available(), reason="rag-cli (`rag dev`) is not importable yet"),
-    pytest.mark.skipif(not (DEFAULT_DATA_DIR / "scifact").exists(), reason="../shared/eval/data/scifact missing"),
     pytest.mark.skipif(attached_stack() is not None, reason="BENCH_*_URL set: smoke runs start their own stack"),
 ]
+
+SAMPLE_DIR = Path(__file__).resolve().parent / "fixtures" / "scifact-sample"
 
 
 def test_quality_smoke(tmp_path: Path) -> None:
@@ -28,6 +31,7 @@ def test_quality_smoke(tmp_path: Path) -> None:
             "--configs=dense,hybrid,rerank",
             "--limit-docs=20",
             "--limit-queries=5",
+            f"--data-dir={SAMPLE_DIR}",
             f"--work-dir={tmp_path / 'work'}",
             f"--results-dir={results}",
         ]
@@ -60,6 +64,7 @@ def test_speed_smoke(tmp_path: Path) -> None:
             "--concurrency=1,4",
             "--modes=hybrid+rerank",
             "--embed-sample=8",
+            f"--data-dir={SAMPLE_DIR}",
             f"--work-dir={tmp_path / 'work'}",
             f"--results-dir={results}",
         ]
