@@ -38,6 +38,13 @@ def _clean_contract_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Async tests (``@pytest.mark.anyio``) run on asyncio only; session-wide so that module-scoped
+    async fixtures (a bootstrapped store shared by a module) can run on the same loop."""
+    return "asyncio"
+
+
 @pytest.fixture
 def settings() -> ContractSettings:
     return load_settings(ContractSettings, qdrant_uri=":memory:")

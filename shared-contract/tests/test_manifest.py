@@ -14,7 +14,7 @@ def _stored(**changes: object) -> CollectionManifest:
 def test_manifest_describes_the_settings(settings: ContractSettings) -> None:
     manifest = manifest_for(settings)
     assert manifest.model_dump(exclude={"created_at"}) == {
-        "contract_version": "1.0.0",
+        "contract_version": "2.0.0",
         "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
         "dense_dim": 384,
         "distance": "cosine",
@@ -30,7 +30,7 @@ def test_matching_manifest_passes(settings: ContractSettings) -> None:
 
 
 def test_minor_and_patch_versions_may_differ(settings: ContractSettings) -> None:
-    verify_manifest("c", _stored(contract_version="1.7.3"), settings, require_sparse=True)
+    verify_manifest("c", _stored(contract_version="2.7.3"), settings, require_sparse=True)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_minor_and_patch_versions_may_differ(settings: ContractSettings) -> None
             "Qdrant/bm42-all-minilm-l6-v2-attentions",
         ),
         ({"sparse_modifier": "none"}, "sparse modifier", "none", "idf"),
-        ({"contract_version": "2.0.0"}, "contract major version", "2.0.0", "1.0.0"),
+        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "2.0.0"),
         ({"distance": "dot"}, "distance", "dot", "cosine"),
     ],
 )

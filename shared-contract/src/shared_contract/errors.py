@@ -53,6 +53,33 @@ class QdrantUnavailableError(ContractError):
     """Qdrant could not be reached or answered with an error."""
 
 
+class StoreRequestError(ContractError):
+    """The store rejected a well-formed call (unknown vector or field, missing index, bad filter).
+
+    ``missing_text_index`` marks a text query on a field without a scoring full-text index.
+    """
+
+    def __init__(self, message: str, *, missing_text_index: bool = False) -> None:
+        self.missing_text_index = missing_text_index
+        super().__init__(message)
+
+
+class StoreIncompatibleError(ContractError):
+    """The store cannot serve this contract: a Qdrant server too old, or a store in an old format."""
+
+
+class LegacyStoreError(StoreIncompatibleError):
+    """QDRANT_PATH holds a store written by qdrant-client's local mode (before qdrant-edge)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} holds an embedded store in the old qdrant-client local-mode format, which this "
+            f"version no longer opens. Copy it into the new engine with `rag migrate --from {path}` "
+            "(the old files are kept), or point QDRANT_PATH at an empty directory."
+        )
+
+
 class ModelUnavailableError(ContractError):
     """An embedding model could not be loaded (not built locally and no model hub reachable)."""
 

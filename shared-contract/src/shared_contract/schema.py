@@ -34,6 +34,15 @@ class MetaKey:
     INGEST_SEQ: Final = "ingest_seq"
     CONTENT_HASH: Final = "content_hash"
     INDEXED_AT: Final = "indexed_at"
+    # "pending" while a run writes its chunks, "live" once committed (absent on data older than
+    # contract 2.0, which counts as live). Readers never see pending points.
+    INGEST_STATE: Final = "ingest_state"
+    # Which lexical field (``lexical_<code>``) holds the chunk's text: the language it is stemmed in.
+    LEXICAL_LANGUAGE: Final = "lexical_language"
+
+
+PENDING_STATE: Final = "pending"
+LIVE_STATE: Final = "live"
 
 
 def meta_path(key: str) -> str:

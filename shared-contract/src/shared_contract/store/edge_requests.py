@@ -1,0 +1,215 @@
+"""qdrant-client request models -> qdrant-edge objects (pure), for the subset the services send.
+
+The port speaks qdrant-client's models, so the server adapter passes them through and this
+module is the only place that knows qdrant-edge's request types. Anything outside the subset
+raises ``StoreRequestError`` instead of being guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import qdrant_edge as edge
+from qdrant_client import models
+
+from shared_contract.errors import StoreRequestError
+
+# Qdrant's server uses k=2 when a plain `{"fusion": "rrf"}` names no k; qdrant-edge needs it explicitly.
+SERVER_DEFAULT_RRF_K = 2
+
+
+def _unsupported(what: str, value: object) -> StoreRequestError:
+    return StoreRequestError(f"the embedded store does not support {what}: {type(value).__name__}")
+
+
+def to_edge_match(match: object) -> Any:
+    if isinstance(match, models.MatchValue):
+        return edge.MatchValue(match.value)
+    if isinstance(match, models.MatchAny):
+        values: list[Any] = list(match.any)
+        return edge.MatchAny(values)
+    if isinstance(match, models.MatchExcept):
+        excluded: list[Any] = list(match.except_)
+        return edge.MatchExcept(excluded)
+    if isinstance(match, models.MatchText):
+        return edge.MatchText(match.text)
+    raise _unsupported("this match", match)
+
+
+def to_edge_condition(condition: object) -> Any:
+    if isinstance(condition, models.Filter):
+        return to_edge_filter(condition)
+    if isinstance(condition, models.FieldCondition):
+        if condition.range is not None:
+            if not isinstance(condition.range, models.Range):
+                raise _unsupported("this range", condition.range)
+            bounds = condition.range
+            return edge.FieldCondition(
+                condition.key, range=edge.RangeFloat(gte=bounds.gte, gt=bounds.gt, lte=bounds.lte, lt=bounds.lt)
+            )
+        if condition.match is not None:
+            return edge.FieldCondition(condition.key, match=to_edge_match(condition.match))
+        if condition.is_empty is not None:
+            return edge.FieldCondition(condition.key, is_empty=condition.is_empty)
+        raise _unsupported("this field condition", condition)
+    if isinstance(condition, models.HasIdCondition):
+        # Integer ids stay integers: the engine parses every string id as a UUID.
+        return edge.HasIdCondition(
+            {point_id if isinstance(point_id, int) else str(point_id) for point_id in condition.has_id}
+        )
+    if isinstance(condition, models.IsEmptyCondition):
+        return edge.IsEmptyCondition(condition.is_empty.key)
+    raise _unsupported("this condition", condition)
+
+
+def _conditions(conditions: object) -> list[Any] | None:
+    if conditions is None:
+        return None
+    items = conditions if isinstance(conditions, list) else [conditions]
+    return [to_edge_condition(item) for item in items]
+
+
+def to_edge_filter(selector: models.Filter | None) -> Any:
+    """A qdrant-client Filter as a qdrant-edge Filter (None stays None)."""
+    if selector is None:
+        return None
+    if selector.min_should is not None:
+        raise _unsupported("min_should", selector.min_should)
+    return edge.Filter(
+        must=_conditions(selector.must), should=_conditions(selector.should), must_not=_conditions(selector.must_not)
+    )
+
+
+def to_edge_params(params: models.SearchParams | None) -> Any:
+    if params is None:
+        return None
+    idf = None
+    if isinstance(params.idf, models.IdfCorpusParams):
+        idf = edge.IdfParams(corpus=to_edge_filter(params.idf.corpus))
+    elif params.idf is not None and params.idf != models.IdfScope.GLOBAL:
+        raise _unsupported("this IDF scope", params.idf)
+    return edge.SearchParams(hnsw_ef=params.hnsw_ef, exact=bool(params.exact), idf=idf)
+
+
+def _vector(query: object, using: str | None) -> Any:
+    if isinstance(query, models.NearestQuery):
+        query = query.nearest
+    if isinstance(query, models.SparseVector):
+        return edge.Query.Nearest(edge.SparseVector(list(query.indices), list(query.values)), using=using)
+    if isinstance(query, list) and all(isinstance(value, int | float) for value in query):
+        return edge.Query.Nearest([float(value) for value in query], using=using)
+    return None
+
+
+def to_edge_query(query: object, using: str | None) -> Any:
+    """A scoring query: nearest dense/sparse, BM25 text, or RRF/DBSF fusion."""
+    if query is None:
+        return None
+    vector = _vector(query, using)
+    if vector is not None:
+        return vector
+    if isinstance(query, models.TextQuery):
+        if using is None:
+            raise StoreRequestError("a text query needs `using` (the text-indexed payload field)")
+        if isinstance(query.text, str):
+            return edge.TextQuery(using, query.text)
+        scoring = query.text.scoring
+        bm25 = edge.Bm25Params(k=scoring.bm25.k, b=scoring.bm25.b) if scoring is not None else None
+        return edge.TextQuery(using, query.text.query, bm25)
+    if isinstance(query, models.RrfQuery):
+        k = query.rrf.k if query.rrf.k is not None else SERVER_DEFAULT_RRF_K
+        return edge.Fusion.Rrf(k=k, weights=list(query.rrf.weights) if query.rrf.weights else None)
+    if isinstance(query, models.FusionQuery):
+        if query.fusion == models.Fusion.RRF:
+            return edge.Fusion.Rrf(k=SERVER_DEFAULT_RRF_K)
+        return edge.Fusion.Dbsf()
+    raise _unsupported("this query", query)
+
+
+def to_edge_prefetch(prefetch: models.Prefetch) -> Any:
+    return edge.Prefetch(
+        limit=prefetch.limit if prefetch.limit is not None else 10,
+        query=to_edge_query(prefetch.query, prefetch.using),
+        prefetches=to_edge_prefetches(prefetch.prefetch),
+        params=to_edge_params(prefetch.params),
+        filter=to_edge_filter(prefetch.filter),
+        score_threshold=prefetch.score_threshold,
+    )
+
+
+def to_edge_prefetches(prefetch: models.Prefetch | Sequence[models.Prefetch] | None) -> list[Any] | None:
+    if prefetch is None:
+        return None
+    items = [prefetch] if isinstance(prefetch, models.Prefetch) else list(prefetch)
+    return [to_edge_prefetch(item) for item in items]
+
+
+def to_edge_with_payload(with_payload: object) -> Any:
+    if with_payload is None:
+        return True
+    if isinstance(with_payload, bool):
+        return with_payload
+    if isinstance(with_payload, list) and all(isinstance(key, str) for key in with_payload):
+        return list(with_payload)
+    raise _unsupported("this payload selector", with_payload)
+
+
+def to_edge_request(request: models.QueryRequest) -> Any:
+    """A whole Query API request."""
+    return edge.QueryRequest(
+        limit=request.limit if request.limit is not None else 10,
+        offset=request.offset,
+        query=to_edge_query(request.query, request.using),
+        prefetches=to_edge_prefetches(request.prefetch),
+        with_payload=to_edge_with_payload(request.with_payload),
+        with_vector=False,
+        filter=to_edge_filter(request.filter),
+        score_threshold=request.score_threshold,
+        params=to_edge_params(request.params),
+    )
+
+
+def to_edge_index(schema: object) -> Any:
+    """Payload index params: keyword, integer or full-text (with stemmer, stop words, scoring)."""
+    if isinstance(schema, models.KeywordIndexParams):
+        return edge.KeywordIndexParams(is_tenant=schema.is_tenant)
+    if isinstance(schema, models.IntegerIndexParams):
+        return edge.IntegerIndexParams(lookup=schema.lookup, range=schema.range)
+    if isinstance(schema, models.TextIndexParams):
+        return edge.TextIndexParams(
+            tokenizer=_tokenizer(schema.tokenizer),
+            lowercase=schema.lowercase,
+            stopwords=_stopwords(schema.stopwords),
+            stemmer=_stemmer(schema.stemmer),
+            scoring=schema.scoring is not None and schema.scoring is not False,
+        )
+    raise _unsupported("this payload index", schema)
+
+
+def _enum_member(enum_type: Any, value: str) -> Any:
+    """qdrant-edge enums use CamelCase member names for qdrant-client's lower-case values."""
+    for name in dir(enum_type):
+        if name.lower() == value.replace("_", "").lower():
+            return getattr(enum_type, name)
+    raise StoreRequestError(f"the embedded store has no {enum_type.__name__} {value!r}")
+
+
+def _tokenizer(tokenizer: models.TokenizerType | None) -> Any:
+    return None if tokenizer is None else _enum_member(edge.TokenizerType, tokenizer.value)
+
+
+def _stopwords(stopwords: object) -> Any:
+    if stopwords is None:
+        return None
+    if isinstance(stopwords, models.Language):
+        return _enum_member(edge.Language, stopwords.value)
+    raise _unsupported("these stop words", stopwords)
+
+
+def _stemmer(stemmer: object) -> Any:
+    if stemmer is None:
+        return None
+    if isinstance(stemmer, models.SnowballParams):
+        return edge.SnowballParams(_enum_member(edge.SnowballLanguage, stemmer.language.value))
+    raise _unsupported("this stemmer", stemmer)

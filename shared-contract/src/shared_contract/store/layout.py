@@ -1,0 +1,88 @@
+"""The collection's layout, as data: what bootstrap asks either adapter to create (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from qdrant_client import models
+
+from shared_contract.lexical import all_lexical_codes, lexical_field, text_index_params
+from shared_contract.manifest import MANIFEST_METADATA_KEY, manifest_for
+from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR, MetaKey, meta_path
+from shared_contract.settings import ContractSettings
+
+IndexSchema = models.KeywordIndexParams | models.IntegerIndexParams | models.TextIndexParams
+
+
+@dataclass(frozen=True)
+class PayloadIndexSpec:
+    """One payload index the collection must have."""
+
+    field_name: str
+    schema: IndexSchema
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """Exactly what bootstrap creates: vectors, HNSW layout, manifest and payload indexes."""
+
+    name: str
+    dense_dim: int
+    sparse_idf: bool | None  # None: no text-sparse vector
+    hnsw_config: models.HnswConfigDiff
+    metadata: dict[str, Any]
+    payload_indexes: list[PayloadIndexSpec] = field(default_factory=lambda: list[PayloadIndexSpec]())
+
+    @property
+    def vectors_config(self) -> dict[str, models.VectorParams]:
+        """The named dense vector."""
+        return {DENSE_VECTOR: models.VectorParams(size=self.dense_dim, distance=models.Distance.COSINE)}
+
+    @property
+    def sparse_vectors_config(self) -> dict[str, models.SparseVectorParams] | None:
+        """The named sparse vector (IDF modifier for BM42/BM25), or None."""
+        if self.sparse_idf is None:
+            return None
+        modifier = models.Modifier.IDF if self.sparse_idf else None
+        return {SPARSE_VECTOR: models.SparseVectorParams(modifier=modifier)}
+
+
+def _keyword(key: str, *, tenant: bool = False) -> PayloadIndexSpec:
+    return PayloadIndexSpec(
+        meta_path(key), models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=tenant or None)
+    )
+
+
+def collection_spec(settings: ContractSettings) -> CollectionSpec:
+    """The collection layout for ``settings``."""
+    manifest = manifest_for(settings)
+    indexes = [
+        # The tenant key: per-tenant HNSW subgraphs and tenant-grouped storage.
+        _keyword(MetaKey.COLLECTION_NAME, tenant=True),
+        _keyword(MetaKey.COLLECTION_TYPE),
+        _keyword(MetaKey.LANGUAGES),
+        _keyword(MetaKey.LEXICAL_LANGUAGE),
+        _keyword(MetaKey.FILE_ID),
+        _keyword(MetaKey.INGEST_VERSION),
+        _keyword(MetaKey.INGEST_STATE),
+        # Range filters on the ingest sequence decide which version of a file is newest.
+        PayloadIndexSpec(
+            meta_path(MetaKey.INGEST_SEQ),
+            models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True),
+        ),
+    ]
+    # One BM25-scored full-text index per lexical language, plus the unstemmed fallback.
+    indexes.extend(PayloadIndexSpec(lexical_field(code), text_index_params(code)) for code in all_lexical_codes())
+    sparse_idf: bool | None = None
+    if manifest.sparse_model is not None:
+        sparse_idf = manifest.sparse_modifier == "idf"
+    return CollectionSpec(
+        name=settings.qdrant_index,
+        dense_dim=manifest.dense_dim,
+        sparse_idf=sparse_idf,
+        # m=0 disables the global graph; payload_m builds one graph per tenant instead.
+        hnsw_config=models.HnswConfigDiff(m=0, payload_m=16),
+        metadata={MANIFEST_METADATA_KEY: manifest.model_dump(mode="json")},
+        payload_indexes=indexes,
+    )

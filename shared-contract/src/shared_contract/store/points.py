@@ -1,0 +1,50 @@
+"""How a chunk becomes a stored point: written once, so every writer (ingestion, migration, test
+fixtures) produces the payload search expects."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from shared_contract.embedding.types import SparseVectorData
+from shared_contract.lexical import lexical_field, lexical_language_for
+from shared_contract.schema import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
+from shared_contract.store.port import ChunkPoint
+
+PAYLOAD_ID = "id"
+
+
+def point_id_for(chunk_id: str) -> str:
+    """A UUID for a chunk id: the id itself when it is one, else a stable UUIDv5 of it."""
+    try:
+        return str(uuid.UUID(chunk_id))
+    except ValueError:
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
+
+
+def chunk_payload(chunk_id: str, content: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"id", "content", "meta", "lexical_<code>"}``: Haystack's document shape plus the chunk's
+    text in the lexical field of its language (``meta.lexical_language`` says which)."""
+    languages = meta.get(MetaKey.LANGUAGES)
+    language = lexical_language_for(languages if isinstance(languages, list) else None)
+    return {
+        PAYLOAD_ID: chunk_id,
+        PAYLOAD_CONTENT: content,
+        PAYLOAD_META: {**meta, MetaKey.LEXICAL_LANGUAGE: language},
+        lexical_field(language): content,
+    }
+
+
+def chunk_point(
+    chunk_id: str,
+    content: str,
+    meta: Mapping[str, Any],
+    *,
+    dense: Sequence[float],
+    sparse: SparseVectorData | None,
+) -> ChunkPoint:
+    """One chunk as a point of the shared collection."""
+    return ChunkPoint(
+        point_id=point_id_for(chunk_id), dense=dense, sparse=sparse, payload=chunk_payload(chunk_id, content, meta)
+    )

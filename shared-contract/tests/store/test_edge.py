@@ -1,0 +1,264 @@
+"""The embedded adapter (qdrant-edge): what only a store in a directory of this process does.
+
+Files on disk, persistence across close and reopen, durability of acknowledged writes across
+kill -9, and the temporary store behind ``QDRANT_URI=':memory:'``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from qdrant_client import models
+
+from shared_contract import (
+    CollectionMissingError,
+    ContractSettings,
+    ManifestMissingError,
+    QdrantUnavailableError,
+    load_settings,
+)
+from shared_contract.manifest import MANIFEST_METADATA_KEY
+from shared_contract.store import (
+    ChunkPoint,
+    EdgeStore,
+    chunk_point,
+    close_store,
+    collection_spec,
+    open_store,
+    tenant_filter,
+)
+from shared_contract.store.layout import CollectionSpec
+
+pytestmark = pytest.mark.anyio
+
+DIM = 4
+
+
+def directory_settings(root: Path, index: str = "edge_tests") -> ContractSettings:
+    return load_settings(
+        ContractSettings, qdrant_path=root, qdrant_index=index, embedding_model="contract-tests/tiny", embedding_dim=DIM
+    )
+
+
+def bare_spec(settings: ContractSettings) -> CollectionSpec:
+    """The collection without its payload indexes: creating those takes seconds, and these tests
+    are about the engine's files, not the indexes."""
+    return dataclasses.replace(collection_spec(settings), payload_indexes=[])
+
+
+def chunk(name: str, *, tenant: str = "tenant-a", text: str = "", dense: list[float] | None = None) -> ChunkPoint:
+    return chunk_point(
+        f"{tenant}/{name}",
+        text,
+        {"collection_name": tenant, "languages": ["nb"]},
+        dense=dense or [1.0, 0.0, 0.0, 0.0],
+        sparse=None,
+    )
+
+
+def open_edge(settings: ContractSettings) -> EdgeStore:
+    store = open_store(settings)
+    assert isinstance(store, EdgeStore)
+    return store
+
+
+async def test_a_directory_store_keeps_the_shard_and_the_manifest_under_collections(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant", index="docs")
+    store = open_edge(settings)
+    try:
+        assert store.kind == "embedded"
+        assert store.collection == "docs"
+        assert await store.create_collection(bare_spec(settings)) is True
+        assert store.path == (tmp_path / "qdrant" / "collections" / "docs").resolve()
+        manifest = json.loads((store.path / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest == collection_spec(settings).metadata[MANIFEST_METADATA_KEY] | {
+            "created_at": manifest["created_at"]
+        }
+        assert (store.path / "shard").is_dir()
+        assert await store.create_collection(bare_spec(settings)) is False
+    finally:
+        await close_store(store)
+
+
+async def test_data_and_indexes_persist_across_close_and_reopen(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    kept = {"meta.collection_name", "meta.ingest_state", "lexical_no"}
+    spec = collection_spec(settings)
+    spec = dataclasses.replace(spec, payload_indexes=[i for i in spec.payload_indexes if i.field_name in kept])
+    await store.create_collection(spec)
+    await store.ensure_indexes(spec)
+    manifest = await store.read_manifest()
+    written = [chunk(f"c{i}", text="Hundene løp over broene" if i == 0 else f"Katt nummer {i}") for i in range(5)]
+    await store.upsert(written)
+    info = await store.info()
+    await close_store(store)
+
+    reopened = open_edge(settings)
+    try:
+        assert reopened is not store
+        assert await reopened.read_manifest() == manifest
+        assert await reopened.info() == info
+        assert info.text_index_fields == {"lexical_no"}
+        assert await reopened.count(None) == 5
+        hits = await reopened.query(
+            models.QueryRequest(
+                query=models.TextQuery(text="hund bro"), using="lexical_no", filter=tenant_filter(["tenant-a"])
+            )
+        )
+        assert [hit.point_id for hit in hits] == [written[0].point_id]
+        assert hits[0].payload == dict(written[0].payload)
+    finally:
+        await close_store(reopened)
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    import qdrant_edge as edge
+
+    shard = edge.EdgeShard.load(sys.argv[1])
+    points = [
+        edge.Point(f"00000000-0000-4000-8000-{i:012d}", {"text-dense": [1.0, float(i), 0.0, 0.0]}, {"n": i})
+        for i in range(int(sys.argv[2]))
+    ]
+    shard.update(edge.UpdateOperation.upsert_points(points))
+    print("ok", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
+    """The engine itself: a process that acknowledged a batch and is then SIGKILLed (no flush, no
+    close) leaves every point of that batch in the directory (its write-ahead log)."""
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    await store.create_collection(bare_spec(settings))
+    shard_dir = store.path / "shard"
+    await close_store(store)
+
+    batch = 64
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(shard_dir), str(batch)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None
+        line = writer.stdout.readline()
+        assert line.strip() == "ok", writer.stderr.read() if writer.stderr else line
+        writer.send_signal(signal.SIGKILL)
+        assert writer.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+
+    reopened = open_edge(settings)
+    try:
+        assert await reopened.count(None) == batch
+        page, _ = await reopened.scroll(None, limit=batch + 1)
+        assert sorted(record.payload["n"] for record in page) == list(range(batch))
+    finally:
+        await close_store(reopened)
+
+
+async def test_a_memory_store_is_private_and_removed_on_close() -> None:
+    settings = load_settings(
+        ContractSettings, qdrant_uri=":memory:", embedding_model="contract-tests/tiny", embedding_dim=DIM
+    )
+    first, second = open_edge(settings), open_edge(settings)
+    try:
+        assert first is not second
+        await first.create_collection(bare_spec(settings))
+        await first.upsert([chunk("c0")])
+        assert await first.count(None) == 1
+        assert await second.collection_exists() is False  # a store of its own
+        directory = first.path
+        assert directory.is_dir()
+    finally:
+        await close_store(first)
+        await close_store(second)
+    assert not directory.exists()
+
+
+async def test_a_create_that_died_before_the_manifest_is_started_afresh(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    try:
+        leftover = store.path / "shard"
+        leftover.mkdir(parents=True)
+        (leftover / "half-written").write_text("x", encoding="utf-8")
+        assert await store.collection_exists() is False
+        with pytest.raises(CollectionMissingError):
+            await store.read_manifest()
+
+        assert await store.create_collection(bare_spec(settings)) is True
+        assert not (leftover / "half-written").exists()
+        await store.upsert([chunk("c0")])
+        assert await store.count(None) == 1
+    finally:
+        await close_store(store)
+
+
+async def test_an_unreadable_manifest_is_a_missing_manifest(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    try:
+        await store.create_collection(bare_spec(settings))
+    finally:
+        await close_store(store)
+    (store.path / "manifest.json").write_text("{not json", encoding="utf-8")
+
+    reopened = open_edge(settings)
+    try:
+        with pytest.raises(ManifestMissingError):
+            await reopened.read_manifest()
+    finally:
+        await close_store(reopened)
+
+
+async def test_a_shard_the_engine_cannot_open_is_unavailable(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    try:
+        await store.create_collection(bare_spec(settings))
+    finally:
+        await close_store(store)
+    for entry in sorted((store.path / "shard").rglob("*"), reverse=True):
+        if entry.is_file():
+            entry.unlink()
+        else:
+            entry.rmdir()
+    (store.path / "shard" / "segments").write_text("not a directory", encoding="utf-8")
+
+    reopened = open_edge(settings)
+    try:
+        with pytest.raises(QdrantUnavailableError):
+            await reopened.count(None)
+    finally:
+        await close_store(reopened)
+
+
+async def test_optimize_keeps_every_point_and_the_ranking(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    try:
+        await store.create_collection(bare_spec(settings))
+        await store.upsert([chunk(f"c{i}", dense=[1.0, i / 10, 0.0, 0.0]) for i in range(20)])
+        query = models.QueryRequest(query=[1.0, 0.0, 0.0, 0.0], using="text-dense", limit=3)
+        before = [hit.point_id for hit in await store.query(query)]
+        store.optimize()
+        assert store.points_count() == 20
+        assert [hit.point_id for hit in await store.query(query)] == before
+    finally:
+        await close_store(store)

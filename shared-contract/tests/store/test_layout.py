@@ -1,0 +1,85 @@
+"""The collection layout bootstrap asks either adapter to create (pure)."""
+
+from __future__ import annotations
+
+from qdrant_client import models
+
+from shared_contract import DENSE_VECTOR, SPARSE_VECTOR, ContractSettings, load_settings, manifest_for
+from shared_contract.lexical import text_index_params
+from shared_contract.manifest import MANIFEST_METADATA_KEY
+from shared_contract.store import PayloadIndexSpec, collection_spec
+
+KEYWORD = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD)
+
+
+def test_the_default_layout(settings: ContractSettings) -> None:
+    spec = collection_spec(settings)
+    assert spec.name == "ingestion_files"
+    assert spec.dense_dim == 384
+    assert spec.vectors_config == {DENSE_VECTOR: models.VectorParams(size=384, distance=models.Distance.COSINE)}
+    assert spec.sparse_idf is True
+    assert spec.sparse_vectors_config == {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+    # No global graph; one HNSW graph per tenant.
+    assert spec.hnsw_config == models.HnswConfigDiff(m=0, payload_m=16)
+
+
+def test_the_manifest_travels_as_collection_metadata(settings: ContractSettings) -> None:
+    stored = dict(collection_spec(settings).metadata[MANIFEST_METADATA_KEY])
+    assert stored.pop("created_at")
+    assert stored == manifest_for(settings).model_dump(mode="json", exclude={"created_at"})
+    assert stored["sparse_modifier"] == "idf"
+
+
+def test_every_payload_index(settings: ContractSettings) -> None:
+    assert collection_spec(settings).payload_indexes == [
+        PayloadIndexSpec(
+            "meta.collection_name", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+        ),
+        PayloadIndexSpec("meta.collection_type", KEYWORD),
+        PayloadIndexSpec("meta.languages", KEYWORD),
+        PayloadIndexSpec("meta.lexical_language", KEYWORD),
+        PayloadIndexSpec("meta.file_id", KEYWORD),
+        PayloadIndexSpec("meta.ingest_version", KEYWORD),
+        PayloadIndexSpec("meta.ingest_state", KEYWORD),
+        PayloadIndexSpec(
+            "meta.ingest_seq", models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
+        ),
+        *(
+            PayloadIndexSpec(f"lexical_{code}", text_index_params(code))
+            for code in ("da", "de", "en", "es", "fi", "fr", "it", "nl", "no", "pt", "sv", "any")
+        ),
+    ]
+
+
+def test_no_index_on_the_raw_content(settings: ContractSettings) -> None:
+    # BM25 runs on the per-language lexical fields; `content` is stored, never indexed.
+    assert "content" not in {index.field_name for index in collection_spec(settings).payload_indexes}
+
+
+def test_without_sparse_the_dense_vector_stays_named_and_the_lexical_fields_stay() -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
+    spec = collection_spec(settings)
+    assert set(spec.vectors_config) == {DENSE_VECTOR}
+    assert spec.sparse_idf is None
+    assert spec.sparse_vectors_config is None
+    assert spec.metadata[MANIFEST_METADATA_KEY]["sparse_model"] is None
+    assert {index.field_name for index in spec.payload_indexes} >= {"lexical_en", "lexical_no", "lexical_any"}
+
+
+def test_a_learned_sparse_model_gets_no_idf_modifier() -> None:
+    settings = load_settings(
+        ContractSettings, qdrant_uri=":memory:", sparse_embedding_model="prithivida/Splade_PP_en_v1"
+    )
+    spec = collection_spec(settings)
+    assert spec.sparse_idf is False
+    assert spec.sparse_vectors_config == {SPARSE_VECTOR: models.SparseVectorParams(modifier=None)}
+
+
+def test_the_index_and_dimension_come_from_the_settings() -> None:
+    settings = load_settings(
+        ContractSettings, qdrant_uri=":memory:", qdrant_index="docs", embedding_model="org/custom", embedding_dim=1024
+    )
+    spec = collection_spec(settings)
+    assert spec.name == "docs"
+    assert spec.dense_dim == 1024
+    assert spec.vectors_config[DENSE_VECTOR].size == 1024

@@ -1,0 +1,90 @@
+"""The language-aware lexical (BM25) layout (pure)."""
+
+from __future__ import annotations
+
+import pytest
+from qdrant_client import models
+
+from shared_contract.lexical import (
+    FALLBACK_LANGUAGE,
+    LEXICAL_LANGUAGES,
+    all_lexical_codes,
+    lexical_field,
+    lexical_fields,
+    lexical_language_for,
+    text_index_params,
+)
+
+STEMMED = {
+    "da": "danish",
+    "de": "german",
+    "en": "english",
+    "es": "spanish",
+    "fi": "finnish",
+    "fr": "french",
+    "it": "italian",
+    "nl": "dutch",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "sv": "swedish",
+}
+
+
+def test_every_code_and_the_fallback_last() -> None:
+    assert all_lexical_codes() == [*STEMMED, "any"]
+    assert FALLBACK_LANGUAGE == "any"
+    assert {language.code for language in LEXICAL_LANGUAGES} == set(STEMMED)
+
+
+def test_field_names() -> None:
+    assert lexical_field("no") == "lexical_no"
+    assert lexical_field("any") == "lexical_any"
+    assert [language.field for language in LEXICAL_LANGUAGES] == [f"lexical_{code}" for code in STEMMED]
+
+
+@pytest.mark.parametrize(("code", "language"), list(STEMMED.items()))
+def test_a_stemmed_field_has_its_languages_stemmer_and_stop_words(code: str, language: str) -> None:
+    assert text_index_params(code) == models.TextIndexParams(
+        type=models.TextIndexType.TEXT,
+        tokenizer=models.TokenizerType.WORD,
+        lowercase=True,
+        stopwords=models.Language(language),
+        stemmer=models.SnowballParams(type=models.Snowball.SNOWBALL, language=models.SnowballLanguage(language)),
+        scoring=models.TextScoringParams(type=models.TextScoringType.BM25),
+    )
+
+
+def test_the_fallback_field_is_multilingual_without_stemmer_or_stop_words() -> None:
+    params = text_index_params("any")
+    assert params == models.TextIndexParams(
+        type=models.TextIndexType.TEXT,
+        tokenizer=models.TokenizerType.MULTILINGUAL,
+        lowercase=True,
+        scoring=models.TextScoringParams(type=models.TextScoringType.BM25),
+    )
+    assert params.stemmer is None
+    assert params.stopwords is None
+
+
+@pytest.mark.parametrize(
+    ("languages", "code"),
+    [
+        (["nb"], "no"),
+        (["nn"], "no"),
+        (["Nb"], "no"),
+        (["EN"], "en"),
+        (["ja", "fi"], "fi"),
+        (["fi", "sv"], "fi"),
+        (["ja"], "any"),
+        ([], "any"),
+        (None, "any"),
+    ],
+)
+def test_the_lexical_language_of_a_chunk(languages: list[str] | None, code: str) -> None:
+    assert lexical_language_for(languages) == code
+
+
+def test_fields_to_query_for_the_languages_of_a_tenant_set() -> None:
+    assert lexical_fields(["sv", "no", "any", "no", "xx"]) == ["lexical_any", "lexical_no", "lexical_sv"]
+    assert lexical_fields(["nb"]) == []  # callers pass stored codes (meta.lexical_language), not aliases
+    assert lexical_fields([]) == []
