@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,24 +19,31 @@ os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache/models"))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from qdrant_client import models  # noqa: E402
 
 from ingestion_service.main import create_app  # noqa: E402
 from ingestion_service.runtime import ServiceHooks  # noqa: E402
 from ingestion_service.settings import Settings  # noqa: E402
-from shared_contract import ContractEmbedder, load_settings  # noqa: E402
+from shared_contract import ContractEmbedder, MetaKey, load_settings  # noqa: E402
+from shared_contract.store import PointRecord, match  # noqa: E402
 
 API_KEY = "k" * 40
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
-DOCS = Path(os.environ.get("EVAL_DOCS_DIR", str(REPO_ROOT.parent / "shared/eval/docs")))
-if not DOCS.is_dir():
-    DOCS = Path("/work/shared/eval/docs")
+# Real documents committed with the tests (provenance: fixtures/README.md); nothing outside the repo.
+DOCS = Path(__file__).resolve().parent / "fixtures" / "docs"
+
+
+# One embedded store directory for the session; every test gets its own collection (shard) in it,
+# and apps built with the same qdrant_index share that shard, as replicas share a server collection.
+STORE_ROOT = Path(tempfile.mkdtemp(prefix="ingestion-tests-"))
 
 
 def make_settings(**overrides: Any) -> Settings:
-    """Test settings: in-memory Qdrant, a fresh collection per call, local models."""
+    """Test settings: the embedded engine, a fresh collection per call, local models."""
     values: dict[str, Any] = {
         "api_key": API_KEY,
-        "qdrant_uri": ":memory:",
+        "qdrant_uri": None,
+        "qdrant_path": STORE_ROOT,
         "qdrant_index": f"test_{uuid.uuid4().hex[:12]}",
         "local_models_dir": Path(os.environ["LOCAL_MODELS_DIR"]),
         "s3_endpoint_url": None,
@@ -138,32 +146,27 @@ def upload() -> Callable[..., Any]:
 
 @pytest.fixture
 def docs() -> Path:
-    """The real evaluation documents (../shared/eval/docs)."""
+    """The real test documents in tests/fixtures/docs (<format>/<source>__<name>)."""
     return DOCS
 
 
-def _points(client: TestClient, file_id: str | None = None, collection_name: str | None = None) -> list[Any]:
-    from qdrant_client import models
-
+def _points(client: TestClient, file_id: str | None = None, collection_name: str | None = None) -> list[PointRecord]:
+    """Every stored point (pending ones too) of a file, with vectors, read through the store."""
     runtime = client.app.state.runtime  # type: ignore[attr-defined]
     must = []
     if file_id is not None:
-        must.append(models.FieldCondition(key="meta.file_id", match=models.MatchValue(value=file_id)))
+        must.append(match(MetaKey.FILE_ID, file_id))
     if collection_name is not None:
-        must.append(models.FieldCondition(key="meta.collection_name", match=models.MatchValue(value=collection_name)))
-    records, _ = runtime.client.scroll(
-        runtime.settings.qdrant_index,
-        scroll_filter=models.Filter(must=must),
-        limit=10_000,
-        with_payload=True,
-        with_vectors=True,
+        must.append(match(MetaKey.COLLECTION_NAME, collection_name))
+    records, _ = client.portal.call(  # type: ignore[union-attr]
+        lambda: runtime.store.scroll(models.Filter(must=must), limit=10_000, with_vectors=True)
     )
     return list(records)
 
 
 @pytest.fixture
 def points() -> Callable[..., list[Any]]:
-    """``points(client, file_id=..., collection_name=...)`` -> stored Qdrant records with vectors."""
+    """``points(client, file_id=..., collection_name=...)`` -> stored points with vectors."""
     return _points
 
 

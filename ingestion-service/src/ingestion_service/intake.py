@@ -62,7 +62,7 @@ async def fetch_from_s3(runtime: ServiceRuntime, bucket: str, key: str, destinat
 
 async def ready_runner(runtime: ServiceRuntime) -> IndexingRunner:
     """The pipeline runner once models are warm and the collection is bootstrapped (503 before)."""
-    if not runtime.readiness.collection_ready and not await anyio.to_thread.run_sync(runtime.ensure_collection):
+    if not runtime.readiness.collection_ready and not await runtime.ensure_collection():
         raise NotReadyError(runtime.readiness.collection_error or "collection not ready")
     if runtime.runner is None:
         raise NotReadyError(runtime.readiness.pipeline_error or "pipeline warming up")
@@ -71,10 +71,10 @@ async def ready_runner(runtime: ServiceRuntime) -> IndexingRunner:
 
 async def require_qdrant(runtime: ServiceRuntime) -> None:
     """Delete and inspection need only the collection (503 before it is bootstrapped)."""
-    if not runtime.readiness.collection_ready and not await anyio.to_thread.run_sync(runtime.ensure_collection):
+    if not runtime.readiness.collection_ready and not await runtime.ensure_collection():
         raise NotReadyError(runtime.readiness.collection_error or "collection not ready")
 
 
 async def run_job(runtime: ServiceRuntime, runner: IndexingRunner, job: IngestJob) -> IngestOutcome:
     """The pipeline in a worker thread, at most INGEST_CONCURRENCY at once per process."""
-    return await anyio.to_thread.run_sync(runner.ingest, job, limiter=runtime.limiter)
+    return await runner.ingest(job, limiter=runtime.limiter)

@@ -36,7 +36,7 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
                 start.cancel()
             with suppress(asyncio.CancelledError):
                 await start
-            runtime.close()
+            await runtime.close()
 
     app = FastAPI(title="Ingestion Service", version="0.1.0", lifespan=lifespan)
     app.state.settings = resolved

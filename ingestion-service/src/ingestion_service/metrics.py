@@ -38,6 +38,12 @@ class IngestMetrics:
         self.ingest_superseded = Counter(
             "ingest_superseded_total", "Ingests that found a newer run of the same file.", registry=self.registry
         )
+        self.recovered_points = Counter(
+            "ingest_recovered_points_total",
+            "Points start-up recovery removed: of unfinished runs (pending) or superseded versions.",
+            ["kind"],
+            registry=self.registry,
+        )
         self.cleanup_failures = Counter(
             "ingest_cleanup_failures_total", "Failed removals of a failed run's own points.", registry=self.registry
         )

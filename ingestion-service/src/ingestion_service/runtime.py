@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import anyio
 import anyio.to_thread
-from qdrant_client import QdrantClient
 
+from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.extractors import ConverterFactory, ConverterRegistry
-from ingestion_service.adapters.qdrant_store import ChunkIndex, SharedClientDocumentStore
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.adapters.tokenizer import load_token_counter
 from ingestion_service.metrics import IngestMetrics
+from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.indexing import (
     BeforeCommitHook,
@@ -25,14 +24,8 @@ from ingestion_service.pipeline.indexing import (
     build_parts,
 )
 from ingestion_service.settings import Settings
-from shared_contract import (
-    ContractEmbedder,
-    ContractError,
-    bootstrap_collection,
-    close_qdrant,
-    open_qdrant,
-    verify_collection,
-)
+from shared_contract import ContractEmbedder, ContractError
+from shared_contract.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +37,8 @@ class ServiceHooks:
     ``embedder``: an already-built (possibly warm) embedder to share. ``converter_factories``:
     engines to register or replace. ``customize_parts``: swap pipeline stages before assembly
     (fault injection). ``before_commit``: called between write and commit (interleaving tests).
-    ``index_factory``: wrap the chunk index (Qdrant faults in commit/cleanup/delete).
+    ``index_factory``: wrap the chunk index (store faults in commit/cleanup/delete).
+    ``store``: an already-open store to use instead of opening one from the settings.
     """
 
     embedder: ContractEmbedder | None = None
@@ -52,7 +46,8 @@ class ServiceHooks:
     converter_factories: Mapping[str, ConverterFactory] = field(default_factory=lambda: dict[str, ConverterFactory]())
     customize_parts: Callable[[PipelineParts], PipelineParts] | None = None
     before_commit: BeforeCommitHook | None = None
-    index_factory: Callable[[QdrantClient, str], ChunkIndex] | None = None
+    index_factory: Callable[[ChunkStore], ChunkIndex] | None = None
+    store: ChunkStore | None = None
 
 
 @dataclass
@@ -63,10 +58,11 @@ class Readiness:
     pipeline_error: str | None = None
     collection_ready: bool = False
     collection_error: str | None = None
+    recovered: bool = False
 
 
 class ServiceRuntime:
-    """Owns the Qdrant client, embedder, registry, pipeline runner and S3 source."""
+    """Owns the store, embedder, registry, pipeline runner and S3 source."""
 
     def __init__(self, settings: Settings, hooks: ServiceHooks | None = None) -> None:
         self.settings = settings
@@ -77,13 +73,14 @@ class ServiceRuntime:
         self.registry = ConverterRegistry(settings)
         for name, factory in self.hooks.converter_factories.items():
             self.registry.register(name, factory)
-        self.client: QdrantClient = open_qdrant(settings)
+        self._owns_store = self.hooks.store is None
+        self.store: ChunkStore = self.hooks.store if self.hooks.store is not None else open_store(settings)
         make_index = self.hooks.index_factory or ChunkIndex
-        self.index: ChunkIndex = make_index(self.client, settings.qdrant_index)
+        self.index: ChunkIndex = make_index(self.store)
         self.embedder: ContractEmbedder = self.hooks.embedder or ContractEmbedder(settings)
         self.s3: S3Source = self.hooks.s3_source or S3Source(build_s3_client(settings))
         self.runner: IndexingRunner | None = None
-        self._bootstrap_lock = threading.Lock()
+        self._bootstrap_lock = anyio.Lock()
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -104,7 +101,7 @@ class ServiceRuntime:
                 registry=self.registry,
                 embedder=self.embedder,
                 embed_text=embed_text,
-                store=SharedClientDocumentStore(self.client, self.settings),
+                index=self.index,
                 observer=self.metrics.observe_stage,
             )
             if self.hooks.customize_parts is not None:
@@ -123,14 +120,22 @@ class ServiceRuntime:
         self.readiness.pipeline_ready = True
         self.readiness.pipeline_error = None
 
-    def ensure_collection(self) -> bool:
-        """Bootstrap the collection if that has not succeeded yet, else verify it (blocking)."""
-        with self._bootstrap_lock:
+    async def ensure_collection(self) -> bool:
+        """Bootstrap the collection if that has not succeeded yet, else verify it.
+
+        The first success also runs start-up recovery (``versioning.recover``) before any ingest
+        can start, so a run killed earlier never leaves visible leftovers.
+        """
+        async with self._bootstrap_lock:
             try:
                 if self.readiness.collection_ready:
-                    verify_collection(self.client, self.settings, require_sparse=self.settings.enable_sparse_embeddings)
+                    await verify_collection(
+                        self.store, self.settings, require_sparse=self.settings.enable_sparse_embeddings
+                    )
                 else:
-                    bootstrap_collection(self.client, self.settings)
+                    await bootstrap_collection(self.store, self.settings)
+                    if not self.readiness.recovered:
+                        await self._recover()
             except ContractError as exc:
                 self.readiness.collection_ready = False
                 self.readiness.collection_error = str(exc)
@@ -139,11 +144,21 @@ class ServiceRuntime:
             self.readiness.collection_error = None
             return True
 
+    async def _recover(self) -> None:
+        # One process owns an embedded store, so every pending point there is dead; on a server
+        # other replicas may still be writing theirs.
+        timeout = None if self.store.kind == "embedded" else self.settings.ingest_pending_timeout_seconds
+        report = await versioning.recover(self.index, pending_timeout_seconds=timeout)
+        self.metrics.recovered_points.labels(kind="pending").inc(report.pending_runs_removed)
+        self.metrics.recovered_points.labels(kind="superseded").inc(report.stale_versions_removed)
+        self.readiness.recovered = True
+
     async def start(self) -> None:
-        """The lifespan's background start-up: bootstrap, then warm up."""
-        await anyio.to_thread.run_sync(self.ensure_collection)
+        """The lifespan's background start-up: bootstrap (and recovery), then warm up."""
+        await self.ensure_collection()
         await anyio.to_thread.run_sync(self.warm_up)
 
-    def close(self) -> None:
-        """Release the shared Qdrant client."""
-        close_qdrant(self.client)
+    async def close(self) -> None:
+        """Release the store (unless it was handed in)."""
+        if self._owns_store:
+            await close_store(self.store)

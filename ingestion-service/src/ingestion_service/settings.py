@@ -29,6 +29,11 @@ class Settings(ContractSettings):
     # Request gates.
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, gt=0)
     ingest_concurrency: int = Field(default=2, ge=1, le=64, description="Pipeline runs at once per process.")
+    ingest_pending_timeout_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        description="Server store: start-up recovery removes pending (unfinished) runs older than this.",
+    )
 
     # S3 / MinIO.
     s3_endpoint_url: str | None = None

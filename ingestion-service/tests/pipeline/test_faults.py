@@ -5,6 +5,7 @@ Failing parts are injected through ``ServiceHooks`` (constructor injection), nev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,16 @@ from typing import Any
 import pytest
 from haystack import Document, component
 
+from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.extractors import SourceFile
-from ingestion_service.adapters.qdrant_store import ChunkIndex, SharedClientDocumentStore
 from ingestion_service.adapters.s3 import S3Source
 from ingestion_service.errors import S3FetchError
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
 from ingestion_service.pipeline.indexing import PipelineParts
 from ingestion_service.runtime import ServiceHooks
-from shared_contract import ContractEmbedder, EmbeddingError, SparseEmbeddingError
+from shared_contract import ContractEmbedder, EmbeddingError, QdrantUnavailableError, SparseEmbeddingError
 from shared_contract.embedding.types import DocumentVectors
+from shared_contract.store import ChunkPoint
 
 DOC = "md/docling__wiki.md"  # 7 chunks with the default settings
 
@@ -48,13 +50,19 @@ class FlakyEmbedder:
         return self.real.embed_sparse_documents(texts)
 
 
-class HalfWritingStore(SharedClientDocumentStore):
-    """Writes the first batch for real, then fails: a write that dies mid-run."""
+def half_writing(parts: PipelineParts) -> PipelineParts:
+    """The writer stores its first batch for real, then the store fails: a write that dies mid-run."""
+    real_write = parts.writer.write
+    batches = 0
 
-    def write_documents(self, documents: list[Document], policy: Any = None) -> int:
-        half = max(1, len(documents) // 2)
-        super().write_documents(documents[:half], policy=policy)
-        raise ConnectionError("qdrant connection reset")
+    async def write(points: Sequence[ChunkPoint]) -> None:
+        nonlocal batches
+        batches += 1
+        if batches > 1:
+            raise QdrantUnavailableError("embedded store upsert failed: connection reset")
+        await real_write(points)
+
+    return replace(parts, writer=ChunkWriter(write, batch_size=2))
 
 
 @component
@@ -86,7 +94,7 @@ def _ingest_twice(
 
 
 def _assert_intact(before: list[Any], after: list[Any]) -> None:
-    assert sorted(str(r.id) for r in after) == sorted(str(r.id) for r in before)
+    assert sorted(r.point_id for r in after) == sorted(r.point_id for r in before)
     assert len({r.payload["meta"]["ingest_version"] for r in after}) == 1
 
 
@@ -128,13 +136,9 @@ def test_sparse_embedder_failure(app_client, upload, docs, points, embedder) -> 
 
 
 def test_writer_failing_mid_write_leaves_no_partial_chunks(app_client, upload, docs, points) -> None:
-    def customize(parts: PipelineParts) -> PipelineParts:
-        store = parts.writer.writer.document_store
-        half = HalfWritingStore.__new__(HalfWritingStore)
-        half.__dict__.update(store.__dict__)
-        return replace(parts, writer=ChunkWriter(half))
-
-    response, before, after = _ingest_twice(app_client, upload, docs, points, ServiceHooks(customize_parts=customize))
+    response, before, after = _ingest_twice(
+        app_client, upload, docs, points, ServiceHooks(customize_parts=half_writing)
+    )
     assert response.status_code == 500
     assert response.json() == {"status": False, "error": "Writing to Qdrant failed.", "code": "QDRANT_WRITE_FAILED"}
     _assert_intact(before, after)
@@ -178,26 +182,25 @@ def test_s3_failing_mid_download(app_client, upload, docs, points) -> None:
 class UndeletableIndex(ChunkIndex):
     """Clean-up of the failed run's points fails too."""
 
-    def delete_version(self, file_id: str, collection_name: str, ingest_version: str) -> None:
-        raise ConnectionError("qdrant gone during cleanup")
+    async def delete_version(self, file_id: str, collection_name: str, ingest_version: str) -> None:
+        raise QdrantUnavailableError("qdrant gone during cleanup")
 
 
 def test_failed_cleanup_is_reported_not_swallowed(app_client, upload, docs, points) -> None:
-    def customize(parts: PipelineParts) -> PipelineParts:
-        store = parts.writer.writer.document_store
-        half = HalfWritingStore.__new__(HalfWritingStore)
-        half.__dict__.update(store.__dict__)
-        return replace(parts, writer=ChunkWriter(half))
-
-    hooks = ServiceHooks(customize_parts=customize, index_factory=UndeletableIndex)
+    hooks = ServiceHooks(customize_parts=half_writing, index_factory=UndeletableIndex)
     with app_client(hooks=hooks) as client:
         response = upload(client, docs / DOC, file_id="c")
         metrics = client.get("/metrics").text
+        leftovers = points(client, file_id="c")
+        visible = client.portal.call(client.app.state.runtime.index.count, "c")  # type: ignore[union-attr]
     assert response.status_code == 500
     body = response.json()
     assert body["code"] == "QDRANT_WRITE_FAILED"  # the original failure's code
     assert "partial chunks failed too" in body["error"]
     assert "ingest_cleanup_failures_total 1.0" in metrics
+    # The first batch stayed behind, but pending: readers never see it.
+    assert {r.payload["meta"]["ingest_state"] for r in leftovers} == {"pending"}
+    assert visible == 0
 
 
 @pytest.mark.parametrize("engine_error", ["crash"])

@@ -1,65 +1,72 @@
-"""The versioning protocol under every interleaving of two runs (and a few failures).
+"""The versioning protocol under every interleaving of two runs, failures and start-up recovery.
 
-Points are written directly (no models): each run writes N points stamped with its seq, then
-commits or discards in the order a scenario dictates.
+Points are written directly to the embedded engine (no models): each run writes N pending points
+stamped with its seq, then commits or discards in the order a scenario dictates.
 """
 
 from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
-from qdrant_client import QdrantClient, models
 
-from ingestion_service.adapters.qdrant_store import ChunkIndex
+from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
-from shared_contract import close_qdrant, load_settings, open_qdrant
+from shared_contract import LIVE_STATE, PENDING_STATE, load_settings
+from shared_contract.store import bootstrap_collection, chunk_point, close_store, open_store, tenant_filter
+
+pytestmark = pytest.mark.anyio
 
 FILE = "f1"
 TENANT = "file-f1"
 
 
 @pytest.fixture
-def index() -> Iterator[tuple[ChunkIndex, QdrantClient]]:
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def index(tmp_path: Path) -> AsyncIterator[ChunkIndex]:
     settings = load_settings(
-        Settings, api_key="k" * 40, qdrant_uri=":memory:", qdrant_index=f"v_{uuid.uuid4().hex[:8]}"
+        Settings, api_key="k" * 40, qdrant_uri=None, qdrant_path=tmp_path, qdrant_index=f"v_{uuid.uuid4().hex[:8]}"
     )
-    client = open_qdrant(settings)
-    client.create_collection(
-        settings.qdrant_index,
-        vectors_config={"text-dense": models.VectorParams(size=2, distance=models.Distance.COSINE)},
-    )
+    store = open_store(settings)
+    await bootstrap_collection(store, settings)
     try:
-        yield ChunkIndex(client, settings.qdrant_index), client
+        yield ChunkIndex(store)
     finally:
-        client.delete_collection(settings.qdrant_index)
-        close_qdrant(client)
+        await close_store(store)
 
 
-def write(client: QdrantClient, collection: str, run: RunVersion | None, count: int, tenant: str = TENANT) -> None:
-    meta: dict[str, object] = {"file_id": FILE, "collection_name": tenant}
+async def write(
+    index: ChunkIndex, run: RunVersion | None, count: int, *, tenant: str = TENANT, state: str | None = PENDING_STATE
+) -> None:
+    """``count`` points of one run (``run=None``: written by older tooling, without a seq)."""
+    meta: dict[str, object] = {"file_id": FILE, "collection_name": tenant, "languages": ["en"]}
     if run is not None:
         meta |= {"ingest_seq": run.seq, "ingest_version": run.version}
-    client.upsert(
-        collection,
-        points=[
-            models.PointStruct(id=str(uuid.uuid4()), vector={"text-dense": [1.0, 0.0]}, payload={"meta": meta})
-            for _ in range(count)
-        ],
+    if state is not None:
+        meta["ingest_state"] = state
+    await index.write(
+        [chunk_point(uuid.uuid4().hex, "text", meta, dense=[1.0] + [0.0] * 383, sparse=None) for _ in range(count)]
     )
 
 
-def versions(client: QdrantClient, collection: str, tenant: str = TENANT) -> dict[str | None, int]:
-    records, _ = client.scroll(collection, limit=1000, with_payload=True)
-    found: dict[str | None, int] = {}
+async def versions(index: ChunkIndex, tenant: str = TENANT) -> dict[tuple[str | None, str | None], int]:
+    """(ingest_version, ingest_state) -> number of points of FILE in ``tenant``."""
+    records, _ = await index.store.scroll(None, limit=1000)
+    found: dict[tuple[str | None, str | None], int] = {}
     for record in records:
-        meta = (record.payload or {})["meta"]
+        meta = record.payload["meta"]
         if meta["collection_name"] == tenant:
-            found[meta.get("ingest_version")] = found.get(meta.get("ingest_version"), 0) + 1
+            key = (meta.get("ingest_version"), meta.get("ingest_state"))
+            found[key] = found.get(key, 0) + 1
     return found
 
 
@@ -75,29 +82,41 @@ def test_run_version_is_ordered_padded_and_exact_in_float64() -> None:
     assert int(float(late)) == late
 
 
-def test_range_filters_see_a_real_seq_exactly(index: tuple[ChunkIndex, QdrantClient]) -> None:
-    chunk_index, client = index
+async def test_range_filters_see_a_real_seq_exactly(index: ChunkIndex) -> None:
     run = RunVersion.new()
-    write(client, chunk_index._collection, run, 2)
-    assert chunk_index.count_newer(FILE, TENANT, run.seq) == 0
-    assert chunk_index.count_newer(FILE, TENANT, run.seq - 1) == 2
-    versioning.commit(chunk_index, FILE, TENANT, run)
-    assert versions(client, chunk_index._collection) == {run.version: 2}
+    await write(index, run, 2)
+    assert await index.count_newer(FILE, TENANT, run.seq) == 0
+    assert await index.count_newer(FILE, TENANT, run.seq - 1) == 2
+    await versioning.commit(index, FILE, TENANT, run)
+    assert await versions(index) == {(run.version, LIVE_STATE): 2}
 
 
-def test_commit_sweeps_older_versions_and_legacy_points(index: tuple[ChunkIndex, QdrantClient]) -> None:
-    chunk_index, client = index
-    collection = chunk_index._collection
+async def test_pending_points_are_invisible_until_the_commit_publishes_them(index: ChunkIndex) -> None:
     old = RunVersion.new(now_ns=1_000_000_000)
     new = RunVersion.new(now_ns=2_000_000_000)
-    write(client, collection, None, 2)  # written by older tooling: no seq at all
-    write(client, collection, old, 3)
-    write(client, collection, new, 4)
-    write(client, collection, old, 5, tenant="kb-other")  # another tenant is never touched
-    result = versioning.commit(chunk_index, FILE, TENANT, new)
+    await write(index, old, 3)
+    await versioning.commit(index, FILE, TENANT, old)
+    await write(index, new, 5)  # the new version, half-way through a re-ingest
+    assert await index.count(FILE, TENANT) == 3
+    assert await index.store.count(tenant_filter([TENANT])) == 3
+    chunks, _ = await index.scroll(FILE, TENANT, limit=100, offset=None)
+    assert {chunk.meta["ingest_version"] for chunk in chunks} == {old.version}
+    await versioning.commit(index, FILE, TENANT, new)
+    assert await index.count(FILE, TENANT) == 5
+    assert await versions(index) == {(new.version, LIVE_STATE): 5}
+
+
+async def test_commit_sweeps_older_versions_and_legacy_points(index: ChunkIndex) -> None:
+    old = RunVersion.new(now_ns=1_000_000_000)
+    new = RunVersion.new(now_ns=2_000_000_000)
+    await write(index, None, 2, state=None)  # written by older tooling: no seq, no state
+    await write(index, old, 3, state=LIVE_STATE)
+    await write(index, new, 4)
+    await write(index, old, 5, tenant="kb-other", state=LIVE_STATE)  # another tenant is never touched
+    result = await versioning.commit(index, FILE, TENANT, new)
     assert not result.superseded
-    assert versions(client, collection) == {new.version: 4}
-    assert versions(client, collection, "kb-other") == {old.version: 5}
+    assert await versions(index) == {(new.version, LIVE_STATE): 4}
+    assert await versions(index, "kb-other") == {(old.version, LIVE_STATE): 5}
 
 
 # Every order of the four steps (A write, A commit, B write, B commit) that keeps each run's
@@ -111,47 +130,78 @@ _ORDERS = [
 
 
 @pytest.mark.parametrize("order", _ORDERS, ids=["-".join(order) for order in _ORDERS])
-def test_two_runs_converge_to_the_newest(index: tuple[ChunkIndex, QdrantClient], order: tuple[str, ...]) -> None:
-    chunk_index, client = index
-    collection = chunk_index._collection
+async def test_two_runs_converge_to_the_newest(index: ChunkIndex, order: tuple[str, ...]) -> None:
     previous = RunVersion.new(now_ns=1_000_000_000)
     run_a = RunVersion.new(now_ns=2_000_000_000)
     run_b = RunVersion.new(now_ns=3_000_000_000)
-    write(client, collection, previous, 2)
+    await write(index, previous, 2, state=LIVE_STATE)
     outcomes = {}
     for step in order:
         run = run_a if step.startswith("a") else run_b
         if step.endswith("write"):
-            write(client, collection, run, 3 if run is run_a else 4)
+            await write(index, run, 3 if run is run_a else 4)
         else:
-            outcomes[step] = versioning.commit(chunk_index, FILE, TENANT, run)
-    assert versions(client, collection) == {run_b.version: 4}
+            outcomes[step] = await versioning.commit(index, FILE, TENANT, run)
+        # Readers only ever see one complete version: the previous one, A's or B's.
+        assert await index.count(FILE, TENANT) in {2, 3, 4}
+    assert await versions(index) == {(run_b.version, LIVE_STATE): 4}
     assert not outcomes["b_commit"].superseded
     # A stepped aside exactly when it could see B's points at its commit.
     assert outcomes["a_commit"].superseded == (order.index("b_write") < order.index("a_commit"))
 
 
-def test_failed_run_removes_only_its_own_points(index: tuple[ChunkIndex, QdrantClient]) -> None:
-    chunk_index, client = index
-    collection = chunk_index._collection
+async def test_failed_run_removes_only_its_own_points(index: ChunkIndex) -> None:
     previous = RunVersion.new(now_ns=1_000_000_000)
     failing = RunVersion.new(now_ns=2_000_000_000)
-    write(client, collection, previous, 2)
-    write(client, collection, failing, 3)
-    versioning.discard(chunk_index, FILE, TENANT, failing)
-    assert versions(client, collection) == {previous.version: 2}
+    await write(index, previous, 2, state=LIVE_STATE)
+    await write(index, failing, 3)
+    await versioning.discard(index, FILE, TENANT, failing)
+    assert await versions(index) == {(previous.version, LIVE_STATE): 2}
 
 
-def test_newest_run_failing_leaves_the_prior_version(index: tuple[ChunkIndex, QdrantClient]) -> None:
+async def test_newest_run_failing_leaves_the_prior_version(index: ChunkIndex) -> None:
     """Documented caveat: A saw B and stepped aside, then B failed: the file keeps the version before both."""
-    chunk_index, client = index
-    collection = chunk_index._collection
     previous = RunVersion.new(now_ns=1_000_000_000)
     run_a = RunVersion.new(now_ns=2_000_000_000)
     run_b = RunVersion.new(now_ns=3_000_000_000)
-    write(client, collection, previous, 2)
-    write(client, collection, run_a, 3)
-    write(client, collection, run_b, 1)  # B fails mid-write
-    assert versioning.commit(chunk_index, FILE, TENANT, run_a).superseded
-    versioning.discard(chunk_index, FILE, TENANT, run_b)
-    assert versions(client, collection) == {previous.version: 2}
+    await write(index, previous, 2, state=LIVE_STATE)
+    await write(index, run_a, 3)
+    await write(index, run_b, 1)  # B fails mid-write
+    assert (await versioning.commit(index, FILE, TENANT, run_a)).superseded
+    await versioning.discard(index, FILE, TENANT, run_b)
+    assert await versions(index) == {(previous.version, LIVE_STATE): 2}
+
+
+async def test_recovery_on_the_embedded_engine_removes_every_unfinished_run(index: ChunkIndex) -> None:
+    previous = RunVersion.new(now_ns=1_000_000_000)
+    killed = RunVersion.new()  # a run killed mid-write a moment ago
+    await write(index, previous, 2, state=LIVE_STATE)
+    await write(index, killed, 7)
+    report = await versioning.recover(index, pending_timeout_seconds=None)
+    assert report.pending_runs_removed == 7
+    assert await versions(index) == {(previous.version, LIVE_STATE): 2}
+
+
+async def test_recovery_on_a_server_spares_runs_other_replicas_may_still_be_writing(index: ChunkIndex) -> None:
+    stale = RunVersion.new(now_ns=1_000_000_000)  # pending since 1970: long dead
+    in_flight = RunVersion.new()  # pending for a moment: maybe another replica's live run
+    await write(index, stale, 3, tenant="kb-stale")
+    await write(index, in_flight, 4)
+    report = await versioning.recover(index, pending_timeout_seconds=3600)
+    assert report.pending_runs_removed == 3
+    assert await versions(index, "kb-stale") == {}
+    assert await versions(index) == {(in_flight.version, PENDING_STATE): 4}
+
+
+async def test_recovery_keeps_only_the_newest_of_two_published_versions(index: ChunkIndex) -> None:
+    """A kill between the publish and the sweep leaves two live versions; recovery finishes the sweep."""
+    old = RunVersion.new(now_ns=1_000_000_000)
+    new = RunVersion.new(now_ns=2_000_000_000)
+    other = RunVersion.new(now_ns=1_500_000_000)
+    await write(index, old, 3, state=LIVE_STATE)
+    await write(index, new, 4, state=LIVE_STATE)
+    await write(index, other, 2, tenant="kb-other", state=LIVE_STATE)
+    report = await versioning.recover(index, pending_timeout_seconds=None)
+    assert report.stale_versions_removed == 3
+    assert await versions(index) == {(new.version, LIVE_STATE): 4}
+    assert await versions(index, "kb-other") == {(other.version, LIVE_STATE): 2}

@@ -1,4 +1,4 @@
-"""``rag``: dev | ingest | search."""
+"""``rag``: dev | ingest | search | migrate."""
 
 from __future__ import annotations
 
@@ -28,6 +28,17 @@ def parser() -> argparse.ArgumentParser:
     )
     dev.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for both /health/ready")
     dev.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info").lower())
+
+    migrate = commands.add_parser(
+        "migrate", help="copy an embedded store from the old local-mode format into the embedded engine"
+    )
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=None,
+        help="the store directory (default: QDRANT_PATH or .data/qdrant); the old files are kept in it",
+    )
 
     ingest = commands.add_parser("ingest", help="ingest files or folders")
     ingest.add_argument("paths", nargs="+", type=Path)
@@ -62,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
             log_level=args.log_level,
         )
         return run_dev(options)
+    if args.command == "migrate":
+        from rag_cli.dev import default_qdrant_path
+        from rag_cli.migrate import run_migrate
+
+        return run_migrate((args.source or default_qdrant_path()).resolve())
     if args.command == "ingest":
         from rag_cli.commands import run_ingest
 

@@ -1,7 +1,7 @@
 """``rag dev``: ingestion-service and retrieval-agent in one process on one embedded Qdrant.
 
 The embedded store can be opened by one process only, so both apps share this process (and,
-through ``shared_contract.open_qdrant``, one client). Each app still runs alone against a Qdrant
+through ``shared_contract.store.open_store``, one engine instance) and one copy of the models. Each app still runs alone against a Qdrant
 server in production.
 """
 
@@ -77,14 +77,21 @@ def _models_dir() -> None:
 def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> tuple[Any, Any]:
     """Both apps with explicit settings on the shared embedded store (other variables from the env)."""
     from ingestion_service.main import create_app as create_ingestion
+    from ingestion_service.runtime import ServiceHooks
     from ingestion_service.settings import Settings as IngestionSettings
     from retrieval_agent.main import create_app as create_retrieval
     from retrieval_agent.settings import Settings as RetrievalSettings
+    from shared_contract import ContractEmbedder
 
     common: dict[str, Any] = {"qdrant_uri": None, "qdrant_path": options.qdrant_path, "host": options.host}
     ingestion = load_settings(IngestionSettings, api_key=ingestion_key, port=options.ingestion_port, **common)
     retrieval = load_settings(RetrievalSettings, api_key=retrieval_key, port=options.retrieval_port, **common)
-    return create_ingestion(ingestion), create_retrieval(retrieval)
+    # One process, one copy of the models: both services embed with the same contract settings.
+    embedder = ContractEmbedder(ingestion)
+    return (
+        create_ingestion(ingestion, hooks=ServiceHooks(embedder=embedder)),
+        create_retrieval(retrieval, embedder=embedder),
+    )
 
 
 async def _wait_ready(urls: dict[str, str], servers: list[asyncio.Task[None]], timeout: float) -> None:

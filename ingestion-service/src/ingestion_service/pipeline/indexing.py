@@ -7,12 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
-from haystack.document_stores.types import DocumentStore
 
+from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.extractors import ConverterRegistry, SourceFile
-from ingestion_service.adapters.qdrant_store import ChunkIndex
 from ingestion_service.errors import (
     EmbeddingFailedError,
     ExtractionError,
@@ -37,7 +38,14 @@ from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
-from shared_contract import ContractEmbedder, ContractError, EmbeddingError, MetaKey, SparseEmbeddingError
+from shared_contract import (
+    PENDING_STATE,
+    ContractEmbedder,
+    ContractError,
+    EmbeddingError,
+    MetaKey,
+    SparseEmbeddingError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +69,7 @@ def build_parts(
     registry: ConverterRegistry,
     embedder: ContractEmbedder,
     embed_text: EmbedTextBuilder,
-    store: DocumentStore,
+    index: ChunkIndex,
     observer: StageObserver | None = None,
 ) -> PipelineParts:
     """The standard components for ``settings``."""
@@ -81,7 +89,7 @@ def build_parts(
         dense_embedder=ContractDenseEmbedder(embedder, embed_text, sparse_enabled=sparse_on, observer=observer),
         sparse_embedder=ContractSparseEmbedder(embedder, embed_text, observer=observer) if sparse_on else None,
         guard=EmbeddingGuard(dim=embedder.dim, require_sparse=sparse_on, observer=observer),
-        writer=ChunkWriter(store, observer=observer),
+        writer=ChunkWriter(index.write, observer=observer),
     )
 
 
@@ -131,6 +139,7 @@ class IngestJob:
             MetaKey.SOURCE: self.source.filename,
             MetaKey.INGEST_VERSION: self.run.version,
             MetaKey.INGEST_SEQ: self.run.seq,
+            MetaKey.INGEST_STATE: PENDING_STATE,
         }
 
 
@@ -182,8 +191,7 @@ BeforeCommitHook = Callable[[IngestJob], None]
 
 
 class IndexingRunner:
-    """Runs the pipeline for one job and applies the versioning protocol. Synchronous: call it
-    from a worker thread."""
+    """Runs the pipeline for one job (in a worker thread) and applies the versioning protocol."""
 
     def __init__(
         self,
@@ -200,33 +208,33 @@ class IndexingRunner:
         self.metrics = metrics
         self.before_commit = before_commit
 
-    def ingest(self, job: IngestJob) -> IngestOutcome:
-        """Index ``job``; on failure its own points are removed and a typed error is raised."""
+    async def ingest(self, job: IngestJob, *, limiter: anyio.CapacityLimiter | None = None) -> IngestOutcome:
+        """Index ``job``; on failure its own points are removed and a typed error is raised.
+
+        ``limiter`` bounds how many pipelines run at once (INGEST_CONCURRENCY).
+        """
         engine = job.engine or self.default_engine
         if not job.overwrite:
-            existing = self._existing(job)
+            existing = await self._existing(job)
             if existing:
                 return IngestOutcome(chunks_count=existing, engine=engine, kept_existing=True)
         try:
-            result = self.pipeline.run(
-                {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
-                include_outputs_from={"finalizer"},
-            )
+            result = await anyio.to_thread.run_sync(self._run_pipeline, job, limiter=limiter)
             chunks = result["finalizer"]["documents"]
             written = int(result["writer"]["documents_written"])
             if chunks:
                 engine = str(chunks[0].meta.get(EXTRACTOR_KEY, engine))
             if self.before_commit is not None:
-                self.before_commit(job)
+                await anyio.to_thread.run_sync(self.before_commit, job)
             try:
-                committed = versioning.commit(self.index, job.file_id, job.collection_name, job.run)
+                committed = await versioning.commit(self.index, job.file_id, job.collection_name, job.run)
             except ContractError as exc:
                 raise QdrantWriteError(f"commit failed: {exc}") from exc
         except Exception as exc:
             error = classify(exc)
             if isinstance(error, NoExtractableTextError) and self.metrics is not None:
                 self.metrics.ingest_empty.inc()
-            self._discard(job, error)
+            await self._discard(job, error)
             if error is exc:
                 raise
             raise error from exc
@@ -234,20 +242,29 @@ class IndexingRunner:
             self.metrics.ingest_superseded.inc()
         return IngestOutcome(chunks_count=written, engine=engine, superseded=committed.superseded)
 
-    def _existing(self, job: IngestJob) -> int:
+    def _run_pipeline(self, job: IngestJob) -> dict[str, Any]:
+        result: dict[str, Any] = self.pipeline.run(
+            {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
+            include_outputs_from={"finalizer"},
+        )
+        return result
+
+    async def _existing(self, job: IngestJob) -> int:
         try:
-            return self.index.count(job.file_id, job.collection_name)
+            return await self.index.count(job.file_id, job.collection_name)
         except ContractError as exc:
             raise QdrantWriteError(f"reading existing chunks failed: {exc}") from exc
 
-    def _discard(self, job: IngestJob, error: IngestionError) -> None:
+    async def _discard(self, job: IngestJob, error: IngestionError) -> None:
         try:
-            versioning.discard(self.index, job.file_id, job.collection_name, job.run)
+            # Shielded: a cancelled request (client gone) must still remove its pending points.
+            with anyio.CancelScope(shield=True):
+                await versioning.discard(self.index, job.file_id, job.collection_name, job.run)
         except Exception:
-            # Loud, counted and reported to the caller; the points are removed by the next
-            # successful ingest of this file (its sweep deletes every older version).
+            # Loud, counted and reported to the caller; the pending points stay invisible to
+            # readers and are removed by the next ingest of this file or by start-up recovery.
             logger.exception(
-                "cleanup of a failed ingest run failed; its partial chunks remain until the next ingest",
+                "cleanup of a failed ingest run failed; its pending chunks remain until the next ingest or restart",
                 extra={
                     "file_id": job.file_id,
                     "collection_name": job.collection_name,

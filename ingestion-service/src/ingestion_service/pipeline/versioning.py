@@ -1,4 +1,4 @@
-"""Blue/green versions of a file's chunks, safe across processes and replicas.
+"""Blue/green versions of a file's chunks: atomic to readers, safe across replicas and kill -9.
 
 Protocol (one *run* = one ingest request for a (file_id, collection_name) pair):
 
@@ -10,36 +10,46 @@ Protocol (one *run* = one ingest request for a (file_id, collection_name) pair):
    and embedded alike), so integers above 2**53 compare inexactly; a nanosecond-based seq
    (~1.8e18) made ``gte=mine`` miss the run's own points. Milliseconds * 1000 stay below 2**53
    until the year 2255 (a test pins this).
-2. The run writes all its points next to the existing ones. The old version stays searchable.
+2. The run writes all its points with ``meta.ingest_state = "pending"``, in batches, next to the
+   existing version. Readers (search, counts, inspection) filter pending points out, so a run
+   killed half-way is invisible: the old version stays whole and searchable meanwhile.
 3. Commit:
    a. If any point of (file_id, collection_name) has ``ingest_seq > mine``, a newer run exists:
-      delete MY points and report success as *superseded* (no sweep).
-   b. Otherwise delete every point of (file_id, collection_name) whose ``ingest_seq`` is not
-      ``>= mine`` (older versions, and points without a seq written by older tooling).
+      delete MY points and report success as *superseded*.
+   b. Otherwise **publish**: one ``set_payload`` by filter flips every point of my version to
+      ``"live"``. It is a single store operation (all or nothing on the embedded engine, which
+      applies one update atomically; one request on a server).
+   c. Then delete every point of (file_id, collection_name) whose ``ingest_seq`` is not
+      ``>= mine`` (older versions, other runs' leftovers, points without a seq from older tooling).
+   Between b and c both complete versions are live for the length of one store call; search
+   keeps only the newest version of a file among its hits, so it never mixes them.
 4. On any failure before or during commit, the run deletes the points with its own
    ``ingest_version``. A failing clean-up is logged loudly, counted, and reported next to the
    original error code; it is never swallowed.
+5. Start-up recovery (``recover``): pending points are unfinished runs. The embedded engine is
+   opened by one process, so at start-up every pending point is dead and is removed; on a
+   server other replicas may be writing, so only pending points older than
+   INGEST_PENDING_TIMEOUT_SECONDS are. Files left with two live versions (killed between b and
+   c) keep only the newest. After recovery a file has exactly one complete version, or none.
 
-Why no second check after 3b is needed. Let N be the newest run (largest seq) that completes
+Why no second check after 3c is needed. Let N be the newest run (largest seq) that completes
 its write. Points are only ever deleted by (i) a run deleting its own points, or (ii) a run
-R sweeping points with seq < seq(R). N's points can therefore only be removed by N itself,
-which happens only if N fails (then N is not the newest *successful* run and the argument
-applies to the next one). Every other run R has seq(R) < seq(N):
+R sweeping points with seq < seq(R), or (iii) recovery, which removes only unfinished or
+superseded runs. N's points can therefore only be removed by N itself, which happens only if N
+fails (then N is not the newest *successful* run and the argument applies to the next one).
+Every other run R has seq(R) < seq(N):
 
-* If R commits after N's write finished, R's check 3a sees N's points and R deletes itself.
-* If R commits before N's write finished, R may sweep and keep its own points, but N commits
-  after its own write, so N's sweep (3b) then removes R's points and everything older.
-  N cannot have been superseded (3a) by R because seq(R) < seq(N).
+* If R commits after N's write started, R's check 3a sees N's points and R deletes itself.
+* If R commits before that, R may publish and sweep, but N commits after its own write, so N's
+  sweep (3c) then removes R's points and everything older. N cannot have been superseded (3a)
+  by R because seq(R) < seq(N).
 
 So once all runs have finished, exactly N's version remains, whatever the interleaving and
-whichever process each run lives in; a check repeated after 3b could only see runs older than
-N, which N's own sweep already covers. Two caveats, both documented: (1) ordering is by the
+whichever process each run lives in. Two caveats, both documented: (1) ordering is by the
 replicas' wall clocks, so "latest request wins" is as accurate as their clock sync (NTP);
 (2) if R saw N's points in 3a and N *then* fails, R has already removed itself and the file
-keeps the version that preceded both (consistent, never duplicated, merely not R's content;
-N's caller got an error and retries).
-
-A process-local lock is not needed for correctness; none is used.
+keeps the version that preceded both (consistent, never mixed, merely not R's content; N's
+caller got an error and retries).
 """
 
 from __future__ import annotations
@@ -49,13 +59,18 @@ import random
 import time
 from dataclasses import dataclass
 
-from ingestion_service.adapters.qdrant_store import ChunkIndex
+from ingestion_service.adapters.chunk_index import ChunkIndex, RecoveryReport
 
 logger = logging.getLogger(__name__)
 
 _RANDOM_SPAN = 1000
 # Largest integer float64 represents exactly; Qdrant range bounds are float64.
 MAX_EXACT_SEQ = 2**53
+
+
+def seq_at(now_ns: int) -> int:
+    """The smallest ingest_seq a run starting at ``now_ns`` can take."""
+    return now_ns // 1_000_000 * _RANDOM_SPAN
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,7 @@ class RunVersion:
     def new(cls, now_ns: int | None = None) -> RunVersion:
         """A stamp ordered by the wall clock at request start."""
         now = time.time_ns() if now_ns is None else now_ns
-        seq = now // 1_000_000 * _RANDOM_SPAN + random.randrange(_RANDOM_SPAN)  # noqa: S311 - a tie-breaker, not a secret
+        seq = seq_at(now) + random.randrange(_RANDOM_SPAN)  # noqa: S311 - a tie-breaker, not a secret
         if seq >= MAX_EXACT_SEQ:
             raise OverflowError("ingest_seq no longer fits float64 exactly; widen the scheme")
         return cls(seq=seq, version=f"{seq:020d}")
@@ -77,24 +92,40 @@ class RunVersion:
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What the commit did: kept this run's version, or found a newer run and stepped aside."""
+    """What the commit did: published this run's version, or found a newer run and stepped aside."""
 
     superseded: bool
 
 
-def commit(index: ChunkIndex, file_id: str, collection_name: str, run: RunVersion) -> CommitResult:
-    """Step 3 of the protocol. Qdrant errors propagate (the caller then cleans up its points)."""
-    if index.count_newer(file_id, collection_name, run.seq) > 0:
-        index.delete_version(file_id, collection_name, run.version)
+async def commit(index: ChunkIndex, file_id: str, collection_name: str, run: RunVersion) -> CommitResult:
+    """Step 3 of the protocol. Store errors propagate (the caller then removes its points)."""
+    if await index.count_newer(file_id, collection_name, run.seq) > 0:
+        await index.delete_version(file_id, collection_name, run.version)
         logger.info(
             "ingest superseded by a newer run; own points removed",
             extra={"file_id": file_id, "collection_name": collection_name, "ingest_version": run.version},
         )
         return CommitResult(superseded=True)
-    index.delete_older(file_id, collection_name, run.seq)
+    await index.publish(file_id, collection_name, run.version)
+    await index.delete_older(file_id, collection_name, run.seq)
     return CommitResult(superseded=False)
 
 
-def discard(index: ChunkIndex, file_id: str, collection_name: str, run: RunVersion) -> None:
+async def discard(index: ChunkIndex, file_id: str, collection_name: str, run: RunVersion) -> None:
     """Step 4: remove this run's own points. Errors propagate to the caller, which reports them."""
-    index.delete_version(file_id, collection_name, run.version)
+    await index.delete_version(file_id, collection_name, run.version)
+
+
+async def recover(index: ChunkIndex, *, pending_timeout_seconds: float | None) -> RecoveryReport:
+    """Step 5. ``pending_timeout_seconds=None``: every pending point is dead (embedded engine)."""
+    cutoff = None
+    if pending_timeout_seconds is not None:
+        cutoff = seq_at(time.time_ns() - int(pending_timeout_seconds * 1e9))
+    report = await index.recover(pending_before_seq=cutoff)
+    if report.pending_runs_removed or report.stale_versions_removed:
+        logger.warning(
+            "start-up recovery removed %d points of unfinished ingests and %d points of superseded versions",
+            report.pending_runs_removed,
+            report.stale_versions_removed,
+        )
+    return report

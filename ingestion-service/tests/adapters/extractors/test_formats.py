@@ -1,4 +1,4 @@
-"""Real documents from ../shared/eval/docs through the HTTP API with the default kreuzberg engine.
+"""Real documents (tests/fixtures/docs) through the HTTP API with the default kreuzberg engine.
 
 One representative file per format kreuzberg reads (keeps the suite fast), plus the documented
 outcomes for documents without text, encrypted PDFs and formats kreuzberg does not read.
@@ -72,7 +72,7 @@ def test_scans_without_text_are_422_and_keep_the_previous_version(client, upload
     response = upload(client, docs / name, file_id="scan")
     assert response.status_code == 422
     assert response.json() == {"status": False, "error": NO_TEXT, "code": "EXTRACTION_FAILED"}
-    assert sorted(str(r.id) for r in points(client, file_id="scan")) == sorted(str(r.id) for r in before)
+    assert sorted(r.point_id for r in points(client, file_id="scan")) == sorted(r.point_id for r in before)
     assert "ingest_empty_total 1.0" in client.get("/metrics").text
 
 

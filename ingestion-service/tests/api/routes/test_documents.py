@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingestion_service.adapters.qdrant_store import ChunkIndex
+from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.runtime import ServiceHooks
 
 DOC = "md/unstructured__simple-table.md"
@@ -29,7 +29,7 @@ def test_delete_scoped_to_one_collection(client, upload, docs, points) -> None:
 
 
 class BrokenIndex(ChunkIndex):
-    def delete_file(self, file_id: str, collection_name: str | None = None) -> int:
+    async def delete_file(self, file_id: str, collection_name: str | None = None) -> int:
         from shared_contract import QdrantUnavailableError
 
         raise QdrantUnavailableError("qdrant delete failed: ConnectError")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 
-from qdrant_client import models
+import anyio
 
 from ingestion_service.runtime import ServiceHooks
-from shared_contract import ContractEmbedder, close_qdrant, open_qdrant
+from shared_contract import ContractEmbedder
+from shared_contract.store import bootstrap_collection, close_store, open_store
 
 
 def test_liveness_needs_no_auth(client) -> None:
@@ -54,17 +55,20 @@ def test_not_ready_until_the_pipeline_is_warm(app_client, make_test_settings) ->
 
 
 def test_collection_not_matching_the_contract_is_not_ready(app_client, make_test_settings) -> None:
-    settings = make_test_settings()
-    client_q = open_qdrant(settings)
-    try:
-        # A collection created by another tool: no contract manifest.
-        client_q.create_collection(
-            settings.qdrant_index,
-            vectors_config={"text-dense": models.VectorParams(size=384, distance=models.Distance.COSINE)},
-        )
-        with app_client(qdrant_index=settings.qdrant_index, ready=False) as client:
-            response = client.get("/health/ready")
-            assert response.status_code == 503
-            assert "no contract manifest" in response.json()["detail"]["qdrant"]
-    finally:
-        close_qdrant(client_q)
+    # The collection was built without sparse vectors; this service writes them.
+    other = make_test_settings(enable_sparse_embeddings=False)
+
+    async def create() -> None:
+        store = open_store(other)
+        try:
+            await bootstrap_collection(store, other)
+        finally:
+            await close_store(store)
+
+    anyio.run(create)
+    with app_client(qdrant_index=other.qdrant_index, ready=False) as client:
+        response = client.get("/health/ready")
+        assert response.status_code == 503
+        problem = response.json()["detail"]["qdrant"]
+        assert "SPARSE_EMBEDDING_MODEL" in problem
+        assert "None" in problem

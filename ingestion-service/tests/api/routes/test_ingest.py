@@ -40,10 +40,16 @@ def test_multipart_ingest_stores_named_vectors_and_full_metadata(client, upload,
     assert first["indexed_at"].endswith("+00:00")
     assert any(meta["headers"] for meta in metas)
     assert "overwrite" not in first
+    assert {meta["ingest_state"] for meta in metas} == {"live"}
+    assert {meta["lexical_language"] for meta in metas} == {"en"}
     for record in stored:
-        assert set(record.vector) == {DENSE_VECTOR, SPARSE_VECTOR}
-        assert len(record.vector[DENSE_VECTOR]) == 384
+        assert record.vectors is not None
+        assert set(record.vectors) == {DENSE_VECTOR, SPARSE_VECTOR}
+        assert len(record.vectors[DENSE_VECTOR]) == 384
         assert record.payload["content"].strip()
+        # The chunk's text is also in its language's stemmed BM25 field, and only there.
+        assert record.payload["lexical_en"] == record.payload["content"]
+        assert not [key for key in record.payload if key.startswith("lexical_") and key != "lexical_en"]
 
 
 def test_reingest_replaces_the_previous_version(client, upload, docs, points) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import anyio.to_thread
 from fastapi import APIRouter, HTTPException, Query
 
 from ingestion_service.api.deps import RuntimeDep
@@ -29,7 +28,7 @@ async def delete_document(file_id: str, runtime: RuntimeDep, collection_name: Co
     try:
         await require_qdrant(runtime)
         try:
-            deleted = await anyio.to_thread.run_sync(runtime.index.delete_file, file_id, collection_name)
+            deleted = await runtime.index.delete_file(file_id, collection_name)
         except ContractError as exc:
             raise DeleteFailedError(str(exc)) from exc
     except IngestionError as exc:
@@ -53,10 +52,8 @@ async def list_chunks(
         raise HTTPException(status_code=404, detail="Not Found")
     await require_qdrant(runtime)
     try:
-        total = await anyio.to_thread.run_sync(runtime.index.count, file_id, collection_name)
-        chunks, next_offset = await anyio.to_thread.run_sync(
-            lambda: runtime.index.scroll(file_id, collection_name, limit=limit, offset=offset)
-        )
+        total = await runtime.index.count(file_id, collection_name)
+        chunks, next_offset = await runtime.index.scroll(file_id, collection_name, limit=limit, offset=offset)
     except ContractError as exc:
         raise PipelineFailedError(str(exc)) from exc
     views = []

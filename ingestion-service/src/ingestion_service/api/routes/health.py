@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import anyio.to_thread
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
@@ -21,7 +20,7 @@ async def health() -> dict[str, str]:
 async def ready(runtime: RuntimeDep) -> JSONResponse:
     """503 until the pipeline is warm and the collection is reachable, bootstrapped and matches the contract."""
     readiness = runtime.readiness
-    collection_ok = await anyio.to_thread.run_sync(runtime.ensure_collection)
+    collection_ok = await runtime.ensure_collection()
     problems: dict[str, str] = {}
     if not readiness.pipeline_ready:
         problems["pipeline"] = readiness.pipeline_error or "warming up"

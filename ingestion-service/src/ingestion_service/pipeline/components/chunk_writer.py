@@ -1,33 +1,62 @@
-"""Writer stage: Haystack's DocumentWriter with timing and a typed failure."""
+"""Writer stage: the run's chunks into the shared collection as pending points, in batches."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import anyio.from_thread
 from haystack import Document, component
-from haystack.components.writers import DocumentWriter
-from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
 from ingestion_service.errors import QdrantWriteError
 from ingestion_service.pipeline.observe import StageObserver, timed
+from shared_contract import ContractError, SparseVectorData
+from shared_contract.store import ChunkPoint, chunk_point
+
+# Modest batches: each is one store update, and the embedded engine holds the GIL while it runs.
+WRITE_BATCH_SIZE = 64
+
+WriteBatch = Callable[[Sequence[ChunkPoint]], Coroutine[Any, Any, None]]
+
+
+def to_point(document: Document) -> ChunkPoint:
+    """One embedded chunk as a point (payload shape and lexical field from the contract)."""
+    if document.embedding is None:
+        raise QdrantWriteError(f"chunk {document.id} has no dense vector")
+    sparse = None
+    if document.sparse_embedding is not None:
+        sparse = SparseVectorData(
+            indices=list(document.sparse_embedding.indices), values=list(document.sparse_embedding.values)
+        )
+    return chunk_point(document.id, document.content or "", document.meta, dense=document.embedding, sparse=sparse)
 
 
 @component
 class ChunkWriter:
-    """Wraps DocumentWriter (Haystack's component decorator rebuilds classes, so no subclassing).
+    """Writes through the async storage port from the pipeline's worker thread.
 
-    OVERWRITE policy: chunk ids are unique per run, so it only matters for a retried batch, and
-    it spares the store a read before every write.
+    The pipeline runs in an anyio worker thread (``anyio.to_thread.run_sync``), so each batch is
+    handed to the event loop with ``anyio.from_thread.run``. Points carry
+    ``meta.ingest_state = "pending"`` (set by the job's meta): nobody reads them until the run's
+    commit publishes them in one operation.
     """
 
-    def __init__(self, document_store: DocumentStore, observer: StageObserver | None = None) -> None:
-        self.writer = DocumentWriter(document_store=document_store, policy=DuplicatePolicy.OVERWRITE)
+    def __init__(
+        self, write: WriteBatch, *, batch_size: int = WRITE_BATCH_SIZE, observer: StageObserver | None = None
+    ) -> None:
+        self.write = write
+        self.batch_size = batch_size
         self.observer = observer
 
     @component.output_types(documents_written=int)
     def run(self, documents: list[Document]) -> dict[str, int]:
-        """Write and report how many points were written."""
+        """Write every chunk; report how many points were written."""
         with timed(self.observer, "writer"):
-            try:
-                written: dict[str, int] = self.writer.run(documents=documents)
-            except Exception as exc:  # client, transport and server errors alike mean a failed write
-                raise QdrantWriteError(f"{type(exc).__name__}: {exc}") from exc
-        return written
+            points = [to_point(document) for document in documents]
+            for start in range(0, len(points), self.batch_size):
+                batch = points[start : start + self.batch_size]
+                try:
+                    anyio.from_thread.run(self.write, batch)
+                except ContractError as exc:
+                    raise QdrantWriteError(f"{type(exc).__name__}: {exc}") from exc
+        return {"documents_written": len(points)}

@@ -1,0 +1,151 @@
+"""A file's chunks in the shared collection: write, publish, sweep, delete, inspect, recover.
+
+Everything goes through the storage port (``shared_contract.store``), so the same code runs on a
+Qdrant server and on the embedded engine. Store failures arrive as the contract's typed errors;
+callers decide which wire code they become.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qdrant_client import models
+
+from shared_contract import LIVE_STATE, MetaKey, meta_path
+from shared_contract.store import (
+    ChunkPoint,
+    ChunkStore,
+    committed_file_filter,
+    file_filter,
+    match,
+    pending_condition,
+)
+
+_RECOVERY_PAGE = 1024
+_RECOVERY_FIELDS = [meta_path(MetaKey.FILE_ID), meta_path(MetaKey.COLLECTION_NAME), meta_path(MetaKey.INGEST_SEQ)]
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """One point as the inspection API shows it."""
+
+    point_id: str
+    content: str
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    """What start-up recovery removed."""
+
+    pending_runs_removed: int
+    stale_versions_removed: int
+
+
+def _seq_condition(**bounds: int) -> models.FieldCondition:
+    return models.FieldCondition(key=meta_path(MetaKey.INGEST_SEQ), range=models.Range(**bounds))
+
+
+def _as_seq(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class ChunkIndex:
+    """The versioning protocol's reads and writes (see ``pipeline/versioning.py``)."""
+
+    def __init__(self, store: ChunkStore) -> None:
+        self.store = store
+
+    async def write(self, points: Sequence[ChunkPoint]) -> None:
+        """Write one batch of a run's (pending) points."""
+        await self.store.upsert(points)
+
+    async def count(self, file_id: str, collection_name: str | None = None) -> int:
+        """Committed points of ``file_id`` (one tenant or all): what readers see."""
+        return await self.store.count(committed_file_filter(file_id, collection_name))
+
+    async def count_newer(self, file_id: str, collection_name: str, ingest_seq: int) -> int:
+        """Points of (file, tenant) written by a run with a larger ingest_seq, pending or not."""
+        return await self.store.count(file_filter(file_id, collection_name, must=[_seq_condition(gt=ingest_seq)]))
+
+    async def publish(self, file_id: str, collection_name: str, ingest_version: str) -> None:
+        """The atomic switch: one operation makes every point of this run visible to readers."""
+        await self.store.set_payload(
+            file_filter(file_id, collection_name, must=[match(MetaKey.INGEST_VERSION, ingest_version)]),
+            {MetaKey.INGEST_STATE: LIVE_STATE},
+            key="meta",
+        )
+
+    async def delete_older(self, file_id: str, collection_name: str, ingest_seq: int) -> None:
+        """Delete every point of (file, tenant) not written by a run with ingest_seq >= ``ingest_seq``.
+
+        ``must_not`` (rather than a ``lt`` range) also removes points without an ingest_seq,
+        e.g. ones written by older tooling.
+        """
+        await self.store.delete(file_filter(file_id, collection_name, must_not=[_seq_condition(gte=ingest_seq)]))
+
+    async def delete_version(self, file_id: str, collection_name: str, ingest_version: str) -> None:
+        """Delete the points one run wrote."""
+        await self.store.delete(
+            file_filter(file_id, collection_name, must=[match(MetaKey.INGEST_VERSION, ingest_version)])
+        )
+
+    async def delete_file(self, file_id: str, collection_name: str | None = None) -> int:
+        """Delete a file's points (one tenant or all, pending included); returns the committed count before."""
+        existing = await self.count(file_id, collection_name)
+        await self.store.delete(file_filter(file_id, collection_name))
+        return existing
+
+    async def scroll(
+        self, file_id: str, collection_name: str | None, *, limit: int, offset: str | None
+    ) -> tuple[list[StoredChunk], str | None]:
+        """One page of a file's committed points in id order, plus the cursor of the next page."""
+        records, next_offset = await self.store.scroll(
+            committed_file_filter(file_id, collection_name), limit=limit, offset=offset
+        )
+        chunks = [
+            StoredChunk(
+                point_id=record.point_id,
+                content=str(record.payload.get("content") or ""),
+                meta=dict(record.payload.get("meta") or {}),
+            )
+            for record in records
+        ]
+        return chunks, next_offset
+
+    async def recover(self, *, pending_before_seq: int | None) -> RecoveryReport:
+        """Start-up repair after a crash; see ``versioning.recover``."""
+        pending = models.Filter(must=[pending_condition()])
+        if pending_before_seq is not None:
+            pending.must = [pending_condition(), _seq_condition(lt=pending_before_seq)]
+        pending_points = await self.store.count(pending)
+        if pending_points:
+            await self.store.delete(pending)
+        stale = 0
+        for (file_id, collection_name), newest in (await self._files_with_several_live_versions()).items():
+            before = await self.count(file_id, collection_name)
+            await self.delete_older(file_id, collection_name, newest)
+            stale += before - await self.count(file_id, collection_name)
+        return RecoveryReport(pending_runs_removed=pending_points, stale_versions_removed=stale)
+
+    async def _files_with_several_live_versions(self) -> dict[tuple[str, str], int]:
+        """(file, tenant) -> newest seq, for files with more than one committed version."""
+        seqs: dict[tuple[str, str], set[int]] = defaultdict(set)
+        live = models.Filter(must_not=[pending_condition()])
+        offset: str | None = None
+        while True:
+            page, offset = await self.store.scroll(
+                live, limit=_RECOVERY_PAGE, offset=offset, with_payload=_RECOVERY_FIELDS
+            )
+            for record in page:
+                meta = record.payload.get("meta") or {}
+                seq = _as_seq(meta.get(MetaKey.INGEST_SEQ))
+                file_id, tenant = meta.get(MetaKey.FILE_ID), meta.get(MetaKey.COLLECTION_NAME)
+                if seq is not None and isinstance(file_id, str) and isinstance(tenant, str):
+                    seqs[(file_id, tenant)].add(seq)
+            if offset is None:
+                break
+        return {key: max(values) for key, values in seqs.items() if len(values) > 1}

@@ -1,0 +1,174 @@
+"""``rag migrate``: copy a store written by qdrant-client's local mode into the embedded engine.
+
+Before contract 2.0 the embedded default was qdrant-client's local mode (``meta.json`` and
+``collection/<name>/storage.sqlite`` under QDRANT_PATH). The services now refuse to open such a
+directory (``LegacyStoreError``) rather than start half-way on it. This command reads every point
+through qdrant-client's public local-mode API, rewrites the payload to the 2.0 layout (the
+chunk's text in its language's BM25 field, ``meta.lexical_language``, published state) and writes
+it with the vectors unchanged into a qdrant-edge shard in the same directory. The old files are
+kept, moved into ``legacy-local-mode/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from shared_contract import (
+    DENSE_VECTOR,
+    LIVE_STATE,
+    PAYLOAD_CONTENT,
+    PAYLOAD_META,
+    SPARSE_VECTOR,
+    CollectionManifest,
+    ContractMismatchError,
+    ContractSettings,
+    MetaKey,
+    SparseVectorData,
+)
+from shared_contract.manifest import MANIFEST_METADATA_KEY
+from shared_contract.store import (
+    ChunkPoint,
+    bootstrap_collection,
+    chunk_payload,
+    close_store,
+    is_legacy_store,
+    open_store,
+)
+
+LEGACY_FOLDER = "legacy-local-mode"
+_PAGE = 256
+
+
+class MigrationError(RuntimeError):
+    """The store cannot be migrated; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What was copied."""
+
+    collection: str
+    points: int
+    legacy_folder: Path
+
+
+def _check_models(stored: dict[str, Any] | None, settings: ContractSettings) -> None:
+    """The vectors are copied as they are, so they must come from the models the settings name."""
+    if stored is None:
+        raise MigrationError(
+            f"collection {settings.qdrant_index!r} has no contract manifest; it was not written by these services"
+        )
+    old = CollectionManifest.model_validate(stored)
+    checks = [
+        ("EMBEDDING_MODEL", old.dense_model, settings.embedding_model),
+        ("EMBEDDING_DIM", old.dense_dim, settings.dense_dim),
+        ("EMBEDDING_PREFIX_DOC", old.prefix_doc, settings.embedding_prefix_doc),
+        ("EMBEDDING_PREFIX_QUERY", old.prefix_query, settings.embedding_prefix_query),
+        (
+            "SPARSE_EMBEDDING_MODEL",
+            old.sparse_model,
+            settings.sparse_embedding_model if settings.enable_sparse_embeddings else None,
+        ),
+    ]
+    for field, old_value, new_value in checks:
+        if old_value != new_value:
+            raise ContractMismatchError(settings.qdrant_index, field, old_value, new_value)
+
+
+def _to_point(record: models.Record) -> ChunkPoint:
+    payload = dict(record.payload or {})
+    vectors = record.vector if isinstance(record.vector, dict) else {}
+    dense = vectors.get(DENSE_VECTOR)
+    if not isinstance(dense, list) or not all(isinstance(value, float | int) for value in dense):
+        raise MigrationError(f"point {record.id} has no {DENSE_VECTOR!r} vector")
+    sparse_raw = vectors.get(SPARSE_VECTOR)
+    sparse = None
+    if isinstance(sparse_raw, models.SparseVector):
+        sparse = SparseVectorData(indices=list(sparse_raw.indices), values=list(sparse_raw.values))
+    meta = dict(payload.get(PAYLOAD_META) or {})
+    meta[MetaKey.INGEST_STATE] = LIVE_STATE
+    content = str(payload.get(PAYLOAD_CONTENT) or "")
+    chunk_id = str(payload.get("id") or record.id)
+    new_payload = {**payload, **chunk_payload(chunk_id, content, meta)}
+    values: list[Any] = dense
+    return ChunkPoint(point_id=str(record.id), dense=[float(x) for x in values], sparse=sparse, payload=new_payload)
+
+
+async def _copy(client: QdrantClient, settings: ContractSettings, progress: Callable[[int], None]) -> int:
+    store = open_store(settings)
+    copied = 0
+    try:
+        await bootstrap_collection(store, settings)
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, offset = client.scroll(
+                settings.qdrant_index, limit=_PAGE, offset=offset, with_payload=True, with_vectors=True
+            )
+            await store.upsert([_to_point(record) for record in records])
+            copied += len(records)
+            progress(copied)
+            if offset is None:
+                break
+    finally:
+        await close_store(store)
+    return copied
+
+
+def migrate(
+    root: Path, settings: ContractSettings, progress: Callable[[int], None] = lambda _: None
+) -> MigrationReport:
+    """Copy the QDRANT_INDEX collection of the local-mode store at ``root`` into the embedded engine."""
+    if not is_legacy_store(root):
+        raise MigrationError(f"{root} holds no qdrant-client local-mode store (no meta.json and collection/)")
+    client = QdrantClient(path=str(root))  # the old engine's public API, read-only use
+    try:
+        if not client.collection_exists(settings.qdrant_index):
+            raise MigrationError(f"{root} has no collection {settings.qdrant_index!r} (QDRANT_INDEX)")
+        info = client.get_collection(settings.qdrant_index)
+        _check_models((info.config.metadata or {}).get(MANIFEST_METADATA_KEY), settings)
+        # Moved aside first: the new engine refuses to open a directory that still looks legacy.
+        legacy = root / LEGACY_FOLDER
+        legacy.mkdir(exist_ok=False)
+        for name in ("meta.json", "collection"):
+            shutil.move(str(root / name), str(legacy / name))
+        try:
+            copied = asyncio.run(_copy(client, settings, progress))
+        except BaseException:
+            # Put the old store back so nothing is lost and the command can be retried.
+            for name in ("meta.json", "collection"):
+                shutil.move(str(legacy / name), str(root / name))
+            legacy.rmdir()
+            shutil.rmtree(root / "collections" / settings.qdrant_index, ignore_errors=True)
+            raise
+    finally:
+        client.close()
+    return MigrationReport(collection=settings.qdrant_index, points=copied, legacy_folder=legacy)
+
+
+def _show_progress(copied: int) -> None:
+    sys.stdout.write(f"\rcopied {copied} points")
+    sys.stdout.flush()
+
+
+def run_migrate(root: Path) -> int:
+    """Entry point of ``rag migrate``: 0 on success, 1 with a message on failure."""
+    from shared_contract import ContractError, load_settings
+
+    try:
+        settings = load_settings(ContractSettings, qdrant_uri=None, qdrant_path=root)
+        report = migrate(root, settings, progress=_show_progress)
+    except (MigrationError, ContractError, OSError) as exc:
+        sys.stderr.write(f"\nrag migrate: {exc}\n")
+        return 1
+    sys.stdout.write(
+        f"\nrag migrate: {report.points} points of {report.collection!r} copied; old files kept in {report.legacy_folder}\n"
+    )
+    return 0
