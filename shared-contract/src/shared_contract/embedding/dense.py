@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
+from shared_contract.embedding.fastembed_internals import model_tokenizer
 from shared_contract.errors import EmbeddingError, ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -112,10 +113,7 @@ class FastembedDenseEmbedder:
     @property
     def tokenizer(self) -> Tokenizer:
         """The model's own tokenizer, with its truncation settings."""
-        inner: Any = self.model.model
-        tokenizer: Tokenizer | None = inner.tokenizer
-        assert tokenizer is not None
-        return tokenizer
+        return model_tokenizer(self.model)
 
     @property
     def max_tokens(self) -> int | None:

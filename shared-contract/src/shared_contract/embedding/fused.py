@@ -9,12 +9,12 @@ the vectors equal those of two separate passes (a test holds this to within floa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from shared_contract.embedding.catalog import SHARED_BACKBONES
 from shared_contract.embedding.dense import FastembedDenseEmbedder, sort_by_length
+from shared_contract.embedding.fastembed_internals import onnx_session, post_process, tokenize
 from shared_contract.embedding.sparse import FastembedSparseEmbedder, to_sparse_data
 from shared_contract.embedding.types import SparseVectorData
 
@@ -23,7 +23,7 @@ _ATTENTION = "attention_6"
 
 
 class FusedForwardPass:
-    """Dense + BM42 vectors from one run of the shared network (fastembed internals, pinned)."""
+    """Dense + BM42 vectors from one run of the shared network (through ``fastembed_internals``)."""
 
     def __init__(self, dense: FastembedDenseEmbedder, sparse: FastembedSparseEmbedder, *, batch_size: int) -> None:
         self._dense = dense
@@ -35,25 +35,19 @@ class FusedForwardPass:
         """True when the pair shares a backbone and the sparse graph also exports hidden states."""
         if (dense.model_name, sparse.model_name) not in SHARED_BACKBONES:
             return False
-        sparse_model: Any = sparse.model
-        session: Any = sparse_model.model.model
-        outputs = {output.name for output in session.get_outputs()}
+        outputs = {output.name for output in onnx_session(sparse.model).get_outputs()}
         return {_HIDDEN, _ATTENTION} <= outputs
 
     def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVectorData]]:
         """Dense and sparse vectors for ``texts``, in order."""
-        from fastembed.common.onnx_model import OnnxOutputContext
-
-        dense_model: Any = self._dense.model.model
-        sparse_model: Any = self._sparse.model.model
-        session: Any = sparse_model.model
+        session = onnx_session(self._sparse.model)
         order = sort_by_length(texts)
         dense_out: list[list[float]] = [[] for _ in texts]
         sparse_out: list[SparseVectorData | None] = [None] * len(texts)
         for start in range(0, len(order), self._batch_size):
             batch_indices = order[start : start + self._batch_size]
             # The dense model's tokenizer: the same vocabulary, with the dense truncation length.
-            encoded = dense_model.tokenize([texts[i] for i in batch_indices])
+            encoded = tokenize(self._dense.model, [texts[i] for i in batch_indices])
             input_ids = np.array([e.ids for e in encoded], dtype=np.int64)
             attention_mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
             feed = {
@@ -62,12 +56,8 @@ class FusedForwardPass:
                 "token_type_ids": np.zeros_like(input_ids),
             }
             hidden, attention = session.run([_HIDDEN, _ATTENTION], feed)
-            dense_vectors = dense_model._post_process_onnx_output(
-                OnnxOutputContext(model_output=hidden, attention_mask=attention_mask, input_ids=input_ids)
-            )
-            sparse_vectors = sparse_model._post_process_onnx_output(
-                OnnxOutputContext(model_output=attention, attention_mask=attention_mask, input_ids=input_ids)
-            )
+            dense_vectors = post_process(self._dense.model, hidden, attention_mask, input_ids)
+            sparse_vectors = post_process(self._sparse.model, attention, attention_mask, input_ids)
             for index, vector, sparse_vector in zip(batch_indices, dense_vectors, sparse_vectors, strict=True):
                 dense_out[index] = vector.tolist()
                 sparse_out[index] = to_sparse_data(sparse_vector)

@@ -1,0 +1,48 @@
+"""Every use of fastembed internals, in one place (checked against fastembed 0.9.x, pinned).
+
+fastembed has no public API for two things the contract needs: the loaded model's tokenizer (to
+count tokens exactly as the model will) and running its ONNX session once while post-processing
+the outputs for two models (the fused dense + BM42 pass). These helpers are the only code that
+touches fastembed's private attributes; ``tests/embedding/test_fastembed_internals.py`` fails
+loudly when a fastembed release changes them, and shared-contract pins ``fastembed>=0.9.1,<0.10``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
+
+SUPPORTED_FASTEMBED = (0, 9)
+
+
+def model_tokenizer(model: Any) -> Tokenizer:
+    """The tokenizer of a loaded ``TextEmbedding`` / ``SparseTextEmbedding`` (with its truncation)."""
+    tokenizer: Tokenizer | None = model.model.tokenizer
+    if tokenizer is None:
+        raise RuntimeError("fastembed model has no tokenizer loaded")
+    return tokenizer
+
+
+def onnx_session(model: Any) -> Any:
+    """The ``onnxruntime.InferenceSession`` of a loaded fastembed model."""
+    return model.model.model
+
+
+def tokenize(model: Any, texts: list[str]) -> list[Encoding]:
+    """The model's own tokenization of ``texts`` (its padding and truncation)."""
+    encodings: list[Encoding] = model.model.tokenize(texts)
+    return encodings
+
+
+def post_process(
+    model: Any, output: np.ndarray[Any, Any], attention_mask: np.ndarray[Any, Any], input_ids: np.ndarray[Any, Any]
+) -> Any:
+    """fastembed's own post-processing of one ONNX output (pooling, normalising, BM42 weighting)."""
+    from fastembed.common.onnx_model import OnnxOutputContext
+
+    context = OnnxOutputContext(model_output=output, attention_mask=attention_mask, input_ids=input_ids)
+    return model.model._post_process_onnx_output(context)

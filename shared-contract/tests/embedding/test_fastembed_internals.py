@@ -1,0 +1,59 @@
+"""The fastembed internals the contract relies on still exist and behave as written against.
+
+If a fastembed release moves any of them, these fail with the name of what moved, before the
+fused pass or token counting can silently produce other vectors or other counts.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+import numpy as np
+
+from shared_contract import ContractEmbedder
+from shared_contract.embedding.dense import FastembedDenseEmbedder
+from shared_contract.embedding.fastembed_internals import (
+    SUPPORTED_FASTEMBED,
+    model_tokenizer,
+    onnx_session,
+    post_process,
+    tokenize,
+)
+from shared_contract.embedding.sparse import to_sparse_data
+
+
+def test_the_installed_fastembed_is_the_series_the_internals_were_checked_against() -> None:
+    major, minor = (int(part) for part in version("fastembed").split(".")[:2])
+    assert (major, minor) == SUPPORTED_FASTEMBED
+
+
+def test_tokenizer_is_the_models_own_with_its_truncation(embedder: ContractEmbedder) -> None:
+    assert isinstance(embedder.dense, FastembedDenseEmbedder)
+    tokenizer = model_tokenizer(embedder.dense.model)
+    assert tokenizer.truncation is not None
+    assert tokenizer.truncation["max_length"] == 256
+    assert tokenizer.encode("hello world").tokens == ["[CLS]", "hello", "world", "[SEP]"]
+
+
+def test_one_session_run_post_processed_twice_equals_fastembeds_public_embed(embedder: ContractEmbedder) -> None:
+    assert isinstance(embedder.dense, FastembedDenseEmbedder)
+    assert embedder.sparse is not None
+    texts = ["Aarhus is a city in Denmark.", "Mitochondria produce ATP for the cell."]
+    encoded = tokenize(embedder.dense.model, texts)
+    input_ids = np.array([e.ids for e in encoded], dtype=np.int64)
+    attention_mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+    session = onnx_session(embedder.sparse.model)
+    hidden, attention = session.run(
+        ["last_hidden_state", "attention_6"],
+        {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": np.zeros_like(input_ids)},
+    )
+    dense = list(post_process(embedder.dense.model, hidden, attention_mask, input_ids))
+    sparse = [
+        to_sparse_data(vector) for vector in post_process(embedder.sparse.model, attention, attention_mask, input_ids)
+    ]
+    public_dense = list(embedder.dense.model.embed(texts))
+    public_sparse = [to_sparse_data(vector) for vector in embedder.sparse.model.embed(texts)]
+    np.testing.assert_allclose(np.array(dense), np.array(public_dense), atol=1e-5)
+    for ours, theirs in zip(sparse, public_sparse, strict=True):
+        assert ours.indices == theirs.indices
+        np.testing.assert_allclose(ours.values, theirs.values, atol=1e-5)
