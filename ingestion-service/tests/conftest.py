@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -33,9 +34,24 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 DOCS = Path(__file__).resolve().parent / "fixtures" / "docs"
 
 
+def _fast_temp_dir() -> str | None:
+    """tmpfs when there is room: the engine syncs every index it creates, which takes seconds per
+    collection on a busy disk and milliseconds in memory."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * 2**30:
+        return str(shm)
+    return None
+
+
 # One embedded store directory for the session; every test gets its own collection (shard) in it,
 # and apps built with the same qdrant_index share that shard, as replicas share a server collection.
-STORE_ROOT = Path(tempfile.mkdtemp(prefix="ingestion-tests-"))
+STORE_ROOT = Path(tempfile.mkdtemp(prefix="ingestion-tests-", dir=_fast_temp_dir()))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_store_root() -> Iterator[None]:
+    yield
+    shutil.rmtree(STORE_ROOT, ignore_errors=True)
 
 
 def make_settings(**overrides: Any) -> Settings:

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,17 +16,28 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache" / "models"))
 
+import anyio  # noqa: E402
 import uvicorn  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
-from qdrant_client import QdrantClient, models  # noqa: E402
+from qdrant_client import models  # noqa: E402
 
 from retrieval_agent.main import create_app  # noqa: E402
 from retrieval_agent.settings import Settings  # noqa: E402
 from shared_contract import (  # noqa: E402
-    DENSE_VECTOR,
-    SPARSE_VECTOR,
     ContractEmbedder,
+    ContractSettings,
+    DocumentVectors,
+    SparseVectorData,
+    StoreRequestError,
+)
+from shared_contract.lexical import LEXICAL_FIELD_PREFIX  # noqa: E402
+from shared_contract.store import (  # noqa: E402
+    ChunkStore,
     bootstrap_collection,
+    chunk_point,
+    close_store,
+    collection_spec,
+    open_store,
 )
 
 API_KEY = "test-key-0123456789-0123456789-0123456789"
@@ -45,6 +59,13 @@ _ENV_VARS = [
     "SPARSE_QUERY_MODEL",
     "API_KEY",
     "ENABLE_HYBRID_SEARCH",
+    "HYBRID_RRF_K",
+    "HYBRID_DENSE_WEIGHT",
+    "HYBRID_SPARSE_WEIGHT",
+    "HYBRID_LEXICAL_WEIGHT",
+    "BM25_WEIGHT",
+    "LEXICAL_BM25_K1",
+    "LEXICAL_BM25_B",
     "ENABLE_RERANKING",
     "RERANKER_PROVIDER",
     "RERANKER_API_BASE_URL",
@@ -67,6 +88,29 @@ CORPUS: list[tuple[str, str, int, str]] = [
     ("kb-c", "shared.txt", 1, "Copenhagen is the capital of Denmark."),
     ("kb-a", "shared.txt", 1, "Copenhagen is the capital of Denmark."),
 ]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stores_on_tmpfs() -> Iterator[None]:
+    """Put the ':memory:' stores (temporary directories) on tmpfs when there is one: the engine syncs
+    each index it creates to disk, so a bootstrap takes seconds on a busy disk and ~0.2 s on tmpfs."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield
+        return
+    previous = tempfile.tempdir
+    root = tempfile.mkdtemp(prefix="retrieval-agent-tests-", dir=shm)
+    tempfile.tempdir = root
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -102,53 +146,164 @@ def embedder() -> ContractEmbedder:
     return instance
 
 
-def payload(tenant: str, name: str, page: int, text: str, index: int) -> dict[str, Any]:
-    return {
-        "id": f"doc-{index}",
-        "content": text,
-        "meta": {
-            "file_id": f"file-{name}",
-            "collection_name": tenant,
-            "collection_type": "file",
-            "name": name,
-            "source": name,
-            "page": page,
-            "split_id": index,
-            "headers": ["Intro"],
-        },
-        "blob": None,
-        "score": None,
+@pytest.fixture(scope="session")
+def corpus_vectors(embedder: ContractEmbedder) -> DocumentVectors:
+    return embedder.embed_documents([text for *_, text in CORPUS], with_sparse=True)
+
+
+def chunk_meta(tenant: str, name: str, page: int, index: int, **extra: Any) -> dict[str, Any]:
+    """Meta as ingestion writes it (committed unless ``ingest_state`` says otherwise)."""
+    meta: dict[str, Any] = {
+        "file_id": f"file-{name}",
+        "collection_name": tenant,
+        "collection_type": "file",
+        "name": name,
+        "source": name,
+        "page": page,
+        "split_id": index,
+        "headers": ["Intro"],
+        "languages": ["en"],
+        "ingest_version": "v1",
+        "ingest_seq": 1,
+        "ingest_state": "live",
     }
+    meta.update(extra)
+    return meta
 
 
-def seed(client: QdrantClient, settings: Settings, embedder: ContractEmbedder, *, sparse: bool = True) -> None:
-    """The collection as ingestion would write it: bootstrap + Haystack-shaped payloads."""
-    bootstrap_collection(client, settings)
-    texts = [text for *_, text in CORPUS]
-    vectors = embedder.embed_documents(texts, with_sparse=sparse)
+async def create_collection(
+    store: ChunkStore, settings: ContractSettings, *, lexical: bool = True, sparse: bool | None = None
+) -> None:
+    """Bootstrap as ingestion does; ``lexical=False`` leaves out the lexical text indexes (a foreign
+    collection's shape)."""
+    if sparse is not None:
+        settings = settings.model_copy(update={"enable_sparse_embeddings": sparse})
+    if lexical:
+        await bootstrap_collection(store, settings)
+        return
+    spec = collection_spec(settings)
+    spec = dataclasses.replace(
+        spec,
+        payload_indexes=[
+            index for index in spec.payload_indexes if not index.field_name.startswith(LEXICAL_FIELD_PREFIX)
+        ],
+    )
+    await store.create_collection(spec)
+    await store.ensure_indexes(spec)
+
+
+async def seed(
+    store: ChunkStore,
+    settings: ContractSettings,
+    vectors: DocumentVectors,
+    *,
+    sparse: bool = True,
+    lexical: bool = True,
+) -> None:
+    """The collection as ingestion writes it: bootstrap + one chunk point per CORPUS entry."""
+    await create_collection(store, settings, lexical=lexical, sparse=sparse)
     points = []
     for index, (tenant, name, page, text) in enumerate(CORPUS):
-        vector: dict[str, Any] = {DENSE_VECTOR: vectors.dense[index]}
-        if sparse and vectors.sparse is not None:
-            item = vectors.sparse[index]
-            vector[SPARSE_VECTOR] = models.SparseVector(indices=item.indices, values=item.values)
-        points.append(models.PointStruct(id=index + 1, vector=vector, payload=payload(tenant, name, page, text, index)))
-    client.upsert(settings.qdrant_index, points=points, wait=True)
+        sparse_vector = vectors.sparse[index] if sparse and vectors.sparse is not None else None
+        points.append(
+            chunk_point(
+                f"doc-{index}",
+                text,
+                chunk_meta(tenant, name, page, index),
+                dense=vectors.dense[index],
+                sparse=sparse_vector,
+            )
+        )
+    await store.upsert(points)
+
+
+async def add_chunk(
+    store: ChunkStore,
+    embedder: ContractEmbedder,
+    chunk_id: str,
+    text: str,
+    meta: dict[str, Any],
+    *,
+    sparse: bool = True,
+) -> None:
+    vectors = embedder.embed_documents([text], with_sparse=sparse)
+    sparse_vector: SparseVectorData | None = vectors.sparse[0] if vectors.sparse is not None else None
+    await store.upsert([chunk_point(chunk_id, text, meta, dense=vectors.dense[0], sparse=sparse_vector)])
 
 
 @pytest.fixture
-def seeded(settings: Settings, embedder: ContractEmbedder) -> QdrantClient:
-    client = QdrantClient(location=":memory:")
-    seed(client, settings, embedder)
-    return client
+def store_factory() -> Iterator[Callable[..., ChunkStore]]:
+    """Fresh embedded stores (qdrant-edge in a temporary directory), closed after the test."""
+    stores: list[ChunkStore] = []
+
+    def make(settings: ContractSettings | None = None) -> ChunkStore:
+        store = open_store(settings if settings is not None else make_settings())
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        anyio.run(close_store, store)
+
+
+@pytest.fixture
+def seeded(store_factory: Callable[..., ChunkStore], settings: Settings, corpus_vectors: DocumentVectors) -> ChunkStore:
+    store = store_factory(settings)
+    anyio.run(lambda: seed(store, settings, corpus_vectors))
+    return store
+
+
+class RecordingStore:
+    """A ChunkStore that records queries and facets and can fail text queries like a store whose
+    text index vanished."""
+
+    def __init__(self, inner: ChunkStore, *, fail_text_queries: bool = False) -> None:
+        self.inner = inner
+        self.fail_text_queries = fail_text_queries
+        self.queries: list[Any] = []
+        self.facets: list[tuple[str, Any]] = []
+        self.infos = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def kind(self) -> Any:
+        return self.inner.kind
+
+    @property
+    def collection(self) -> str:
+        return self.inner.collection
+
+    async def info(self) -> Any:
+        self.infos += 1
+        return await self.inner.info()
+
+    async def facet(self, key: str, selector: Any, *, limit: int) -> Any:
+        self.facets.append((key, selector))
+        return await self.inner.facet(key, selector, limit=limit)
+
+    async def query(self, request: Any) -> Any:
+        self.queries.append(request)
+        legs = request.prefetch if isinstance(request.prefetch, list) else []
+        if self.fail_text_queries and any(isinstance(leg.query, models.TextQuery) for leg in legs):
+            raise StoreRequestError("BM25 requires a text index on field lexical_en", missing_text_index=True)
+        return await self.inner.query(request)
+
+
+def leg_fields(request: Any) -> list[str]:
+    """The ``using`` of each prefetch leg of a recorded request (or of the request itself)."""
+    if isinstance(request.prefetch, list):
+        return [leg.using for leg in request.prefetch]
+    return [request.using]
 
 
 @pytest.fixture
 def app_factory(embedder: ContractEmbedder) -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
-    def build(settings: Settings, client: QdrantClient | None, **kwargs: Any) -> TestClient:
-        app = create_app(settings, embedder=kwargs.pop("embedder", embedder), qdrant_client=client, **kwargs)
+    def build(settings: Settings, store: ChunkStore | None, **kwargs: Any) -> TestClient:
+        app = create_app(settings, embedder=kwargs.pop("embedder", embedder), store=store, **kwargs)
         test_client = TestClient(app, raise_server_exceptions=False)
         test_client.__enter__()
         clients.append(test_client)
@@ -160,7 +315,7 @@ def app_factory(embedder: ContractEmbedder) -> Iterator[Callable[..., TestClient
 
 
 @pytest.fixture
-def api(app_factory: Callable[..., TestClient], settings: Settings, seeded: QdrantClient) -> TestClient:
+def api(app_factory: Callable[..., TestClient], settings: Settings, seeded: ChunkStore) -> TestClient:
     return app_factory(settings, seeded)
 
 

@@ -36,3 +36,30 @@ def test_sparse_query_model_alias(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("API_KEY", API_KEY)
     monkeypatch.setenv("SPARSE_QUERY_MODEL", "Qdrant/bm25")
     assert load_settings(Settings).sparse_embedding_model == "Qdrant/bm25"
+
+
+def test_hybrid_and_lexical_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_KEY", API_KEY)
+    settings = load_settings(Settings)
+    assert (settings.hybrid_rrf_k, settings.hybrid_dense_weight, settings.hybrid_sparse_weight) == (10, 0.5, 1.0)
+    assert settings.hybrid_lexical_weight == 1.0
+    assert (settings.lexical_bm25_k1, settings.lexical_bm25_b) == (None, None)  # the engine's 1.2 / 0.75
+    assert settings.lexical_language_cache_ttl_seconds == 10.0
+
+
+def test_lexical_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_KEY", API_KEY)
+    monkeypatch.setenv("HYBRID_LEXICAL_WEIGHT", "0.7")
+    monkeypatch.setenv("LEXICAL_BM25_K1", "0.9")
+    monkeypatch.setenv("LEXICAL_BM25_B", "0.4")
+    settings = load_settings(Settings)
+    assert (settings.hybrid_lexical_weight, settings.lexical_bm25_k1, settings.lexical_bm25_b) == (0.7, 0.9, 0.4)
+    monkeypatch.setenv("LEXICAL_BM25_B", "1.5")
+    with pytest.raises(ContractConfigError, match="LEXICAL_BM25_B"):
+        load_settings(Settings)
+
+
+def test_old_bm25_weight_still_sets_the_lexical_weight(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_KEY", API_KEY)
+    monkeypatch.setenv("BM25_WEIGHT", "0.3")
+    assert load_settings(Settings).hybrid_lexical_weight == 0.3

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,22 @@ def _clean_contract_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     for name in CONTRACT_ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _memory_stores_on_tmpfs() -> Iterator[None]:
+    """':memory:' stores live in temporary directories; on tmpfs their bootstrap (one synced update
+    per payload index) takes milliseconds instead of seconds."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * 2**30):
+        yield
+        return
+    previous, tempfile.tempdir = tempfile.tempdir, tempfile.mkdtemp(prefix="shared-contract-tests-", dir=shm)
+    try:
+        yield
+    finally:
+        shutil.rmtree(tempfile.tempdir, ignore_errors=True)
+        tempfile.tempdir = previous
 
 
 @pytest.fixture(scope="session")

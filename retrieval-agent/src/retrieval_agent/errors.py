@@ -11,20 +11,12 @@ class InvalidSearchError(RetrievalError):
     """The request is well-formed JSON but cannot be served (reported as INVALID_REQUEST)."""
 
 
-class SearchBackendError(RetrievalError):
-    """Qdrant rejected a search request (bad filter, vector name, ...): a bug or a schema drift."""
-
-
 class RerankerError(RetrievalError):
     """The reranker failed; the pipeline fails open and counts it."""
 
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason
         super().__init__(message)
-
-
-class LexicalIndexMissingError(RetrievalError):
-    """The collection has no full-text index with BM25 scoring on ``content``."""
 
 
 class QueryGenerationError(RetrievalError):

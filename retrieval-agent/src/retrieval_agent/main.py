@@ -9,18 +9,18 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from pydantic_ai.models import Model
-from qdrant_client import QdrantClient
 
 from retrieval_agent.adapters.llm import build_query_model
-from retrieval_agent.adapters.qdrant import QdrantSearch
 from retrieval_agent.adapters.reranker import FastembedReranker, Reranker, build_reranker
+from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.routes import health, metrics, search
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
 from retrieval_agent.settings import Settings, get_settings
-from shared_contract import ContractEmbedder, close_qdrant, open_qdrant
+from shared_contract import ContractEmbedder
+from shared_contract.store import ChunkStore, close_store, open_store
 
 logger = logging.getLogger("retrieval_agent")
 
@@ -29,19 +29,21 @@ def create_app(
     settings: Settings | None = None,
     *,
     embedder: ContractEmbedder | None = None,
-    qdrant_client: QdrantClient | None = None,
+    store: ChunkStore | None = None,
     reranker: Reranker | None = None,
     query_model: Model | None = None,
 ) -> FastAPI:
-    """The retrieval-agent app. Keyword arguments inject ready-made collaborators (tests, ``rag dev``)."""
+    """The retrieval-agent app. Keyword arguments inject ready-made collaborators (tests, ``rag dev``);
+    an injected ``store`` stays open, one the lifespan opens is closed on exit."""
     settings = settings if settings is not None else get_settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logger.setLevel(settings.log_level)
-        client = qdrant_client if qdrant_client is not None else open_qdrant(settings)
-        active_reranker = reranker if reranker is not None else build_reranker(settings)
+        active_store = store if store is not None else open_store(settings)
+        active_reranker: Reranker | None = None
         try:
+            active_reranker = reranker if reranker is not None else build_reranker(settings)
             active_embedder = embedder
             if active_embedder is None:
                 active_embedder = ContractEmbedder(settings, sparse=settings.hybrid_sparse_queries)
@@ -57,13 +59,13 @@ def create_app(
                 )
             elif settings.enable_query_generation:
                 logger.info("query generation is on but AGENT_API_BASE_URL is unset: using the last user message")
-            qdrant = QdrantSearch(client, settings)
+            search_store = StoreSearch(active_store, settings)
             metrics_ = SearchMetrics()
-            app.state.qdrant = qdrant
+            app.state.store = search_store
             app.state.metrics = metrics_
             app.state.search = LinearSearch(
                 settings,
-                qdrant=qdrant,
+                store=search_store,
                 embedder=active_embedder,
                 metrics=metrics_,
                 reranker=active_reranker,
@@ -73,8 +75,8 @@ def create_app(
         finally:
             if active_reranker is not None and reranker is None:
                 await active_reranker.aclose()
-            if qdrant_client is None:
-                close_qdrant(client)
+            if store is None:
+                await close_store(active_store)
 
     app = FastAPI(title="retrieval-agent", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings

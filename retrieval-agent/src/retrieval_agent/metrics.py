@@ -10,7 +10,7 @@ from typing import Literal
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 Stage = Literal["query_generation", "embed", "qdrant", "bm25", "rerank", "total"]
-SearchPath = Literal["native_hybrid", "lexical_fallback", "bm25_fallback", "dense"]
+SearchPath = Literal["native_hybrid", "bm25_fallback", "dense"]
 
 _STAGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -44,6 +44,11 @@ class SearchMetrics:
             "query_generation_fallbacks_total",
             "Query generations that failed and fell back to the last user message.",
             ["reason"],
+            registry=self.registry,
+        )
+        self.lexical_retries = Counter(
+            "lexical_retries_total",
+            "Hybrid queries re-run without their BM25 legs because the store lacked a text index.",
             registry=self.registry,
         )
         self.bm25_cache = Counter(

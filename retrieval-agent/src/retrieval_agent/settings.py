@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
 from shared_contract import ContractConfigError, ContractSettings, load_settings
 from shared_contract.settings import check_api_key, check_http_url
@@ -28,17 +28,32 @@ class Settings(ContractSettings):
     search_result_sets: ResultSets = "merged"
     multi_query_rrf_k: int = Field(default=60, ge=1, description="RRF constant when merging several queries.")
 
-    # Hybrid search.
+    # Hybrid search: one Query API call, weighted RRF over a dense leg, a sparse (BM42) leg and one
+    # BM25 leg per lexical language present in the requested tenants.
     enable_hybrid_search: bool = True
     # Fusion defaults tuned on SciFact train (benchmarks/tuned/scifact.json; docs/benchmarks.md).
-    hybrid_rrf_k: int = Field(default=10, ge=1, description="RRF constant of the dense+sparse fusion.")
-    hybrid_dense_weight: float = Field(default=0.5, ge=0.0)
-    hybrid_sparse_weight: float = Field(default=1.0, ge=0.0)
+    hybrid_rrf_k: int = Field(default=10, ge=1, description="RRF constant of the hybrid fusion.")
+    hybrid_dense_weight: float = Field(default=0.5, ge=0.0, description="RRF weight of the dense leg; 0 drops it.")
+    hybrid_sparse_weight: float = Field(default=1.0, ge=0.0, description="RRF weight of the sparse leg; 0 drops it.")
+    hybrid_lexical_weight: float = Field(
+        default=1.0,
+        ge=0.0,
+        # BM25_WEIGHT was the lexical weight of the old fallbacks; still read so deployments keep their value.
+        validation_alias=AliasChoices("hybrid_lexical_weight", "bm25_weight"),
+        description="RRF weight of each BM25 leg (one per lexical language), also of the client-side BM25; 0 drops them.",
+    )
     hybrid_prefetch_multiplier: int = Field(default=2, ge=1, le=50, description="Each leg fetches limit x this.")
-    capability_cache_ttl_seconds: float = Field(default=10.0, ge=0.0)
+    lexical_bm25_k1: float | None = Field(default=None, ge=0.0, description="BM25 k1; None: the engine's 1.2.")
+    lexical_bm25_b: float | None = Field(default=None, ge=0.0, le=1.0, description="BM25 b; None: the engine's 0.75.")
+    capability_cache_ttl_seconds: float = Field(
+        default=10.0, ge=0.0, description="How long the collection's vectors and text indexes are cached."
+    )
+    lexical_language_cache_ttl_seconds: float = Field(
+        default=10.0, ge=0.0, description="How long the lexical languages of a tenant set are cached."
+    )
+    # The client-side BM25, only for a collection with neither text-sparse nor lexical text indexes.
     bm25_max_docs: int = Field(default=10_000, ge=1)
     bm25_cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
-    bm25_weight: float = Field(default=1.0, ge=0.0, description="RRF weight of the lexical leg in the fallback.")
 
     # Reranking.
     enable_reranking: bool = False

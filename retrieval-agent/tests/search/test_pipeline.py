@@ -1,27 +1,31 @@
-"""Golden rankings on fixed vectors in an embedded Qdrant, one test per retrieval path."""
+"""Golden rankings on fixed vectors in the embedded engine (qdrant-edge), one test per retrieval path."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-import anyio
 import pytest
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
-from retrieval_agent.adapters.qdrant import QdrantSearch
+from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.metrics import SearchMetrics
-from retrieval_agent.search.pipeline import LinearSearch
+from retrieval_agent.search.pipeline import LinearSearch, RetrievedList
 from retrieval_agent.search.postprocess import Hit, rrf_fuse
-from shared_contract import (
-    DENSE_VECTOR,
-    PAYLOAD_CONTENT,
-    SPARSE_VECTOR,
-    QueryVectors,
-    SparseVectorData,
-    bootstrap_collection,
+from retrieval_agent.search.query import FusionParams, hybrid_request
+from shared_contract import ContractEmbedder, QueryVectors, SparseVectorData
+from shared_contract.store import ChunkStore, chunk_point
+
+from ..conftest import (  # type: ignore[import-not-found]  # noqa: TID252
+    RecordingStore,
+    add_chunk,
+    chunk_meta,
+    create_collection,
+    leg_fields,
+    make_settings,
 )
 
-from ..conftest import make_settings  # type: ignore[import-not-found]  # noqa: TID252
+pytestmark = pytest.mark.anyio
 
 DIM = 384
 
@@ -57,43 +61,46 @@ class FixedEmbedder:
         return self.vectors if with_sparse else QueryVectors(dense=self.vectors.dense, sparse=None)
 
 
-def make_client(*, sparse: bool, tenant_of: dict[str, str] | None = None) -> QdrantClient:
-    client = QdrantClient(location=":memory:")
-    bootstrap_collection(client, make_settings(enable_sparse_embeddings=sparse))
-    points = []
-    for index, (name, (dense, sparse_vector, content)) in enumerate(DOCS.items()):
-        vector: dict[str, Any] = {DENSE_VECTOR: dense}
-        if sparse:
-            vector[SPARSE_VECTOR] = models.SparseVector(
-                indices=list(sparse_vector), values=list(sparse_vector.values())
-            )
-        tenant = (tenant_of or {}).get(name, "t")
-        points.append(
-            models.PointStruct(
-                id=index + 1,
-                vector=vector,
-                payload={"id": name, "content": content, "meta": {"name": name, "collection_name": tenant}},
-            )
+def meta(name: str, tenant: str, **extra: Any) -> dict[str, Any]:
+    return {**chunk_meta(tenant, name, 1, 0), "name": name, **extra}
+
+
+async def make_store(
+    store_factory: Callable[..., ChunkStore], *, sparse: bool, lexical: bool = True, extra: list[Any] | None = None
+) -> ChunkStore:
+    store = store_factory()
+    await create_collection(store, make_settings(), sparse=sparse, lexical=lexical)
+    points = [
+        chunk_point(
+            name,
+            content,
+            meta(name, "t"),
+            dense=dense,
+            sparse=SparseVectorData(indices=list(terms), values=list(terms.values())) if sparse else None,
         )
-    # A twin of A in another tenant: must never show up for tenant "t".
-    twin: dict[str, Any] = {DENSE_VECTOR: unit(d0=1.0)}
-    if sparse:
-        twin[SPARSE_VECTOR] = models.SparseVector(indices=[1], values=[9.0])
+        for name, (dense, terms, content) in DOCS.items()
+    ]
+    # A twin of A that matches every leg best, in another tenant: must never show up for tenant "t".
     points.append(
-        models.PointStruct(
-            id=99, vector=twin, payload={"content": "zebra other", "meta": {"name": "X", "collection_name": "other"}}
+        chunk_point(
+            "X",
+            "zebra zebra zebra other",
+            meta("X", "other"),
+            dense=unit(d0=1.0),
+            sparse=SparseVectorData(indices=[1], values=[9.0]) if sparse else None,
         )
     )
-    client.upsert("ingestion_files", points=points, wait=True)
-    return client
+    points.extend(extra or [])
+    await store.upsert(points)
+    return store
 
 
-def pipeline(client: QdrantClient, embedder: FixedEmbedder | None = None, **overrides: Any) -> LinearSearch:
+def pipeline(store: ChunkStore, embedder: Any = None, **overrides: Any) -> LinearSearch:
     settings = make_settings(**overrides)
     return LinearSearch(
         settings,
-        qdrant=QdrantSearch(client, settings),
-        embedder=embedder or FixedEmbedder(),  # type: ignore[arg-type]
+        store=StoreSearch(store, settings),
+        embedder=embedder or FixedEmbedder(),
         metrics=SearchMetrics(),
     )
 
@@ -102,13 +109,18 @@ def names(hits: list[Hit]) -> list[str]:
     return [hit.meta["name"] for hit in hits]
 
 
-def retrieve(search: LinearSearch, limit: int = 4) -> Any:
-    return anyio.run(lambda: search.retrieve("zebra", ["t"], limit))
+async def retrieve(
+    search: LinearSearch, limit: int = 4, query: str = "zebra", tenants: tuple[str, ...] = ("t",)
+) -> RetrievedList:
+    return await search.retrieve(query, list(tenants), limit)
 
 
-def test_native_hybrid_golden_ranking_matches_rrf_formula() -> None:
-    search = pipeline(make_client(sparse=True), hybrid_rrf_k=60, hybrid_dense_weight=1.0, hybrid_sparse_weight=1.0)
-    result = retrieve(search)
+async def test_native_hybrid_golden_ranking_matches_rrf_formula(store_factory: Callable[..., ChunkStore]) -> None:
+    store = await make_store(store_factory, sparse=True)
+    search = pipeline(
+        store, hybrid_rrf_k=60, hybrid_dense_weight=1.0, hybrid_sparse_weight=1.0, hybrid_lexical_weight=0.0
+    )
+    result = await retrieve(search)
     assert result.path == "native_hybrid"
     # dense: A B C D; sparse: C D  ->  RRF(k=60): C D A B
     assert names(result.hits) == ["C", "D", "A", "B"]
@@ -118,82 +130,242 @@ def test_native_hybrid_golden_ranking_matches_rrf_formula() -> None:
         round(1 / 60, 6),
         round(1 / 61, 6),
     ]
-    # Client-side fusion (BM25 fallback, cross-query merge) uses the same scale.
+    # Client-side fusion (BM25 fallback, cross-query merge) uses the same scale (the engine's is float32).
     hit = {name: Hit(point_id=name, content=name, meta={"name": name}) for name in "ABCD"}
     client_side = rrf_fuse([[hit["A"], hit["B"], hit["C"], hit["D"]], [hit["C"], hit["D"]]], k=60, limit=4)
-    assert [(h.meta["name"], round(h.score, 9)) for h in client_side] == [
-        (h.meta["name"], round(h.score, 9)) for h in result.hits
+    assert [h.meta["name"] for h in client_side] == names(result.hits)
+    assert [h.score for h in client_side] == pytest.approx([h.score for h in result.hits], rel=1e-6)
+
+
+async def test_three_legs_golden_ranking(store_factory: Callable[..., ChunkStore]) -> None:
+    store = RecordingStore(await make_store(store_factory, sparse=True))
+    search = pipeline(
+        store, hybrid_rrf_k=60, hybrid_dense_weight=1.0, hybrid_sparse_weight=1.0, hybrid_lexical_weight=1.0
+    )
+    result = await retrieve(search)
+    assert leg_fields(store.queries[-1]) == ["text-dense", "text-sparse", "lexical_en"]
+    # dense: A B C D; sparse: C D; BM25 "zebra": D (tf 2) C
+    assert names(result.hits) == ["C", "D", "A", "B"]
+    assert [round(hit.score, 6) for hit in result.hits] == [
+        round(1 / 62 + 1 / 60 + 1 / 61, 6),
+        round(1 / 63 + 1 / 61 + 1 / 60, 6),
+        round(1 / 60, 6),
+        round(1 / 61, 6),
     ]
 
 
 @pytest.mark.parametrize(
-    ("dense_weight", "sparse_weight", "expected"),
-    [(1.0, 0.0, ["A", "B", "C", "D"]), (0.0, 1.0, ["C", "D"]), (3.0, 1.0, ["C", "D", "A", "B"])],
+    ("dense_weight", "sparse_weight", "lexical_weight", "expected", "path"),
+    [
+        (1.0, 0.0, 0.0, ["A", "B", "C", "D"], "dense"),
+        (0.0, 1.0, 0.0, ["C", "D"], "native_hybrid"),
+        (0.0, 0.0, 1.0, ["D", "C"], "native_hybrid"),
+        (3.0, 1.0, 0.0, ["C", "D", "A", "B"], "native_hybrid"),
+    ],
 )
-def test_hybrid_weights(dense_weight: float, sparse_weight: float, expected: list[str]) -> None:
-    search = pipeline(make_client(sparse=True), hybrid_dense_weight=dense_weight, hybrid_sparse_weight=sparse_weight)
-    hits = [hit for hit in retrieve(search).hits if hit.score > 0]
-    assert names(hits) == expected
+async def test_hybrid_weights(
+    store_factory: Callable[..., ChunkStore],
+    dense_weight: float,
+    sparse_weight: float,
+    lexical_weight: float,
+    expected: list[str],
+    path: str,
+) -> None:
+    search = pipeline(
+        await make_store(store_factory, sparse=True),
+        hybrid_dense_weight=dense_weight,
+        hybrid_sparse_weight=sparse_weight,
+        hybrid_lexical_weight=lexical_weight,
+    )
+    result = await retrieve(search)
+    assert result.path == path
+    assert names(result.hits) == expected
 
 
-def test_dense_path_scores_are_normalised_cosine() -> None:
+async def test_dense_path_scores_are_normalised_cosine(store_factory: Callable[..., ChunkStore]) -> None:
     embedder = FixedEmbedder()
-    result = retrieve(pipeline(make_client(sparse=True), embedder, enable_hybrid_search=False))
+    store = RecordingStore(await make_store(store_factory, sparse=True))
+    result = await retrieve(pipeline(store, embedder, enable_hybrid_search=False))
     assert result.path == "dense"
     assert names(result.hits) == ["A", "B", "C", "D"]
     assert [round(hit.score, 4) for hit in result.hits] == [1.0, 0.9, 0.8, 0.5]
     assert embedder.calls == [("zebra", False)]
+    # Hybrid off: no capability or language lookups, one store call.
+    assert (store.infos, store.facets, len(store.queries)) == (0, [], 1)
 
 
-def test_lexical_fallback_uses_qdrant_text_query_when_indexed() -> None:
-    client = make_client(sparse=False)
-    client.create_payload_index(
-        "ingestion_files",
-        PAYLOAD_CONTENT,
-        models.TextIndexParams(
-            type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD, lowercase=True, scoring=True
-        ),
-    )
+async def test_collection_without_sparse_fuses_dense_and_bm25_legs(store_factory: Callable[..., ChunkStore]) -> None:
     embedder = FixedEmbedder()
-    result = retrieve(pipeline(client, embedder))
-    assert result.path == "lexical_fallback"
-    # dense: A B C D; BM25 "zebra": D (tf 2) C  ->  C D A B by RRF
-    assert names(result.hits)[:2] in (["C", "D"], ["D", "C"])
-    assert set(names(result.hits)) == {"A", "B", "C", "D"}
+    store = RecordingStore(await make_store(store_factory, sparse=False))
+    result = await retrieve(pipeline(store, embedder))
+    assert result.path == "native_hybrid"
+    assert leg_fields(store.queries[-1]) == ["text-dense", "lexical_en"]
+    # Defaults (k 10, dense 0.5, lexical 1): dense A B C D, BM25 D C  ->  D C A B
+    assert names(result.hits) == ["D", "C", "A", "B"]
     assert embedder.calls == [("zebra", False)]
 
 
-def test_bm25_last_resort_without_scoring_index_is_cached() -> None:
-    search = pipeline(make_client(sparse=False))
-    first = retrieve(search)
+async def test_bm25_last_resort_without_sparse_or_text_indexes_is_cached(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = RecordingStore(await make_store(store_factory, sparse=False, lexical=False))
+    search = pipeline(store)
+    first = await retrieve(search)
     assert first.path == "bm25_fallback"
-    assert names(first.hits)[:2] in (["C", "D"], ["D", "C"])
-    assert "X" not in names(first.hits)
-    second = retrieve(search)
+    # The same ranking the engine's dense + BM25 fusion gives (client BM25, same RRF formula).
+    assert names(first.hits) == ["D", "C", "A", "B"]
+    assert store.facets == []  # no lexical index: no language lookup either
+    second = await retrieve(search)
     assert second.path == "bm25_fallback"
     text = search.metrics.render().decode()
     assert 'bm25_cache_total{result="miss"} 1.0' in text
     assert 'bm25_cache_total{result="hit"} 1.0' in text
+    assert 'search_path_total{path="bm25_fallback"} 2.0' in text
 
 
-@pytest.mark.parametrize(("sparse", "hybrid"), [(True, True), (True, False), (False, True)])
-def test_no_path_crosses_tenants(sparse: bool, hybrid: bool) -> None:
-    result = retrieve(pipeline(make_client(sparse=sparse), enable_hybrid_search=hybrid), limit=10)
-    assert "X" not in names(result.hits)
-    assert len(result.hits) == 4
+@pytest.mark.parametrize(
+    ("sparse", "lexical", "hybrid"),
+    [(True, True, True), (True, True, False), (False, True, True), (True, False, True), (False, False, True)],
+)
+async def test_no_path_crosses_tenants_or_shows_pending_chunks(
+    store_factory: Callable[..., ChunkStore], sparse: bool, lexical: bool, hybrid: bool
+) -> None:
+    pending = chunk_point(
+        "P",
+        "zebra zebra zebra pending",
+        meta("P", "t", ingest_state="pending"),
+        dense=unit(d0=1.0),
+        sparse=SparseVectorData(indices=[1], values=[9.0]) if sparse else None,
+    )
+    store = await make_store(store_factory, sparse=sparse, lexical=lexical, extra=[pending])
+    result = await retrieve(pipeline(store, enable_hybrid_search=hybrid), limit=10)
+    assert sorted(names(result.hits)) == ["A", "B", "C", "D"]
 
 
-def test_multi_query_merge_is_rrf_across_queries() -> None:
-    search = pipeline(make_client(sparse=True))
+async def test_multi_query_merge_is_rrf_across_queries(store_factory: Callable[..., ChunkStore]) -> None:
+    search = pipeline(await make_store(store_factory, sparse=True))
     a, b, c = (Hit(point_id=n, content=n, meta={"name": n}) for n in "abc")
     merged = search.merge([[a, b], [c, b], [b]], limit=3)
     assert names(merged) == ["b", "a", "c"]
     assert merged[0].score == pytest.approx(1 / 61 + 1 / 61 + 1 / 60)
 
 
-def test_default_fusion_is_the_one_tuned_on_scifact_train() -> None:
-    # dense: A B C D; sparse: C D. k=10, weights dense 0.5 / sparse 1: the sparse leg leads.
-    result = retrieve(pipeline(make_client(sparse=True)))
+async def test_default_fusion(store_factory: Callable[..., ChunkStore]) -> None:
+    # dense: A B C D; sparse: C D; BM25: D C. k=10, weights dense 0.5 / sparse 1 / lexical 1.
+    result = await retrieve(pipeline(await make_store(store_factory, sparse=True)))
     assert names(result.hits) == ["C", "D", "A", "B"]
-    # Qdrant's weighted RRF: 1 / ((rank + 1) / w + k - 1), 0-based rank.
-    assert round(result.hits[0].score, 6) == round(1 / (1 / 1.0 + 9) + 1 / (3 / 0.5 + 9), 6)
+    # Weighted RRF: 1 / ((rank + 1) / w + k - 1), 0-based rank.
+    assert round(result.hits[0].score, 6) == round(1 / (3 / 0.5 + 9) + 1 / (1 / 1.0 + 9) + 1 / (2 / 1.0 + 9), 6)
+
+
+async def test_a_vanished_text_index_retries_without_bm25_legs_and_is_counted(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = RecordingStore(await make_store(store_factory, sparse=True), fail_text_queries=True)
+    search = pipeline(store)
+    result = await retrieve(search)
+    assert result.path == "native_hybrid"
+    assert names(result.hits) == ["C", "D", "A", "B"]
+    assert [leg_fields(request) for request in store.queries] == [
+        ["text-dense", "text-sparse", "lexical_en"],
+        ["text-dense", "text-sparse"],
+    ]
+    # Marked unsupported for a while: the next query sends no BM25 leg at all.
+    await retrieve(search)
+    assert leg_fields(store.queries[-1]) == ["text-dense", "text-sparse"]
+    assert len(store.queries) == 3
+    assert "lexical_retries_total 1.0" in search.metrics.render().decode()
+
+
+async def test_a_vanished_text_index_without_sparse_falls_back_to_client_bm25(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = RecordingStore(await make_store(store_factory, sparse=False), fail_text_queries=True)
+    search = pipeline(store)
+    first = await retrieve(search)
+    assert first.path == "bm25_fallback"
+    assert names(first.hits) == ["D", "C", "A", "B"]
+    assert (await retrieve(search)).path == "bm25_fallback"
+    assert "lexical_retries_total 1.0" in search.metrics.render().decode()
+
+
+async def test_other_store_rejections_are_raised_not_retried(store_factory: Callable[..., ChunkStore]) -> None:
+    from shared_contract import StoreRequestError
+
+    store = await make_store(store_factory, sparse=True)
+    search = pipeline(store, embedder=FixedEmbedder(QueryVectors(dense=[1.0, 0.0], sparse=QUERY.sparse)))
+    with pytest.raises(StoreRequestError) as caught:
+        await retrieve(search)
+    assert caught.value.missing_text_index is False
+
+
+# -- language-aware BM25 with the real models --------------------------------------------------
+
+
+async def test_norwegian_inflections_are_found_only_through_the_stemmed_leg(
+    store_factory: Callable[..., ChunkStore], embedder: ContractEmbedder
+) -> None:
+    inner = store_factory()
+    await create_collection(inner, make_settings())
+    text = "Hundene løp over broene"
+    await add_chunk(inner, embedder, "no-1", text, chunk_meta("kb-no", "no.txt", 1, 0, languages=["no"]))
+    await add_chunk(inner, embedder, "no-2", "Katten sov i sola", chunk_meta("kb-no", "no.txt", 2, 1, languages=["no"]))
+    # The same text where no stemmer applies: the unstemmed fallback field.
+    await add_chunk(inner, embedder, "raw-1", text, chunk_meta("kb-raw", "raw.txt", 1, 0, languages=["ja"]))
+    store = RecordingStore(inner)
+    search = pipeline(store, embedder, hybrid_dense_weight=0.0, hybrid_sparse_weight=0.0)
+
+    stemmed = await search.retrieve("hund bro", ["kb-no"], 5)
+    assert leg_fields(store.queries[-1]) == ["lexical_no"]
+    assert [hit.content for hit in stemmed.hits] == [text]
+
+    unstemmed = await search.retrieve("hund bro", ["kb-raw"], 5)
+    assert leg_fields(store.queries[-1]) == ["lexical_any"]
+    assert unstemmed.hits == []
+
+
+async def test_bm25_and_sparse_idf_are_per_tenant(
+    store_factory: Callable[..., ChunkStore], embedder: ContractEmbedder
+) -> None:
+    store = store_factory()
+    await create_collection(store, make_settings())
+    tenant_a = [
+        "The reactor cooling pump failed during the night shift.",
+        "Quarterly budget review for the marketing department.",
+        "Replace the pump seal before restarting the reactor.",
+    ]
+    for index, text in enumerate(tenant_a):
+        await add_chunk(store, embedder, f"a-{index}", text, chunk_meta("kb-a", f"a{index}.txt", 1, index))
+    query = "reactor pump"
+    vectors = embedder.embed_query(query, with_sparse=True)
+    request = hybrid_request(
+        dense=vectors.dense,
+        sparse=vectors.sparse,
+        text=query,
+        lexical_fields=["lexical_en"],
+        collection_names=["kb-a"],
+        limit=3,
+        params=FusionParams(k=10, dense_weight=1.0, sparse_weight=1.0, lexical_weight=1.0, prefetch_limit=3),
+        sparse_idf=True,
+    )
+    assert request is not None
+    assert isinstance(request.prefetch, list)
+    sparse_leg, bm25_leg = request.prefetch[1], request.prefetch[2]
+
+    async def top_score(leg: models.Prefetch, *, scoped: bool = True) -> float:
+        # The leg on its own, as the engine scores it before fusion.
+        alone = models.QueryRequest(
+            query=leg.query, using=leg.using, filter=leg.filter, params=leg.params if scoped else None, limit=1
+        )
+        return (await store.query(alone))[0].score
+
+    before = {name: await top_score(leg) for name, leg in (("sparse", sparse_leg), ("bm25", bm25_leg))}
+    global_before = await top_score(bm25_leg, scoped=False)
+    # Tenant B: many documents full of the query terms, which would change a collection-wide IDF.
+    for index in range(12):
+        text = f"reactor pump reactor pump maintenance log {index}"
+        await add_chunk(store, embedder, f"b-{index}", text, chunk_meta("kb-b", f"b{index}.txt", 1, index))
+    after = {name: await top_score(leg) for name, leg in (("sparse", sparse_leg), ("bm25", bm25_leg))}
+    assert after == before
+    # Without the IDF scope tenant B's documents do change tenant A's scores.
+    assert await top_score(bm25_leg, scoped=False) != global_before

@@ -1,67 +1,162 @@
 from __future__ import annotations
 
+import pytest
 from qdrant_client import models
 
 from retrieval_agent.search.query import (
     FusionParams,
     dense_request,
     hybrid_request,
-    lexical_request,
+    lexical_fields_for,
     rrf_max_score,
-    tenant_filter,
+    text_query,
 )
 from shared_contract import SparseVectorData
 
+# Committed points of the requested tenants: what every leg filters on.
 TENANT = models.Filter(
-    must=[models.FieldCondition(key="meta.collection_name", match=models.MatchAny(any=["kb-1", "kb-2"]))]
+    must=[models.FieldCondition(key="meta.collection_name", match=models.MatchAny(any=["kb-1", "kb-2"]))],
+    must_not=[models.FieldCondition(key="meta.ingest_state", match=models.MatchValue(value="pending"))],
 )
-PARAMS = FusionParams(k=60, weights=(1.0, 0.5), prefetch_limit=40)
+IDF = models.SearchParams(idf=models.IdfCorpusParams(corpus=TENANT))
+PARAMS = FusionParams(k=60, dense_weight=1.0, sparse_weight=0.5, lexical_weight=2.0, prefetch_limit=40)
+SPARSE = SparseVectorData(indices=[3, 9], values=[0.5, 0.25])
 
 
-def test_tenant_filter() -> None:
-    assert tenant_filter(["kb-1", "kb-2"]) == TENANT
+def build(**overrides: object) -> models.QueryRequest | None:
+    values: dict[str, object] = {
+        "dense": [0.1],
+        "sparse": SPARSE,
+        "text": "zebra stripes",
+        "lexical_fields": ["lexical_en", "lexical_no"],
+        "collection_names": ["kb-1", "kb-2"],
+        "limit": 10,
+        "params": PARAMS,
+        "sparse_idf": True,
+    }
+    values.update(overrides)
+    return hybrid_request(**values)  # type: ignore[arg-type]
 
 
 def test_dense_request() -> None:
     request = dense_request([0.1, 0.2], ["kb-1", "kb-2"], 7)
     assert request == models.QueryRequest(
-        query=[0.1, 0.2], using="text-dense", filter=TENANT, limit=7, with_payload=True
+        query=[0.1, 0.2], using="text-dense", filter=TENANT, limit=7, with_payload=["content", "meta"]
     )
 
 
-def test_hybrid_request_filters_every_leg_and_fuses_with_weighted_rrf() -> None:
-    request = hybrid_request([0.1], SparseVectorData(indices=[3, 9], values=[0.5, 0.25]), ["kb-1", "kb-2"], 10, PARAMS)
-    assert request == models.QueryRequest(
+def test_hybrid_request_has_every_leg_filtered_idf_scoped_and_weighted() -> None:
+    assert build() == models.QueryRequest(
         prefetch=[
             models.Prefetch(query=[0.1], using="text-dense", filter=TENANT, limit=40),
             models.Prefetch(
                 query=models.SparseVector(indices=[3, 9], values=[0.5, 0.25]),
                 using="text-sparse",
                 filter=TENANT,
+                params=IDF,
                 limit=40,
             ),
+            models.Prefetch(
+                query=models.TextQuery(text="zebra stripes"), using="lexical_en", filter=TENANT, params=IDF, limit=40
+            ),
+            models.Prefetch(
+                query=models.TextQuery(text="zebra stripes"), using="lexical_no", filter=TENANT, params=IDF, limit=40
+            ),
         ],
-        query=models.RrfQuery(rrf=models.Rrf(k=60, weights=[1.0, 0.5])),
+        query=models.RrfQuery(rrf=models.Rrf(k=60, weights=[1.0, 0.5, 2.0, 2.0])),
         limit=10,
-        with_payload=True,
+        with_payload=["content", "meta"],
     )
-    # The wire form a Qdrant server receives.
+
+
+def test_wire_form_a_qdrant_server_receives() -> None:
+    request = build()
+    assert request is not None
     wire = request.model_dump(exclude_none=True)
-    assert wire["query"] == {"rrf": {"k": 60, "weights": [1.0, 0.5]}}
-    assert all(leg["filter"] == TENANT.model_dump(exclude_none=True) for leg in wire["prefetch"])
+    assert wire["query"] == {"rrf": {"k": 60, "weights": [1.0, 0.5, 2.0, 2.0]}}
+    tenant = TENANT.model_dump(exclude_none=True)
+    assert all(leg["filter"] == tenant for leg in wire["prefetch"])
+    assert "params" not in wire["prefetch"][0]
+    assert [leg["params"]["idf"] for leg in wire["prefetch"][1:]] == [{"corpus": tenant}] * 3
+    assert [leg["using"] for leg in wire["prefetch"]] == ["text-dense", "text-sparse", "lexical_en", "lexical_no"]
+    assert wire["prefetch"][2]["query"] == {"text": "zebra stripes"}
 
 
-def test_lexical_request_uses_a_text_query_on_content() -> None:
-    request = lexical_request([0.1], "zebra stripes", ["kb-1", "kb-2"], 5, PARAMS)
-    assert request.prefetch is not None
+def test_sparse_vector_without_idf_modifier_gets_no_idf_scope() -> None:
+    request = build(sparse_idf=False)
+    assert request is not None
     assert isinstance(request.prefetch, list)
-    text_leg = request.prefetch[1]
-    assert text_leg == models.Prefetch(
-        query=models.TextQuery(text="zebra stripes"), using="content", filter=TENANT, limit=40
+    assert request.prefetch[1].using == "text-sparse"
+    assert request.prefetch[1].params is None
+    assert request.prefetch[2].params == IDF  # BM25 legs always compute IDF per tenant
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fields", "weights"),
+    [
+        ({"sparse": None}, ["text-dense", "lexical_en", "lexical_no"], [1.0, 2.0, 2.0]),
+        (
+            {"sparse": SparseVectorData(indices=[], values=[])},
+            ["text-dense", "lexical_en", "lexical_no"],
+            [1.0, 2.0, 2.0],
+        ),
+        ({"lexical_fields": []}, ["text-dense", "text-sparse"], [1.0, 0.5]),
+        ({"text": "   "}, ["text-dense", "text-sparse"], [1.0, 0.5]),
+        (
+            {"params": FusionParams(k=2, dense_weight=0.0, sparse_weight=0.0, lexical_weight=1.0, prefetch_limit=5)},
+            ["lexical_en", "lexical_no"],
+            [1.0, 1.0],
+        ),
+        (
+            {"params": FusionParams(k=2, dense_weight=1.0, sparse_weight=1.0, lexical_weight=0.0, prefetch_limit=5)},
+            ["text-dense", "text-sparse"],
+            [1.0, 1.0],
+        ),
+    ],
+)
+def test_legs_present_only_when_they_can_score(
+    overrides: dict[str, object], fields: list[str], weights: list[float]
+) -> None:
+    request = build(**overrides)
+    assert request is not None
+    assert isinstance(request.prefetch, list)
+    assert [leg.using for leg in request.prefetch] == fields
+    assert isinstance(request.query, models.RrfQuery)
+    assert request.query.rrf.weights == weights
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"sparse": None, "lexical_fields": []},
+        {"params": FusionParams(k=2, dense_weight=1.0, sparse_weight=0.0, lexical_weight=0.0, prefetch_limit=5)},
+        {"params": FusionParams(k=2, dense_weight=0.0, sparse_weight=0.0, lexical_weight=0.0, prefetch_limit=5)},
+    ],
+)
+def test_nothing_but_dense_means_the_dense_request(overrides: dict[str, object]) -> None:
+    assert build(**overrides) is None
+
+
+def test_bm25_parameters_are_sent_only_when_configured() -> None:
+    assert text_query("q", PARAMS) == models.TextQuery(text="q")
+    tuned = FusionParams(
+        k=2, dense_weight=1, sparse_weight=1, lexical_weight=1, prefetch_limit=5, bm25_k1=0.9, bm25_b=0.4
     )
-    assert request.prefetch[0].filter == TENANT
+    assert text_query("q", tuned) == models.TextQuery(
+        text=models.TextQueryInput(query="q", scoring=models.Bm25Scoring(bm25=models.Bm25Params(k=0.9, b=0.4)))
+    )
+    only_b = FusionParams(k=2, dense_weight=1, sparse_weight=1, lexical_weight=1, prefetch_limit=5, bm25_b=0.3)
+    query = text_query("q", only_b)
+    assert query.model_dump(exclude_none=True) == {"text": {"query": "q", "scoring": {"bm25": {"b": 0.3}}}}
+
+
+def test_lexical_fields_for_intersects_tenant_languages_with_scoring_indexes() -> None:
+    indexed = ["lexical_en", "lexical_no", "lexical_any", "content"]
+    assert lexical_fields_for(["no", "en", "any", "de", "zz"], indexed) == ["lexical_any", "lexical_en", "lexical_no"]
+    assert lexical_fields_for([], indexed) == []
 
 
 def test_rrf_max_score_documents_the_scale() -> None:
-    assert rrf_max_score(FusionParams(k=60, weights=(1.0, 1.0), prefetch_limit=1)) == 2 / 60
-    assert rrf_max_score(FusionParams(k=2, weights=(1.0, 0.0), prefetch_limit=1)) == 1 / 2
+    assert rrf_max_score(60, [1.0, 1.0]) == 2 / 60
+    assert rrf_max_score(2, [1.0, 0.0]) == 1 / 2
+    assert rrf_max_score(10, [0.5, 1.0, 1.0]) == pytest.approx(1 / 11 + 2 / 10)

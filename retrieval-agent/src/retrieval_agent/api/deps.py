@@ -1,4 +1,8 @@
-"""Annotated dependency aliases; lifespan-held objects are reached only through these."""
+"""Annotated dependency aliases; lifespan-held objects are reached only through these.
+
+The providers are ``async def``: FastAPI runs a plain ``def`` dependency in a worker thread, a
+thread hop per dependency per request for what is an attribute read.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +10,33 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from retrieval_agent.adapters.qdrant import QdrantSearch
+from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
 
 
-def get_settings_dep(request: Request) -> Settings:
+async def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_search(request: Request) -> LinearSearch:
+async def get_search(request: Request) -> LinearSearch:
     search: LinearSearch = request.app.state.search
     return search
 
 
-def get_qdrant(request: Request) -> QdrantSearch:
-    qdrant: QdrantSearch = request.app.state.qdrant
-    return qdrant
+async def get_store(request: Request) -> StoreSearch:
+    store: StoreSearch = request.app.state.store
+    return store
 
 
-def get_metrics(request: Request) -> SearchMetrics:
+async def get_metrics(request: Request) -> SearchMetrics:
     metrics: SearchMetrics = request.app.state.metrics
     return metrics
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SearchDep = Annotated[LinearSearch, Depends(get_search)]
-QdrantDep = Annotated[QdrantSearch, Depends(get_qdrant)]
+StoreDep = Annotated[StoreSearch, Depends(get_store)]
 MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]

@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from retrieval_agent.errors import InvalidSearchError, SearchBackendError
+from retrieval_agent.errors import InvalidSearchError
 from shared_contract import (
     CollectionMissingError,
     ContractMismatchError,
@@ -18,6 +18,8 @@ from shared_contract import (
     ModelUnavailableError,
     QdrantUnavailableError,
     SparseEmbeddingError,
+    StoreIncompatibleError,
+    StoreRequestError,
 )
 
 logger = logging.getLogger(__name__)
@@ -36,7 +38,8 @@ _MAPPING: list[tuple[type[Exception], int, str, str | None]] = [
     (ModelUnavailableError, 503, "EMBEDDING_FAILED", "The query embedding model is unavailable."),
     (SparseEmbeddingError, 503, "SPARSE_EMBEDDING_FAILED", "Sparse query embedding failed."),
     (EmbeddingError, 503, "EMBEDDING_FAILED", "Query embedding failed."),
-    (SearchBackendError, 500, "SEARCH_FAILED", "Qdrant rejected the search request."),
+    (StoreIncompatibleError, 503, "STORE_INCOMPATIBLE", None),
+    (StoreRequestError, 500, "SEARCH_FAILED", "Qdrant rejected the search request."),
     (InvalidSearchError, 422, "INVALID_REQUEST", None),
 ]
 

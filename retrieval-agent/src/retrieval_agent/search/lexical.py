@@ -1,9 +1,10 @@
 """The last-resort lexical leg: a bounded, cached, client-side BM25 over the tenants' chunks.
 
-Used only when hybrid search is on, the collection has no ``text-sparse`` vector and Qdrant
-cannot run a BM25 text query itself (no full-text index with scoring on ``content``). The
-corpus is read once per tenant set (at most BM25_MAX_DOCS chunks) and cached for
-BM25_CACHE_TTL_SECONDS, never copied per query.
+Used only when hybrid search is on and the collection offers the engine neither a ``text-sparse``
+vector nor any lexical full-text index (a collection another tool created), or while those
+indexes are missing. The corpus is read once per tenant set (at most BM25_MAX_DOCS committed
+chunks) and cached for BM25_CACHE_TTL_SECONDS, never copied per query; building and scoring run
+in a worker thread.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 Path per query, chosen on live collection capabilities (cached a few seconds):
 
-- ``native_hybrid``: hybrid on and the collection has ``text-sparse``: one Query API call with
-  dense and sparse prefetch legs and server-side weighted RRF.
-- ``lexical_fallback``: hybrid on, no ``text-sparse``: dense leg plus Qdrant's own BM25 text
-  query over the ``content`` full-text index, fused server-side.
-- ``bm25_fallback``: as above but Qdrant has no scoring text index: dense search fused with a
-  bounded, cached client-side BM25 (last resort).
-- ``dense``: hybrid off.
+- ``native_hybrid``: hybrid on: one Query API call with a dense leg, a sparse leg (when the
+  collection has ``text-sparse``) and one BM25 leg per lexical language of the requested tenants
+  (when the collection has the lexical text indexes), fused server-side with weighted RRF.
+- ``bm25_fallback``: hybrid on but the collection has neither ``text-sparse`` nor a lexical text
+  index (a collection another tool created): dense search fused with a bounded, cached
+  client-side BM25 (last resort).
+- ``dense``: hybrid off, or nothing but the dense leg to send (no sparse terms, no lexical data).
 """
 
 from __future__ import annotations
@@ -16,22 +16,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import anyio
+import anyio.to_thread
+from qdrant_client import models
 
-from retrieval_agent.adapters.qdrant import QdrantSearch
 from retrieval_agent.adapters.reranker import Reranker
-from retrieval_agent.errors import LexicalIndexMissingError
+from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.metrics import SearchMetrics, SearchPath
 from retrieval_agent.search.embed import embed_query
 from retrieval_agent.search.lexical import Bm25Cache
-from retrieval_agent.search.postprocess import Hit, dense_score, point_to_hit, rrf_fuse, top_k
+from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
 from retrieval_agent.search.queries import ChatMessage, QueryGenerator, ResolvedQueries, resolve_queries
-from retrieval_agent.search.query import FusionParams, dense_request, hybrid_request, lexical_request
+from retrieval_agent.search.query import FusionParams, dense_request, hybrid_request, lexical_fields_for
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
-from shared_contract import ContractEmbedder
+from shared_contract import ContractEmbedder, StoreRequestError
 
 logger = logging.getLogger(__name__)
 
@@ -61,14 +62,14 @@ class LinearSearch:
         self,
         settings: Settings,
         *,
-        qdrant: QdrantSearch,
+        store: StoreSearch,
         embedder: ContractEmbedder,
         metrics: SearchMetrics,
         reranker: Reranker | None = None,
         generator: QueryGenerator | None = None,
     ) -> None:
         self.settings = settings
-        self.qdrant = qdrant
+        self.store = store
         self.embedder = embedder
         self.metrics = metrics
         self.reranker = reranker
@@ -76,64 +77,112 @@ class LinearSearch:
         self.bm25 = Bm25Cache(
             ttl_seconds=settings.bm25_cache_ttl_seconds, max_docs=settings.bm25_max_docs, metrics=metrics
         )
-        # When Qdrant said it cannot run text queries, skip asking again for a while.
+        # When the store said a text index is missing, skip the BM25 legs for a while.
         self._lexical_unsupported_at: float | None = None
 
-    def fusion(self, limit: int, lexical: bool = False) -> FusionParams:
+    def fusion(self, limit: int) -> FusionParams:
         """RRF parameters for one hybrid request returning ``limit`` hits."""
-        second = self.settings.bm25_weight if lexical else self.settings.hybrid_sparse_weight
+        settings = self.settings
         return FusionParams(
-            k=self.settings.hybrid_rrf_k,
-            weights=(self.settings.hybrid_dense_weight, second),
-            prefetch_limit=limit * self.settings.hybrid_prefetch_multiplier,
+            k=settings.hybrid_rrf_k,
+            dense_weight=settings.hybrid_dense_weight,
+            sparse_weight=settings.hybrid_sparse_weight,
+            lexical_weight=settings.hybrid_lexical_weight,
+            prefetch_limit=limit * settings.hybrid_prefetch_multiplier,
+            bm25_k1=settings.lexical_bm25_k1,
+            bm25_b=settings.lexical_bm25_b,
         )
 
     async def retrieve(self, query: str, collection_names: Sequence[str], limit: int) -> RetrievedList:
         """Up to ``limit`` candidates for one query from the tenants in ``collection_names``."""
-        capabilities = await self.qdrant.capabilities()
-        hybrid = self.settings.enable_hybrid_search
-        native = hybrid and capabilities.has_sparse and self.embedder.sparse is not None
-        vectors = await embed_query(self.embedder, query, with_sparse=native, metrics=self.metrics)
-        if native and vectors.sparse is not None and vectors.sparse.indices:
-            request = hybrid_request(vectors.dense, vectors.sparse, collection_names, limit, self.fusion(limit))
+        if not self.settings.enable_hybrid_search:
+            return await self._dense(query, collection_names, limit)
+        capabilities = await self.store.capabilities()
+        sparse = capabilities.has_sparse and self.embedder.sparse is not None
+        lexical = bool(capabilities.lexical_fields) and self._lexical_supported()
+        if not sparse and not lexical:
+            return await self._bm25_fallback(query, collection_names, limit)
+        fields: list[str] = []
+        if lexical:
+            codes = await self.store.lexical_languages(collection_names)
+            fields = lexical_fields_for(codes, capabilities.lexical_fields)
+        vectors = await embed_query(self.embedder, query, with_sparse=sparse, metrics=self.metrics)
+        params = self.fusion(limit)
+
+        def build(lexical_fields: Sequence[str]) -> models.QueryRequest | None:
+            return hybrid_request(
+                dense=vectors.dense,
+                sparse=vectors.sparse,
+                text=query,
+                lexical_fields=lexical_fields,
+                collection_names=collection_names,
+                limit=limit,
+                params=params,
+                sparse_idf=capabilities.sparse_idf,
+            )
+
+        request = build(fields)
+        if request is None:
+            return await self._dense(query, collection_names, limit, dense=vectors.dense)
+        try:
             with self.metrics.time_stage("qdrant"):
-                points = await self.qdrant.query(request)
-            return self._done(query, [point_to_hit(point) for point in points], "native_hybrid")
-        if hybrid and not native and self._lexical_supported():
-            request = lexical_request(vectors.dense, query, collection_names, limit, self.fusion(limit, lexical=True))
-            try:
-                with self.metrics.time_stage("qdrant"):
-                    points = await self.qdrant.query(request, lexical=True)
-            except LexicalIndexMissingError as exc:
-                self._lexical_unsupported_at = time.monotonic()
-                logger.warning("no scoring text index on content, using client-side BM25: %s", exc)
-            else:
-                return self._done(query, [point_to_hit(point) for point in points], "lexical_fallback")
-        prefetch = limit * self.settings.hybrid_prefetch_multiplier if hybrid and not native else limit
+                points = await self.store.query(request)
+        except StoreRequestError as exc:
+            if not (exc.missing_text_index and fields):
+                raise
+            self._lexical_missing(exc)
+            request = build(())
+            if request is None:
+                return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
+            with self.metrics.time_stage("qdrant"):
+                points = await self.store.query(request)
+        return self._done(query, newest_versions([point_to_hit(point) for point in points]), "native_hybrid")
+
+    async def _dense(
+        self, query: str, collection_names: Sequence[str], limit: int, *, dense: Sequence[float] | None = None
+    ) -> RetrievedList:
+        if dense is None:
+            dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics)).dense
         with self.metrics.time_stage("qdrant"):
-            points = await self.qdrant.query(dense_request(vectors.dense, collection_names, prefetch))
+            points = await self.store.query(dense_request(dense, collection_names, limit))
+        hits = [point_to_hit(point, dense_score(point.score)) for point in points]
+        return self._done(query, newest_versions(hits), "dense")
+
+    async def _bm25_fallback(
+        self, query: str, collection_names: Sequence[str], limit: int, *, dense: Sequence[float] | None = None
+    ) -> RetrievedList:
+        if dense is None:
+            dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics)).dense
+        prefetch = limit * self.settings.hybrid_prefetch_multiplier
+        with self.metrics.time_stage("qdrant"):
+            points = await self.store.query(dense_request(dense, collection_names, prefetch))
         dense_hits = [point_to_hit(point, dense_score(point.score)) for point in points]
-        if not hybrid or native:
-            return self._done(query, dense_hits[:limit], "dense")
         with self.metrics.time_stage("bm25"):
             index = await self.bm25.index_for(
                 collection_names, lambda max_docs: self._load_corpus(collection_names, max_docs)
             )
-            lexical_hits = index.search(query, prefetch)
+            lexical_hits = await anyio.to_thread.run_sync(index.search, query, prefetch)
         fused = rrf_fuse(
             [dense_hits, lexical_hits],
             k=self.settings.hybrid_rrf_k,
-            limit=limit,
-            weights=[self.settings.hybrid_dense_weight, self.settings.bm25_weight],
+            limit=2 * prefetch,
+            weights=[self.settings.hybrid_dense_weight, self.settings.hybrid_lexical_weight],
         )
-        return self._done(query, fused, "bm25_fallback")
+        return self._done(query, newest_versions(fused)[:limit], "bm25_fallback")
 
     def _lexical_supported(self) -> bool:
         marked = self._lexical_unsupported_at
         return marked is None or time.monotonic() - marked >= self.settings.bm25_cache_ttl_seconds
 
+    def _lexical_missing(self, exc: StoreRequestError) -> None:
+        """A text index vanished under a BM25 leg: count it, stop sending those legs for a while."""
+        self._lexical_unsupported_at = time.monotonic()
+        self.store.forget_capabilities()
+        self.metrics.lexical_retries.inc()
+        logger.warning("a lexical text index is missing, retrying without BM25 legs: %s", exc)
+
     async def _load_corpus(self, collection_names: Sequence[str], max_docs: int) -> list[Hit]:
-        records = await self.qdrant.scroll_contents(collection_names, max_docs)
+        records = await self.store.scroll_contents(collection_names, max_docs)
         return [point_to_hit(record, 0.0) for record in records]
 
     def _done(self, query: str, hits: list[Hit], path: SearchPath) -> RetrievedList:
@@ -188,10 +237,11 @@ class LinearSearch:
         return rrf_fuse(rankings, k=self.settings.multi_query_rrf_k, limit=limit)
 
     async def _finish(self, candidates: Sequence[Hit], query: str, k: int) -> list[Hit]:
-        unique = top_k(candidates, len(candidates))
+        # Lists of several queries may hold two versions of one file: narrowed once more here.
+        unique = top_k(newest_versions(candidates), len(candidates))
         if self.reranker is not None:
             return top_k(await rerank(self.reranker, query, unique, k, self.metrics), k)
-        return [replace(hit) for hit in unique[:k]]
+        return unique[:k]
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

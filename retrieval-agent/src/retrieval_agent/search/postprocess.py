@@ -1,4 +1,4 @@
-"""Pure result handling: Qdrant points to hits, content-hash dedup, fusion across result lists."""
+"""Pure result handling: store points to hits, newest-version filter, content-hash dedup, fusion."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from qdrant_client import models
-
-from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META
+from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
+from shared_contract.store import PointRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,18 +36,62 @@ def dense_score(cosine: float) -> float:
     return min(1.0, max(0.0, (cosine + 1.0) / 2.0))
 
 
-def point_to_hit(point: models.ScoredPoint | models.Record, score: float | None = None) -> Hit:
-    """A Qdrant point with a Haystack-shaped payload (``{"content", "meta"}``) as a hit."""
-    payload = point.payload or {}
+def point_to_hit(point: PointRecord, score: float | None = None) -> Hit:
+    """A stored point with a Haystack-shaped payload (``{"content", "meta"}``) as a hit.
+
+    The payload is the store's fresh dict for this call, so it is used as is, not copied.
+    """
+    payload = point.payload
     content = payload.get(PAYLOAD_CONTENT)
     meta = payload.get(PAYLOAD_META)
-    raw_score = getattr(point, "score", 0.0)
     return Hit(
-        point_id=str(point.id),
+        point_id=point.point_id,
         content=content if isinstance(content, str) else "",
-        meta=dict(meta) if isinstance(meta, dict) else {},
-        score=float(raw_score if score is None else score),
+        meta=meta if isinstance(meta, dict) else {},
+        score=point.score if score is None else score,
     )
+
+
+def _file_key(meta: dict[str, Any]) -> tuple[str, str] | None:
+    file_id = meta.get(MetaKey.FILE_ID)
+    if not isinstance(file_id, str):
+        return None
+    return file_id, str(meta.get(MetaKey.COLLECTION_NAME))
+
+
+def _ingest_seq(meta: dict[str, Any]) -> int:
+    seq = meta.get(MetaKey.INGEST_SEQ)
+    # A chunk without a sequence (written before versioning) is older than any that has one.
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
+
+
+def newest_versions(hits: Sequence[Hit]) -> list[Hit]:
+    """Drop chunks of a file version that a newer version of the same file and tenant replaces.
+
+    A commit makes the new version live in one switch and removes the old one right after; in
+    between both are live. Among the hits of one list, chunks of the same
+    (``meta.file_id``, ``meta.collection_name``) with different ``meta.ingest_seq`` are narrowed
+    to the newest seq, so a result never mixes two versions of a file. Order is kept.
+    """
+    newest: dict[tuple[str, str], int] = {}
+    mixed = False
+    for hit in hits:
+        key = _file_key(hit.meta)
+        if key is None:
+            continue
+        seq = _ingest_seq(hit.meta)
+        known = newest.setdefault(key, seq)
+        if known != seq:
+            mixed = True
+            newest[key] = max(known, seq)
+    if not mixed:
+        return list(hits)
+    kept: list[Hit] = []
+    for hit in hits:
+        key = _file_key(hit.meta)
+        if key is None or _ingest_seq(hit.meta) == newest[key]:
+            kept.append(hit)
+    return kept
 
 
 def dedup(hits: Iterable[Hit]) -> list[Hit]:

@@ -1,38 +1,62 @@
-"""Pure builders of the Qdrant requests the pipeline sends; no client involved.
+"""Pure builders of the store requests the pipeline sends; no store involved.
 
-Every request carries the tenant filter on each leg, so no query can return another tenant's
-chunk (fusion only sees what its prefetch legs returned).
+Every leg carries the tenant filter (committed points of the requested tenants only), so fusion
+never sees another tenant's chunk or a run's pending points. The sparse leg (when its vector has
+the IDF modifier) and the BM25 legs also compute IDF over that filter, so the documents of one
+tenant never shift another tenant's scores in the shared collection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from qdrant_client import models
 
-from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, SPARSE_VECTOR, MetaKey, SparseVectorData, meta_path
+from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, SPARSE_VECTOR, SparseVectorData, lexical
+from shared_contract.store import tenant_filter
+
+# The lexical copies (``lexical_<code>``) duplicate ``content``: never read them back.
+RESULT_PAYLOAD = (PAYLOAD_CONTENT, PAYLOAD_META)
 
 
 @dataclass(frozen=True, slots=True)
 class FusionParams:
-    """Weighted RRF over two prefetch legs; Qdrant scores ``sum(1 / ((rank + 1) / w + k - 1))`` (0-based rank)."""
+    """Weighted RRF over the prefetch legs: ``sum(1 / ((rank + 1) / w + k - 1))`` (0-based rank).
+
+    A leg whose weight is 0 would add nothing but zero-score candidates, so it is not sent.
+    """
 
     k: int
-    weights: tuple[float, float]
+    dense_weight: float
+    sparse_weight: float
+    lexical_weight: float  # each BM25 leg's weight
     prefetch_limit: int
+    bm25_k1: float | None = None  # None: the engine's default (1.2)
+    bm25_b: float | None = None  # None: the engine's default (0.75)
 
 
-def tenant_filter(collection_names: Sequence[str]) -> models.Filter:
-    """Only points whose ``meta.collection_name`` is one of ``collection_names``."""
-    if not collection_names:
-        raise ValueError("at least one collection name is required")
-    return models.Filter(
-        must=[
-            models.FieldCondition(
-                key=meta_path(MetaKey.COLLECTION_NAME), match=models.MatchAny(any=list(collection_names))
-            )
-        ]
+def lexical_fields_for(codes: Iterable[str], indexed: Iterable[str]) -> list[str]:
+    """The BM25 fields to query: the tenants' lexical languages that have a scoring text index."""
+    available = set(indexed)
+    return [field for field in lexical.lexical_fields(list(codes)) if field in available]
+
+
+def idf_scope(selector: models.Filter) -> models.SearchParams:
+    """IDF over the points ``selector`` matches instead of the whole shared collection."""
+    # model_construct: validating ``idf`` tries the IdfScope enum first, whose failure formats the
+    # whole filter into an error message (~50 µs per request); the parts are validated models already.
+    return models.SearchParams.model_construct(idf=models.IdfCorpusParams(corpus=selector))
+
+
+def text_query(text: str, params: FusionParams) -> models.TextQuery:
+    """A BM25 text query; k1/b are sent only when configured."""
+    if params.bm25_k1 is None and params.bm25_b is None:
+        return models.TextQuery(text=text)
+    return models.TextQuery(
+        text=models.TextQueryInput(
+            query=text, scoring=models.Bm25Scoring(bm25=models.Bm25Params(k=params.bm25_k1, b=params.bm25_b))
+        )
     )
 
 
@@ -43,65 +67,61 @@ def dense_request(dense: Sequence[float], collection_names: Sequence[str], limit
         using=DENSE_VECTOR,
         filter=tenant_filter(collection_names),
         limit=limit,
-        with_payload=True,
+        with_payload=list(RESULT_PAYLOAD),
     )
-
-
-def _rrf(params: FusionParams) -> models.RrfQuery:
-    return models.RrfQuery(rrf=models.Rrf(k=params.k, weights=list(params.weights)))
 
 
 def hybrid_request(
+    *,
     dense: Sequence[float],
-    sparse: SparseVectorData,
+    sparse: SparseVectorData | None,
+    text: str,
+    lexical_fields: Sequence[str],
     collection_names: Sequence[str],
     limit: int,
     params: FusionParams,
-) -> models.QueryRequest:
-    """Dense and sparse prefetch legs fused server-side with weighted RRF (weights: dense, sparse)."""
-    flt = tenant_filter(collection_names)
-    return models.QueryRequest(
-        prefetch=[
-            models.Prefetch(query=list(dense), using=DENSE_VECTOR, filter=flt, limit=params.prefetch_limit),
+    sparse_idf: bool,
+) -> models.QueryRequest | None:
+    """One request: a dense, a sparse and one BM25 leg per lexical field, fused with weighted RRF.
+
+    Legs, in order: ``text-dense``; ``text-sparse`` (when ``sparse`` has terms); a ``TextQuery``
+    on each of ``lexical_fields``. Zero-weight legs are left out. None when no leg but the dense
+    one remains (the caller runs the plain dense request instead, with its cosine scale).
+    """
+    selector = tenant_filter(collection_names)
+    idf = idf_scope(selector)
+    limit_per_leg = params.prefetch_limit
+    legs: list[models.Prefetch] = []
+    weights: list[float] = []
+    if params.dense_weight > 0:
+        legs.append(models.Prefetch(query=list(dense), using=DENSE_VECTOR, filter=selector, limit=limit_per_leg))
+        weights.append(params.dense_weight)
+    if sparse is not None and sparse.indices and params.sparse_weight > 0:
+        legs.append(
             models.Prefetch(
                 query=models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)),
                 using=SPARSE_VECTOR,
-                filter=flt,
-                limit=params.prefetch_limit,
-            ),
-        ],
-        query=_rrf(params),
-        limit=limit,
-        with_payload=True,
-    )
-
-
-def lexical_request(
-    dense: Sequence[float],
-    text: str,
-    collection_names: Sequence[str],
-    limit: int,
-    params: FusionParams,
-) -> models.QueryRequest:
-    """Dense leg plus a server-side BM25 leg over the ``content`` full-text index, fused with RRF.
-
-    Needs a text index with ``scoring`` on ``content``; Qdrant answers with an error otherwise.
-    Weights: dense, lexical.
-    """
-    flt = tenant_filter(collection_names)
+                filter=selector,
+                params=idf if sparse_idf else None,
+                limit=limit_per_leg,
+            )
+        )
+        weights.append(params.sparse_weight)
+    if params.lexical_weight > 0 and text.strip():
+        query = text_query(text, params)
+        for field in lexical_fields:
+            legs.append(models.Prefetch(query=query, using=field, filter=selector, params=idf, limit=limit_per_leg))
+            weights.append(params.lexical_weight)
+    if not any(leg.using != DENSE_VECTOR for leg in legs):
+        return None
     return models.QueryRequest(
-        prefetch=[
-            models.Prefetch(query=list(dense), using=DENSE_VECTOR, filter=flt, limit=params.prefetch_limit),
-            models.Prefetch(
-                query=models.TextQuery(text=text), using=PAYLOAD_CONTENT, filter=flt, limit=params.prefetch_limit
-            ),
-        ],
-        query=_rrf(params),
+        prefetch=legs,
+        query=models.RrfQuery(rrf=models.Rrf(k=params.k, weights=weights)),
         limit=limit,
-        with_payload=True,
+        with_payload=list(RESULT_PAYLOAD),
     )
 
 
-def rrf_max_score(params: FusionParams) -> float:
-    """The best score Qdrant's weighted RRF can give (first in every leg): documents the scale."""
-    return sum(1.0 / (1.0 / weight + params.k - 1.0) for weight in params.weights if weight > 0)
+def rrf_max_score(k: int, weights: Sequence[float]) -> float:
+    """The best score weighted RRF can give (first in every leg): documents the scale."""
+    return sum(1.0 / (1.0 / weight + k - 1.0) for weight in weights if weight > 0)

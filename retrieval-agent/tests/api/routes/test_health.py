@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 from fastapi.testclient import TestClient
-from qdrant_client import QdrantClient
 
-from shared_contract import ContractSettings, bootstrap_collection
+from shared_contract import ContractSettings
+from shared_contract.store import ChunkStore, bootstrap_collection
 
 from ...conftest import make_settings  # type: ignore[import-not-found]  # noqa: TID252
 
@@ -22,25 +23,30 @@ def test_ready_when_collection_matches(api: TestClient) -> None:
         "collection": "ingestion_files",
         "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
         "sparse": True,
+        "lexical": True,
     }
 
 
-def test_not_ready_until_collection_exists(app_factory: Callable[..., TestClient]) -> None:
-    client = QdrantClient(location=":memory:")
-    api = app_factory(make_settings(), client)
+def test_not_ready_until_collection_exists(
+    app_factory: Callable[..., TestClient], store_factory: Callable[..., ChunkStore]
+) -> None:
+    store = store_factory()
+    api = app_factory(make_settings(), store)
     response = api.get("/health/ready")
     assert response.status_code == 503
     assert response.json()["code"] == "COLLECTION_MISSING"
     assert "not created yet" in response.json()["detail"]
     # Re-evaluated per probe: once ingestion bootstraps the collection, ready.
-    bootstrap_collection(client, make_settings())
+    anyio.run(bootstrap_collection, store, make_settings())
     assert api.get("/health/ready").status_code == 200
 
 
-def test_not_ready_on_contract_mismatch_and_body_names_it(app_factory: Callable[..., TestClient]) -> None:
-    client = QdrantClient(location=":memory:")
-    bootstrap_collection(client, ContractSettings(qdrant_uri=":memory:", embedding_prefix_query="query: "))
-    api = app_factory(make_settings(), client)
+def test_not_ready_on_contract_mismatch_and_body_names_it(
+    app_factory: Callable[..., TestClient], store_factory: Callable[..., ChunkStore]
+) -> None:
+    store = store_factory()
+    anyio.run(bootstrap_collection, store, ContractSettings(qdrant_uri=":memory:", embedding_prefix_query="query: "))
+    api = app_factory(make_settings(), store)
     response = api.get("/health/ready")
     assert response.status_code == 503
     data = response.json()

@@ -3,7 +3,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
-from qdrant_client import QdrantClient
+
+from shared_contract.store import ChunkStore
 
 from ...conftest import AUTH, make_settings  # type: ignore[import-not-found]  # noqa: TID252
 
@@ -22,13 +23,13 @@ def test_metrics_report_paths_and_stages(api: TestClient) -> None:
     assert 'search_requests_total{code="",outcome="ok"} 1.0' in text
 
 
-def test_metrics_disabled_is_404(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+def test_metrics_disabled_is_404(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
     api = app_factory(make_settings(metrics_enabled=False), seeded)
     assert api.get("/metrics", headers=AUTH).status_code == 404
 
 
 def test_two_apps_in_one_process_keep_separate_metrics(
-    app_factory: Callable[..., TestClient], seeded: QdrantClient
+    app_factory: Callable[..., TestClient], seeded: ChunkStore
 ) -> None:
     first = app_factory(make_settings(), seeded)
     second = app_factory(make_settings(), seeded)

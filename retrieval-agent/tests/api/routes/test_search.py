@@ -7,13 +7,14 @@ import anyio
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from qdrant_client import QdrantClient
 
 from retrieval_agent.main import create_app
+from retrieval_agent.search.query import rrf_max_score
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder
+from shared_contract.store import ChunkStore
 
-from ...conftest import AUTH, make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ...conftest import AUTH, add_chunk, chunk_meta, make_settings  # type: ignore[import-not-found]  # noqa: TID252
 
 
 def body(**overrides: Any) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def test_same_text_in_two_tenants_is_returned_once(api: TestClient) -> None:
 
 
 @pytest.mark.parametrize("hybrid", [True, False])
-def test_tenant_isolation(app_factory: Callable[..., TestClient], seeded: QdrantClient, hybrid: bool) -> None:
+def test_tenant_isolation(app_factory: Callable[..., TestClient], seeded: ChunkStore, hybrid: bool) -> None:
     api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
     response = api.post(
         "/search", json=body(queries=["secret code word BANANA"], collection_names=["kb-a"], k=100), headers=AUTH
@@ -77,7 +78,7 @@ def test_tenant_isolation(app_factory: Callable[..., TestClient], seeded: Qdrant
     assert "BANANA" in other.json()["documents"][0][0]
 
 
-def test_dense_distances_are_normalised_cosine(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+def test_dense_distances_are_normalised_cosine(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
     api = app_factory(make_settings(enable_hybrid_search=False), seeded)
     distances = api.post("/search", json=body(k=5), headers=AUTH).json()["distances"][0]
     assert all(0.0 <= value <= 1.0 for value in distances)
@@ -86,7 +87,9 @@ def test_dense_distances_are_normalised_cosine(app_factory: Callable[..., TestCl
 
 def test_hybrid_distances_are_rrf_scores(api: TestClient, settings: Settings) -> None:
     distances = api.post("/search", json=body(k=5), headers=AUTH).json()["distances"][0]
-    ceiling = 2 / settings.hybrid_rrf_k
+    # Three legs here: dense, sparse and the English BM25 leg.
+    weights = [settings.hybrid_dense_weight, settings.hybrid_sparse_weight, settings.hybrid_lexical_weight]
+    ceiling = rrf_max_score(settings.hybrid_rrf_k, weights)
     assert all(0.0 < value <= ceiling + 1e-9 for value in distances)
 
 
@@ -156,9 +159,9 @@ def test_bad_key_is_401_with_www_authenticate(api: TestClient, headers: dict[str
 
 
 def test_double_slash_path_through_real_http(
-    settings: Settings, seeded: QdrantClient, embedder: ContractEmbedder
+    settings: Settings, seeded: ChunkStore, embedder: ContractEmbedder
 ) -> None:
-    app = create_app(settings, embedder=embedder, qdrant_client=seeded)
+    app = create_app(settings, embedder=embedder, store=seeded)
 
     async def run() -> tuple[httpx.Response, httpx.Response]:
         async with app.router.lifespan_context(app):
@@ -175,8 +178,8 @@ def test_double_slash_path_through_real_http(
     assert double.json() == single.json()
 
 
-def test_double_slash_raw_asgi_path(settings: Settings, seeded: QdrantClient, embedder: ContractEmbedder) -> None:
-    app = create_app(settings, embedder=embedder, qdrant_client=seeded)
+def test_double_slash_raw_asgi_path(settings: Settings, seeded: ChunkStore, embedder: ContractEmbedder) -> None:
+    app = create_app(settings, embedder=embedder, store=seeded)
     import json
 
     sent: list[dict[str, Any]] = []
@@ -213,7 +216,55 @@ def test_double_slash_raw_asgi_path(settings: Settings, seeded: QdrantClient, em
     assert b"Eiffel" in b"".join(message.get("body", b"") for message in sent[1:])
 
 
-def test_per_query_result_sets_when_configured(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+def test_per_query_result_sets_when_configured(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
     api = app_factory(make_settings(search_result_sets="per_query"), seeded)
     data = api.post("/search", json=body(queries=["Eiffel", "cell"], k=2), headers=AUTH).json()
     assert len(data["documents"]) == 2
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_pending_chunks_never_appear(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, embedder: ContractEmbedder, hybrid: bool
+) -> None:
+    draft = "The Eiffel Tower in Paris was completed in 1889: a draft a run is still writing."
+    meta = chunk_meta("kb-a", "draft.pdf", 1, 0, ingest_state="pending")
+    anyio.run(lambda: add_chunk(seeded, embedder, "draft-0", draft, meta))
+    api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
+    documents = api.post("/search", json=body(k=100), headers=AUTH).json()["documents"][0]
+    assert "Eiffel Tower in Paris" in documents[0]
+    assert draft not in documents
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_search_never_mixes_two_versions_of_a_file(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, embedder: ContractEmbedder, hybrid: bool
+) -> None:
+    # A commit in flight: version 2 of paris.pdf is live and version 1 is not removed yet.
+    new_chunks = [
+        "The Eiffel Tower in Paris was completed in 1889, revised edition.",
+        "The Eiffel Tower is about 330 metres tall.",
+    ]
+    for index, text in enumerate(new_chunks):
+        meta = chunk_meta("kb-a", "paris.pdf", index + 1, index, ingest_version="v2", ingest_seq=2)
+        anyio.run(
+            lambda text=text, meta=meta, index=index: add_chunk(seeded, embedder, f"paris-v2-{index}", text, meta)
+        )
+    api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
+    data = api.post("/search", json=body(k=10), headers=AUTH).json()
+    paris = [meta for meta in data["metadatas"][0] if meta["file_id"] == "file-paris.pdf"]
+    assert len(paris) == 2
+    assert {meta["ingest_seq"] for meta in paris} == {2}
+    assert "The Eiffel Tower in Paris was completed in 1889 for the World's Fair." not in data["documents"][0]
+
+
+def test_norwegian_tenant_is_searched_with_the_norwegian_stemmer(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, embedder: ContractEmbedder
+) -> None:
+    texts = ["Hundene løp over broene i byen.", "Regjeringen la fram statsbudsjettet i oktober."]
+    for index, text in enumerate(texts):
+        meta = chunk_meta("kb-no", "norsk.txt", index + 1, index, languages=["no"])
+        anyio.run(lambda text=text, meta=meta, index=index: add_chunk(seeded, embedder, f"no-{index}", text, meta))
+    api = app_factory(make_settings(), seeded)
+    data = api.post("/search", json=body(queries=["hund bro"], collection_names=["kb-no"], k=1), headers=AUTH).json()
+    assert data["documents"] == [[texts[0]]]
+    assert 'search_path_total{path="native_hybrid"} 1.0' in api.get("/metrics", headers=AUTH).text

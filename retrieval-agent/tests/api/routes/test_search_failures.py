@@ -5,19 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from qdrant_client import QdrantClient
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from retrieval_agent.adapters.reranker import HttpReranker
-from shared_contract import ContractEmbedder
+from shared_contract import ContractEmbedder, StoreRequestError
+from shared_contract.store import ChunkStore
 
-from ...conftest import AUTH, make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ...conftest import AUTH, RecordingStore, make_settings  # type: ignore[import-not-found]  # noqa: TID252
 
 BODY = {"queries": ["When was the Eiffel Tower completed?"], "collection_names": ["kb-a"], "k": 2}
 
@@ -46,11 +47,39 @@ def test_qdrant_down_is_503_qdrant_unavailable(app_factory: Callable[..., TestCl
     assert ready.json()["code"] == "QDRANT_UNAVAILABLE"
 
 
-def test_missing_collection_is_503_not_empty(app_factory: Callable[..., TestClient]) -> None:
-    api = app_factory(make_settings(), QdrantClient(location=":memory:"))
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_missing_collection_is_503_not_empty(
+    app_factory: Callable[..., TestClient], store_factory: Callable[..., ChunkStore], hybrid: bool
+) -> None:
+    api = app_factory(make_settings(enable_hybrid_search=hybrid), store_factory())
     response = api.post("/search", json=BODY, headers=AUTH)
     assert response.status_code == 503
     assert response.json()["code"] == "COLLECTION_MISSING"
+
+
+class _RejectingStore(RecordingStore):  # type: ignore[misc]
+    async def query(self, request: Any) -> Any:
+        raise StoreRequestError("Wrong input: vector dimension error")
+
+
+def test_a_request_the_store_rejects_is_500_search_failed(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore
+) -> None:
+    api = app_factory(make_settings(), _RejectingStore(seeded))
+    response = api.post("/search", json=BODY, headers=AUTH)
+    assert response.status_code == 500
+    assert response.json() == {"status": False, "error": "Qdrant rejected the search request.", "code": "SEARCH_FAILED"}
+    assert metric(api, 'search_requests_total{code="SEARCH_FAILED"') == 1
+
+
+def test_a_vanished_text_index_still_answers_and_is_counted(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore
+) -> None:
+    api = app_factory(make_settings(), RecordingStore(seeded, fail_text_queries=True))
+    response = api.post("/search", json=BODY, headers=AUTH)
+    assert response.status_code == 200
+    assert "Eiffel Tower in Paris" in response.json()["documents"][0][0]
+    assert metric(api, "lexical_retries_total") == 1
 
 
 class _BrokenDense:
@@ -70,7 +99,7 @@ class _BrokenDense:
         raise ConnectionError("embedding endpoint down")
 
 
-def test_embedder_failure_is_503_embedding_failed(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+def test_embedder_failure_is_503_embedding_failed(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
     settings = make_settings(enable_hybrid_search=False)
     broken = ContractEmbedder(settings, sparse=False, dense_backend=_BrokenDense(), allow_fused=False)
     api = app_factory(settings, seeded, embedder=broken)
@@ -81,7 +110,7 @@ def test_embedder_failure_is_503_embedding_failed(app_factory: Callable[..., Tes
 
 
 def test_reranker_failure_fails_open_and_is_counted(
-    app_factory: Callable[..., TestClient], seeded: QdrantClient, serve: Callable[[Any], str]
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, serve: Callable[[Any], str]
 ) -> None:
     async def broken(_: Request) -> JSONResponse:
         return JSONResponse({"error": "model crashed"}, status_code=500)
@@ -98,7 +127,7 @@ def test_reranker_failure_fails_open_and_is_counted(
 
 
 def test_reranker_reorders_candidates(
-    app_factory: Callable[..., TestClient], seeded: QdrantClient, serve: Callable[[Any], str]
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, serve: Callable[[Any], str]
 ) -> None:
     seen: list[dict[str, Any]] = []
 
@@ -123,7 +152,7 @@ def test_reranker_reorders_candidates(
 
 
 def test_llm_failure_falls_back_to_last_user_message_and_is_counted(
-    app_factory: Callable[..., TestClient], seeded: QdrantClient
+    app_factory: Callable[..., TestClient], seeded: ChunkStore
 ) -> None:
     def fail(messages: list[ModelMessage], info: AgentInfo) -> Any:
         raise RuntimeError("LLM proxy down")
@@ -142,9 +171,7 @@ def test_llm_failure_falls_back_to_last_user_message_and_is_counted(
     assert metric(api, 'query_generation_fallbacks_total{reason="llm_error"}') == 1
 
 
-def test_generated_queries_are_searched_and_merged(
-    app_factory: Callable[..., TestClient], seeded: QdrantClient
-) -> None:
+def test_generated_queries_are_searched_and_merged(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
     prompts: list[str] = []
@@ -175,7 +202,7 @@ def test_generated_queries_are_searched_and_merged(
     assert metric(api, "query_generation_fallbacks_total") == 0
 
 
-def test_http_reranker_is_built_from_settings(app_factory: Callable[..., TestClient], seeded: QdrantClient) -> None:
+def test_http_reranker_is_built_from_settings(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
     settings = make_settings(enable_reranking=True, reranker_api_base_url="http://127.0.0.1:1/v1")
     api = app_factory(settings, seeded)
     reranker = api.app.state.search.reranker  # type: ignore[attr-defined]

@@ -97,8 +97,9 @@ def _vector(query: object, using: str | None) -> Any:
         query = query.nearest
     if isinstance(query, models.SparseVector):
         return edge.Query.Nearest(edge.SparseVector(list(query.indices), list(query.values)), using=using)
-    if isinstance(query, list) and all(isinstance(value, int | float) for value in query):
-        return edge.Query.Nearest([float(value) for value in query], using=using)
+    # A dense vector: qdrant-client's model validated the floats already; only the shape is checked.
+    if isinstance(query, list) and query and isinstance(query[0], int | float):
+        return edge.Query.Nearest(query, using=using)
     return None
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from retrieval_agent.api.deps import QdrantDep
+from retrieval_agent.api.deps import StoreDep
 from retrieval_agent.api.errors import classify
 from shared_contract import ContractError
 
@@ -21,14 +21,14 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/health/ready", response_model=None)
-async def ready(qdrant: QdrantDep) -> dict[str, Any] | JSONResponse:
-    """200 once Qdrant answers and the collection's manifest matches this service; else 503 naming why.
+async def ready(store: StoreDep) -> dict[str, Any] | JSONResponse:
+    """200 once the store answers and the collection's manifest matches this service; else 503 naming why.
 
     Evaluated on every probe (a few cheap calls), so a re-created collection is noticed.
     """
     try:
-        manifest = await qdrant.verify()
-        capabilities = await qdrant.capabilities()
+        manifest = await store.verify()
+        capabilities = await store.capabilities()
     except ContractError as exc:
         _, code, _ = classify(exc)
         detail = str(exc) if code != "QDRANT_UNAVAILABLE" else f"qdrant unreachable: {exc}"
@@ -37,7 +37,8 @@ async def ready(qdrant: QdrantDep) -> dict[str, Any] | JSONResponse:
         return JSONResponse(status_code=503, content={"status": "error", "code": code, "detail": detail})
     return {
         "status": "ok",
-        "collection": qdrant.collection,
+        "collection": store.collection,
         "dense_model": manifest.dense_model,
         "sparse": capabilities.has_sparse,
+        "lexical": bool(capabilities.lexical_fields),
     }

@@ -1,0 +1,151 @@
+"""The shared collection as search uses it: the storage port plus short-lived caches.
+
+Two things are cached, never forever: what the collection offers (the sparse vector, its IDF
+modifier, the lexical text indexes; CAPABILITY_CACHE_TTL_SECONDS) and which lexical languages the
+requested tenants hold (one facet per tenant set; LEXICAL_LANGUAGE_CACHE_TTL_SECONDS). Every other
+call goes straight to the store, which raises the contract's typed errors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qdrant_client import models
+
+from retrieval_agent.settings import Settings
+from shared_contract import (
+    PAYLOAD_CONTENT,
+    PAYLOAD_META,
+    CollectionManifest,
+    CollectionMissingError,
+    ManifestMissingError,
+    MetaKey,
+    meta_path,
+)
+from shared_contract.lexical import LEXICAL_FIELD_PREFIX
+from shared_contract.store import ChunkStore, PointRecord, ServerStore, tenant_filter, verify_collection
+
+_SCROLL_PAGE = 256
+# More than the lexical languages there are (11 stemmed + the fallback).
+_FACET_LIMIT = 50
+# Tenant sets are open-ended (a tenant per uploaded file), so the language cache is bounded.
+_MAX_LANGUAGE_ENTRIES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What the collection offers the search paths."""
+
+    has_sparse: bool
+    # The sparse vector has the IDF modifier, so its leg can take a per-tenant IDF corpus.
+    sparse_idf: bool
+    # Lexical fields (``lexical_<code>``) with a BM25-scoring full-text index.
+    lexical_fields: frozenset[str]
+
+
+class StoreSearch:
+    """Search-side access to the collection through a :class:`ChunkStore`."""
+
+    def __init__(self, store: ChunkStore, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self._capabilities: tuple[float, Capabilities] | None = None
+        self._languages: dict[tuple[str, ...], tuple[float, tuple[str, ...]]] = {}
+
+    @property
+    def collection(self) -> str:
+        """The physical collection's name."""
+        return self.store.collection
+
+    async def capabilities(self) -> Capabilities:
+        """The collection's vectors and lexical indexes, cached for CAPABILITY_CACHE_TTL_SECONDS.
+
+        Raises CollectionMissingError while the collection does not exist (never cached).
+        """
+        now = time.monotonic()
+        cached = self._capabilities
+        if cached is not None and now - cached[0] < self.settings.capability_cache_ttl_seconds:
+            return cached[1]
+        info = await self.store.info()
+        sparse_idf = False
+        if info.has_sparse:
+            try:
+                manifest = await self.store.read_manifest()
+            except ManifestMissingError:
+                # A collection another tool created: its sparse modifier is unknown, so no IDF scope.
+                manifest = None
+            sparse_idf = manifest is not None and manifest.sparse_modifier == "idf"
+        capabilities = Capabilities(
+            has_sparse=info.has_sparse,
+            sparse_idf=sparse_idf,
+            lexical_fields=frozenset(
+                field for field in info.text_index_fields if field.startswith(LEXICAL_FIELD_PREFIX)
+            ),
+        )
+        self._capabilities = (now, capabilities)
+        return capabilities
+
+    def forget_capabilities(self) -> None:
+        """Drop the cached capabilities (after an error that suggests the collection changed)."""
+        self._capabilities = None
+
+    async def lexical_languages(self, collection_names: Sequence[str]) -> tuple[str, ...]:
+        """The ``meta.lexical_language`` codes among the tenants' committed chunks (sorted).
+
+        One facet per tenant set, cached for LEXICAL_LANGUAGE_CACHE_TTL_SECONDS. An empty answer
+        (a tenant still being ingested, or unknown) is not cached, so its first chunks count at once.
+        """
+        key = tuple(sorted(set(collection_names)))
+        now = time.monotonic()
+        cached = self._languages.get(key)
+        if cached is not None and now - cached[0] < self.settings.lexical_language_cache_ttl_seconds:
+            return cached[1]
+        counts = await self.store.facet(meta_path(MetaKey.LEXICAL_LANGUAGE), tenant_filter(key), limit=_FACET_LIMIT)
+        codes = tuple(sorted(str(count.value) for count in counts if isinstance(count.value, str)))
+        if codes:
+            self._remember(key, now, codes)
+        else:
+            self._languages.pop(key, None)
+        return codes
+
+    def _remember(self, key: tuple[str, ...], now: float, codes: tuple[str, ...]) -> None:
+        if len(self._languages) >= _MAX_LANGUAGE_ENTRIES:
+            ttl = self.settings.lexical_language_cache_ttl_seconds
+            self._languages = {k: v for k, v in self._languages.items() if now - v[0] < ttl}
+            while len(self._languages) >= _MAX_LANGUAGE_ENTRIES:
+                del self._languages[next(iter(self._languages))]  # the oldest insertion
+        self._languages[key] = (now, codes)
+
+    async def query(self, request: models.QueryRequest) -> list[PointRecord]:
+        """One Query API request. Typed errors: QdrantUnavailableError, StoreRequestError,
+        CollectionMissingError (which also drops the cached capabilities)."""
+        try:
+            return await self.store.query(request)
+        except CollectionMissingError:
+            self.forget_capabilities()
+            raise
+
+    async def scroll_contents(self, collection_names: Sequence[str], max_docs: int) -> list[PointRecord]:
+        """Up to ``max_docs`` committed chunks of the given tenants, content and meta only."""
+        records: list[PointRecord] = []
+        offset: str | None = None
+        selector = tenant_filter(collection_names)
+        while len(records) < max_docs:
+            page, offset = await self.store.scroll(
+                selector,
+                limit=min(_SCROLL_PAGE, max_docs - len(records)),
+                offset=offset,
+                with_payload=[PAYLOAD_CONTENT, PAYLOAD_META],
+            )
+            records.extend(page)
+            if offset is None:
+                break
+        return records
+
+    async def verify(self) -> CollectionManifest:
+        """The store answers, a server is recent enough, and the manifest matches these settings."""
+        if isinstance(self.store, ServerStore):
+            await self.store.check_version()
+        return await verify_collection(self.store, self.settings, require_sparse=False)

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from qdrant_client import models
+
+from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.search.query import dense_request
+from shared_contract import CollectionMissingError, ContractEmbedder, StoreRequestError
+from shared_contract.lexical import all_lexical_codes, lexical_field
+from shared_contract.store import ChunkStore, tenant_filter
+
+from ..conftest import (  # type: ignore[import-not-found]  # noqa: TID252
+    RecordingStore,
+    add_chunk,
+    chunk_meta,
+    create_collection,
+    make_settings,
+)
+
+pytestmark = pytest.mark.anyio
+
+ALL_LEXICAL_FIELDS = frozenset(lexical_field(code) for code in all_lexical_codes())
+
+
+async def test_capabilities_of_a_contract_collection(store_factory: Callable[..., ChunkStore]) -> None:
+    store = store_factory()
+    await create_collection(store, make_settings())
+    capabilities = await StoreSearch(store, make_settings()).capabilities()
+    assert capabilities.has_sparse is True
+    assert capabilities.sparse_idf is True  # BM42: the IDF modifier, so per-tenant IDF applies
+    assert capabilities.lexical_fields == ALL_LEXICAL_FIELDS
+
+
+async def test_capabilities_without_sparse_or_lexical_indexes(store_factory: Callable[..., ChunkStore]) -> None:
+    store = store_factory()
+    await create_collection(store, make_settings(), sparse=False, lexical=False)
+    capabilities = await StoreSearch(store, make_settings()).capabilities()
+    assert (capabilities.has_sparse, capabilities.sparse_idf, capabilities.lexical_fields) == (
+        False,
+        False,
+        frozenset(),
+    )
+
+
+async def test_missing_collection_is_an_error_and_never_cached(store_factory: Callable[..., ChunkStore]) -> None:
+    store = store_factory()
+    search = StoreSearch(store, make_settings(capability_cache_ttl_seconds=60))
+    with pytest.raises(CollectionMissingError):
+        await search.capabilities()
+    await create_collection(store, make_settings(), sparse=False)
+    assert (await search.capabilities()).has_sparse is False
+
+
+async def test_capabilities_are_cached_within_the_ttl(store_factory: Callable[..., ChunkStore]) -> None:
+    inner = store_factory()
+    await create_collection(inner, make_settings())
+    store = RecordingStore(inner)
+    search = StoreSearch(store, make_settings(capability_cache_ttl_seconds=60))
+    first = await search.capabilities()
+    assert await search.capabilities() is first
+    assert store.infos == 1
+    search.forget_capabilities()
+    await search.capabilities()
+    assert store.infos == 2
+    expired = StoreSearch(store, make_settings(capability_cache_ttl_seconds=0))
+    await expired.capabilities()
+    await expired.capabilities()
+    assert store.infos == 4
+
+
+async def test_lexical_languages_facet_per_tenant_set_committed_only(
+    store_factory: Callable[..., ChunkStore], embedder: ContractEmbedder
+) -> None:
+    inner = store_factory()
+    settings = make_settings()
+    await create_collection(inner, settings)
+    await add_chunk(inner, embedder, "en", "Dogs run.", chunk_meta("t1", "a.txt", 1, 0), sparse=True)
+    await add_chunk(inner, embedder, "no", "Hunder løper.", chunk_meta("t2", "b.txt", 1, 0, languages=["nb"]))
+    await add_chunk(inner, embedder, "xx", "犬が走る", chunk_meta("t2", "c.txt", 1, 0, languages=["ja"]))
+    await add_chunk(inner, embedder, "de", "Hunde laufen.", chunk_meta("t3", "d.txt", 1, 0, languages=["de"]))
+    # A run still writing: its language must not count.
+    await add_chunk(
+        inner,
+        embedder,
+        "fr",
+        "Les chiens courent.",
+        chunk_meta("t1", "e.txt", 1, 0, languages=["fr"], ingest_state="pending"),
+    )
+    store = RecordingStore(inner)
+    search = StoreSearch(store, make_settings(lexical_language_cache_ttl_seconds=60))
+    assert await search.lexical_languages(["t2", "t1"]) == ("any", "en", "no")
+    assert store.facets == [("meta.lexical_language", tenant_filter(["t1", "t2"]))]
+    # Cached per sorted tenant set.
+    assert await search.lexical_languages(["t1", "t2"]) == ("any", "en", "no")
+    assert len(store.facets) == 1
+    assert await search.lexical_languages(["t3"]) == ("de",)
+    assert len(store.facets) == 2
+
+
+async def test_empty_lexical_languages_are_not_cached(
+    store_factory: Callable[..., ChunkStore], embedder: ContractEmbedder
+) -> None:
+    inner = store_factory()
+    await create_collection(inner, make_settings())
+    store = RecordingStore(inner)
+    search = StoreSearch(store, make_settings(lexical_language_cache_ttl_seconds=60))
+    assert await search.lexical_languages(["new"]) == ()
+    await add_chunk(inner, embedder, "first", "The first chunk.", chunk_meta("new", "a.txt", 1, 0))
+    assert await search.lexical_languages(["new"]) == ("en",)
+    assert len(store.facets) == 2
+
+
+async def test_a_rejected_request_is_an_error_not_empty(store_factory: Callable[..., ChunkStore]) -> None:
+    store = store_factory()
+    await create_collection(store, make_settings())
+    with pytest.raises(StoreRequestError):
+        await StoreSearch(store, make_settings()).query(dense_request([0.1] * 3, ["kb"], 3))  # wrong dimension
+
+
+async def test_a_text_query_without_an_index_is_flagged(store_factory: Callable[..., ChunkStore]) -> None:
+    store = store_factory()
+    await create_collection(store, make_settings(), lexical=False)
+    request = models.QueryRequest(query=models.TextQuery(text="x"), using="lexical_en", filter=tenant_filter(["t"]))
+    with pytest.raises(StoreRequestError) as caught:
+        await StoreSearch(store, make_settings()).query(request)
+    assert caught.value.missing_text_index is True
+
+
+async def test_query_on_a_missing_collection_forgets_capabilities(store_factory: Callable[..., ChunkStore]) -> None:
+    search = StoreSearch(store_factory(), make_settings())
+    with pytest.raises(CollectionMissingError):
+        await search.query(dense_request([0.1] * 384, ["kb"], 3))
+
+
+async def test_scroll_contents_pages_through_committed_chunks_of_the_tenants(
+    store_factory: Callable[..., ChunkStore], embedder: ContractEmbedder
+) -> None:
+    store = store_factory()
+    await create_collection(store, make_settings())
+    for index in range(5):
+        await add_chunk(store, embedder, f"a{index}", f"chunk {index}", chunk_meta("t", "a.txt", 1, index))
+    await add_chunk(store, embedder, "p", "pending", chunk_meta("t", "b.txt", 1, 0, ingest_state="pending"))
+    await add_chunk(store, embedder, "o", "other", chunk_meta("other", "c.txt", 1, 0))
+    search = StoreSearch(store, make_settings())
+    records = await search.scroll_contents(["t"], max_docs=100)
+    assert sorted(record.payload["content"] for record in records) == [f"chunk {index}" for index in range(5)]
+    assert all(set(record.payload) == {"content", "meta"} for record in records)
+    assert len(await search.scroll_contents(["t"], max_docs=3)) == 3
