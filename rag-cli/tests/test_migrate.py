@@ -10,6 +10,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from rag_cli.__main__ import main
+from rag_cli.dev import DevOptions, serve
 from rag_cli.migrate import LEGACY_FOLDER
 from shared_contract import ContractSettings, LegacyStoreError, load_settings, manifest_for
 from shared_contract.manifest import MANIFEST_METADATA_KEY
@@ -112,3 +113,17 @@ def test_migrate_of_a_directory_without_an_old_store_says_so(
     monkeypatch.setenv("QDRANT_PATH", str(tmp_path))
     assert main(["migrate"]) == 1
     assert "no qdrant-client local-mode store" in capsys.readouterr().err
+
+
+def test_rag_dev_refuses_an_old_store_and_names_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "qdrant"
+    settings = _settings(root)
+    _legacy_store(root, settings, manifest=manifest_for(settings).model_dump(mode="json"))
+    options = DevOptions(
+        host="127.0.0.1", ingestion_port=1, retrieval_port=2, qdrant_path=root, ready_timeout=1, log_level="warning"
+    )
+    assert asyncio.run(serve(options)) == 1
+    assert f"rag migrate --from {root}" in capsys.readouterr().err
+    assert (root / "meta.json").is_file()  # nothing opened or changed

@@ -23,7 +23,8 @@ import httpx
 import uvicorn
 
 from rag_cli.config import checkout_root
-from shared_contract import ContractConfigError, load_settings
+from shared_contract import ContractConfigError, LegacyStoreError, load_settings
+from shared_contract.store import is_legacy_store
 
 logger = logging.getLogger("rag_cli.dev")
 
@@ -128,6 +129,10 @@ async def serve(options: DevOptions, out: Any = sys.stdout) -> int:
     _models_dir()
     ingestion_key, generated_ingestion = _api_key("INGESTION_API_KEY")
     retrieval_key, generated_retrieval = _api_key("RETRIEVAL_API_KEY")
+    if is_legacy_store(options.qdrant_path):
+        # Refuse before anything opens the directory: never start half-way on an old store.
+        _say(f"rag dev: {LegacyStoreError(str(options.qdrant_path))}", sys.stderr)
+        return 1
     try:
         ingestion_app, retrieval_app = build_apps(options, ingestion_key, retrieval_key)
     except ContractConfigError as exc:
