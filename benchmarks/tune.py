@@ -2,8 +2,9 @@
 
     python -m benchmarks.tune --dataset scifact            # tunes on train; writes benchmarks/tuned/scifact.json
 
-Both legs are fetched once per query, in-process, from the dataset's store (the same store, query
-vectors, tenant filter and Qdrant weighted-RRF formula the retrieval agent uses), deep enough for the
+Every leg (dense, BM42 sparse, one BM25 leg per lexical language field present in the tenant) is
+fetched once per query, in-process, from the dataset's store (the same engine, query vectors, tenant
+filter, per-tenant IDF and Qdrant weighted-RRF formula the retrieval agent uses), deep enough for the
 largest prefetch; every grid point is then fused offline. The best point and the defaults are then
 run through the real /search API on the tuning split to check the offline fusion agrees with it.
 The `tuned` row of benchmarks.quality reads the JSON this writes.
@@ -39,10 +40,17 @@ from benchmarks.quality import (
 )
 from benchmarks.stack import running_stack
 
-RRF_KS = (2, 10, 30, 60, 100)
-WEIGHTS = ((1.0, 1.0), (1.0, 0.75), (0.75, 1.0), (1.0, 0.5), (0.5, 1.0), (1.0, 0.25), (0.25, 1.0))
+RRF_KS = (2, 5, 10, 30, 60)
+# (dense, sparse BM42, lexical BM25) weights.
+WEIGHTS = tuple(
+    (dense, sparse, lexical)
+    for dense in (0.0, 0.25, 0.5, 0.75, 1.0)
+    for sparse in (0.0, 0.25, 0.5, 1.0)
+    for lexical in (0.0, 0.5, 1.0, 1.5)
+    if dense + sparse + lexical > 0
+)
 MULTIPLIERS = (2, 4, 8)
-DEFAULT_POINT = (60, (1.0, 1.0), 4)
+DEFAULT_POINT = (60, (1.0, 1.0, 1.0), 4)
 
 # A leg: (point id, file id) pairs, best first.
 Leg = list[tuple[str, str]]
@@ -52,6 +60,7 @@ Leg = list[tuple[str, str]]
 class Legs:
     dense: Leg
     sparse: Leg
+    lexical: Leg  # BM25 over the tenant's lexical language fields, merged by score as the agent does
 
 
 def qdrant_rrf(legs: Sequence[Leg], weights: Sequence[float], k: int, limit: int) -> list[tuple[str, str, float]]:
@@ -67,9 +76,9 @@ def qdrant_rrf(legs: Sequence[Leg], weights: Sequence[float], k: int, limit: int
     return [(point_id, file_of[point_id], score) for point_id, score in ordered]
 
 
-def fused_run(legs: Legs, k: int, weights: tuple[float, float], multiplier: int, id_map: dict[str, str]) -> Run:
+def fused_run(legs: Legs, k: int, weights: tuple[float, float, float], multiplier: int, id_map: dict[str, str]) -> Run:
     depth = SEARCH_K * multiplier
-    fused = qdrant_rrf([legs.dense[:depth], legs.sparse[:depth]], weights, k, SEARCH_K)
+    fused = qdrant_rrf([legs.dense[:depth], legs.sparse[:depth], legs.lexical[:depth]], weights, k, SEARCH_K)
     run: dict[str, float] = {}
     for _, file_id, score in fused:
         doc_id = id_map.get(file_id)
@@ -88,66 +97,81 @@ def leg_run(leg: Leg, id_map: dict[str, str]) -> Run:
 
 
 def fetch_legs(qdrant_path: Path, dataset: str, queries: dict[str, str], depth: int) -> dict[str, Legs]:
-    """Both legs for every query, in-process, as the retrieval agent builds them."""
+    """Every leg for every query, in-process, as the retrieval agent builds them."""
+    return asyncio.run(_fetch_legs(qdrant_path, dataset, queries, depth))
+
+
+async def _fetch_legs(qdrant_path: Path, dataset: str, queries: dict[str, str], depth: int) -> dict[str, Legs]:
     from qdrant_client import models
 
-    from shared_contract import (
-        DENSE_VECTOR,
-        SPARSE_VECTOR,
-        ContractEmbedder,
-        ContractSettings,
-        MetaKey,
-        close_qdrant,
-        load_settings,
-        meta_path,
-        open_qdrant,
-    )
+    from retrieval_agent.search.query import lexical_prefetch
+    from shared_contract import DENSE_VECTOR, SPARSE_VECTOR, ContractEmbedder, ContractSettings, MetaKey, load_settings
+    from shared_contract.lexical import lexical_fields
+    from shared_contract.store import close_store, open_store, tenant_filter
 
     settings = load_settings(
         ContractSettings,
+        qdrant_uri=None,
         qdrant_path=qdrant_path,
         local_models_dir=Path(os.environ.get("LOCAL_MODELS_DIR", REPO_ROOT / ".cache" / "models")),
     )
     embedder = ContractEmbedder(settings)
     embedder.warm_up()
-    client = open_qdrant(settings)
-    flt = models.Filter(
-        must=[
-            models.FieldCondition(
-                key=meta_path(MetaKey.COLLECTION_NAME), match=models.MatchAny(any=[collection_for(dataset)])
-            )
-        ]
-    )
-    selector = models.PayloadSelectorInclude(include=[meta_path(MetaKey.FILE_ID)])
+    store = open_store(settings)
+    flt = tenant_filter([collection_for(dataset)])
+    per_tenant_idf = models.SearchParams(idf=models.IdfCorpusParams(corpus=flt))
+    payload = [f"meta.{MetaKey.FILE_ID}"]
 
-    def leg(query: Any, using: str) -> Leg:
-        points = client.query_points(
-            settings.qdrant_index, query=query, using=using, query_filter=flt, limit=depth, with_payload=selector
-        ).points
-        return [(str(p.id), str(((p.payload or {}).get("meta") or {}).get(MetaKey.FILE_ID, ""))) for p in points]
+    async def leg(query: Any, using: str | None, params: models.SearchParams | None = None) -> Leg:
+        if isinstance(query, models.Prefetch):  # the merged BM25 leg: run its prefetch as the request
+            request = models.QueryRequest(
+                prefetch=query.prefetch,
+                query=query.query,
+                using=query.using,
+                filter=query.filter,
+                params=query.params,
+                limit=depth,
+                with_payload=payload,
+            )
+        else:
+            request = models.QueryRequest(
+                query=query, using=using, filter=flt, params=params, limit=depth, with_payload=payload
+            )
+        points = await store.query(request)
+        return [(p.point_id, str((p.payload.get("meta") or {}).get(MetaKey.FILE_ID, ""))) for p in points]
 
     legs: dict[str, Legs] = {}
     started = time.perf_counter()
     try:
+        languages = [str(hit.value) for hit in await store.facet(f"meta.{MetaKey.LEXICAL_LANGUAGE}", flt, limit=50)]
+        fields = lexical_fields(languages)
+        print(f"  lexical fields in the tenant: {fields}", flush=True)
         for i, (qid, text) in enumerate(queries.items(), start=1):
             vectors = embedder.embed_query(text, with_sparse=True)
             assert vectors.sparse is not None
             sparse = models.SparseVector(indices=list(vectors.sparse.indices), values=list(vectors.sparse.values))
-            legs[qid] = Legs(dense=leg(vectors.dense, DENSE_VECTOR), sparse=leg(sparse, SPARSE_VECTOR))
+            legs[qid] = Legs(
+                dense=await leg(vectors.dense, DENSE_VECTOR),
+                sparse=await leg(sparse, SPARSE_VECTOR, per_tenant_idf),
+                lexical=await leg(
+                    lexical_prefetch(models.TextQuery(text=text), fields, flt, per_tenant_idf, depth), None
+                ),
+            )
             if i % 200 == 0:
                 print(
                     f"  legs fetched for {i}/{len(queries)} queries ({time.perf_counter() - started:.0f}s)", flush=True
                 )
     finally:
-        close_qdrant(client)
+        await close_store(store)
     return legs
 
 
-def point_env(k: int, weights: tuple[float, float], multiplier: int) -> dict[str, str]:
+def point_env(k: int, weights: tuple[float, float, float], multiplier: int) -> dict[str, str]:
     return {
         "HYBRID_RRF_K": str(k),
         "HYBRID_DENSE_WEIGHT": str(weights[0]),
         "HYBRID_SPARSE_WEIGHT": str(weights[1]),
+        "HYBRID_LEXICAL_WEIGHT": str(weights[2]),
         "HYBRID_PREFETCH_MULTIPLIER": str(multiplier),
     }
 
@@ -195,7 +219,12 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
     )
     dense_only, _ = evaluate({q: leg_run(legs[q].dense, id_map) for q in queries}, qrels)
     sparse_only, _ = evaluate({q: leg_run(legs[q].sparse, id_map) for q in queries}, qrels)
-    best_env = point_env(best["k"], (best["weights"][0], best["weights"][1]), best["multiplier"])
+    lexical_only = next(
+        p
+        for p in grid
+        if tuple(p["weights"]) == (0.0, 0.0, 1.0) and p["k"] == DEFAULT_POINT[0] and p["multiplier"] == 2
+    )
+    best_env = point_env(best["k"], (best["weights"][0], best["weights"][1], best["weights"][2]), best["multiplier"])
     report: dict[str, Any] = {
         "dataset": args.dataset,
         "split": split,
@@ -204,12 +233,20 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "queries": len(queries),
         "leg_fetch_s": round(fetch_s, 1),
-        "offline": {"dense_only": dense_only.as_dict(), "sparse_only": sparse_only.as_dict(), "default": default},
+        "offline": {
+            "dense_only": dense_only.as_dict(),
+            "sparse_only": sparse_only.as_dict(),
+            "lexical_only": {
+                key: value for key, value in lexical_only.items() if key not in ("k", "weights", "multiplier")
+            },
+            "default": default,
+        },
         "best": {**best, "env": best_env},
         "grid": sorted(grid, key=lambda p: -p["ndcg@10"]),
     }
     print(
-        f"  offline dense {dense_only.ndcg_10:.4f}  sparse {sparse_only.ndcg_10:.4f}  default hybrid {default['ndcg@10']:.4f}"
+        f"  offline dense {dense_only.ndcg_10:.4f}  sparse {sparse_only.ndcg_10:.4f}  "
+        f"lexical {lexical_only['ndcg@10']:.4f}  default hybrid {default['ndcg@10']:.4f}"
     )
     print(f"  best {best_env} -> nDCG@10 {best['ndcg@10']:.4f} R@100 {best['recall@100']:.4f}")
     if args.verify:

@@ -33,8 +33,15 @@ def test_matches_qdrant_client_fusion(k: int, weights: tuple[float, float]) -> N
 
 def test_fused_run_maps_chunks_to_best_doc_score_and_cuts_prefetch() -> None:
     # Two chunks of doc A (files f-a); B only in the sparse leg, beyond a depth-1 prefetch.
-    legs = Legs(dense=[("p1", "f-a"), ("p2", "f-a")], sparse=[("p3", "f-c"), ("p4", "f-b")])
-    run = fused_run(legs, k=60, weights=(1.0, 1.0), multiplier=8, id_map={"f-a": "A", "f-b": "B", "f-c": "C"})
+    legs = Legs(dense=[("p1", "f-a"), ("p2", "f-a")], sparse=[("p3", "f-c"), ("p4", "f-b")], lexical=[])
+    run = fused_run(legs, k=60, weights=(1.0, 1.0, 1.0), multiplier=8, id_map={"f-a": "A", "f-b": "B", "f-c": "C"})
     assert set(run) == {"A", "B", "C"}
     assert run["A"] == pytest.approx(1 / 60)  # the best chunk, rank 1 of the dense leg
     assert run["B"] == pytest.approx(1 / 61)
+
+
+def test_fused_run_weights_the_bm25_leg_with_the_lexical_weight() -> None:
+    legs = Legs(dense=[("p2", "f-b")], sparse=[], lexical=[("p1", "f-a"), ("p2", "f-b")])
+    run = fused_run(legs, k=10, weights=(1.0, 1.0, 0.5), multiplier=8, id_map={"f-a": "A", "f-b": "B"})
+    assert run["A"] == pytest.approx(1 / (1 / 0.5 + 9))
+    assert run["B"] == pytest.approx(1 / (1 + 9) + 1 / (2 / 0.5 + 9))

@@ -292,10 +292,14 @@ class RecordingStore:
 
 
 def leg_fields(request: Any) -> list[str]:
-    """The ``using`` of each prefetch leg of a recorded request (or of the request itself)."""
-    if isinstance(request.prefetch, list):
-        return [leg.using for leg in request.prefetch]
-    return [request.using]
+    """The ``using`` of each leg of a recorded request (or of the request itself); a BM25 leg merged
+    over several language fields lists those fields."""
+    if not isinstance(request.prefetch, list):
+        return [request.using]
+    fields: list[str] = []
+    for leg in request.prefetch:
+        fields.extend(leg_fields(leg) if isinstance(leg.prefetch, list) else [leg.using])
+    return fields
 
 
 @pytest.fixture

@@ -56,14 +56,32 @@ def test_hybrid_request_has_every_leg_filtered_idf_scoped_and_weighted() -> None
                 params=IDF,
                 limit=40,
             ),
+            # One BM25 leg: the language fields merged by raw BM25 score (each chunk is in one field).
             models.Prefetch(
-                query=models.TextQuery(text="zebra stripes"), using="lexical_en", filter=TENANT, params=IDF, limit=40
-            ),
-            models.Prefetch(
-                query=models.TextQuery(text="zebra stripes"), using="lexical_no", filter=TENANT, params=IDF, limit=40
+                prefetch=[
+                    models.Prefetch(
+                        query=models.TextQuery(text="zebra stripes"),
+                        using="lexical_en",
+                        filter=TENANT,
+                        params=IDF,
+                        limit=40,
+                    ),
+                    models.Prefetch(
+                        query=models.TextQuery(text="zebra stripes"),
+                        using="lexical_no",
+                        filter=TENANT,
+                        params=IDF,
+                        limit=40,
+                    ),
+                ],
+                query=models.FormulaQuery(
+                    formula=models.SumExpression(sum=["$score[0]", "$score[1]"]),
+                    defaults={"$score[0]": 0.0, "$score[1]": 0.0},
+                ),
+                limit=40,
             ),
         ],
-        query=models.RrfQuery(rrf=models.Rrf(k=60, weights=[1.0, 0.5, 2.0, 2.0])),
+        query=models.RrfQuery(rrf=models.Rrf(k=60, weights=[1.0, 0.5, 2.0])),
         limit=10,
         with_payload=["content", "meta"],
     )
@@ -73,13 +91,29 @@ def test_wire_form_a_qdrant_server_receives() -> None:
     request = build()
     assert request is not None
     wire = request.model_dump(exclude_none=True)
-    assert wire["query"] == {"rrf": {"k": 60, "weights": [1.0, 0.5, 2.0, 2.0]}}
+    assert wire["query"] == {"rrf": {"k": 60, "weights": [1.0, 0.5, 2.0]}}
     tenant = TENANT.model_dump(exclude_none=True)
-    assert all(leg["filter"] == tenant for leg in wire["prefetch"])
-    assert "params" not in wire["prefetch"][0]
-    assert [leg["params"]["idf"] for leg in wire["prefetch"][1:]] == [{"corpus": tenant}] * 3
-    assert [leg["using"] for leg in wire["prefetch"]] == ["text-dense", "text-sparse", "lexical_en", "lexical_no"]
-    assert wire["prefetch"][2]["query"] == {"text": "zebra stripes"}
+    dense, sparse, bm25 = wire["prefetch"]
+    text_legs = bm25["prefetch"]
+    assert all(leg["filter"] == tenant for leg in [dense, sparse, *text_legs])
+    assert "params" not in dense
+    assert [leg["params"]["idf"] for leg in [sparse, *text_legs]] == [{"corpus": tenant}] * 3
+    assert [dense["using"], sparse["using"]] == ["text-dense", "text-sparse"]
+    assert [leg["using"] for leg in text_legs] == ["lexical_en", "lexical_no"]
+    assert text_legs[0]["query"] == {"text": "zebra stripes"}
+    assert bm25["query"] == {
+        "formula": {"sum": ["$score[0]", "$score[1]"]},
+        "defaults": {"$score[0]": 0.0, "$score[1]": 0.0},
+    }
+
+
+def test_one_lexical_field_is_a_plain_text_leg() -> None:
+    request = build(lexical_fields=["lexical_no"])
+    assert request is not None
+    assert isinstance(request.prefetch, list)
+    assert request.prefetch[2] == models.Prefetch(
+        query=models.TextQuery(text="zebra stripes"), using="lexical_no", filter=TENANT, params=IDF, limit=40
+    )
 
 
 def test_sparse_vector_without_idf_modifier_gets_no_idf_scope() -> None:
@@ -88,24 +122,22 @@ def test_sparse_vector_without_idf_modifier_gets_no_idf_scope() -> None:
     assert isinstance(request.prefetch, list)
     assert request.prefetch[1].using == "text-sparse"
     assert request.prefetch[1].params is None
-    assert request.prefetch[2].params == IDF  # BM25 legs always compute IDF per tenant
+    bm25 = request.prefetch[2].prefetch
+    assert isinstance(bm25, list)
+    assert {leg.params == IDF for leg in bm25} == {True}  # BM25 legs always compute IDF per tenant
 
 
 @pytest.mark.parametrize(
     ("overrides", "fields", "weights"),
     [
-        ({"sparse": None}, ["text-dense", "lexical_en", "lexical_no"], [1.0, 2.0, 2.0]),
-        (
-            {"sparse": SparseVectorData(indices=[], values=[])},
-            ["text-dense", "lexical_en", "lexical_no"],
-            [1.0, 2.0, 2.0],
-        ),
+        ({"sparse": None}, ["text-dense", "bm25"], [1.0, 2.0]),
+        ({"sparse": SparseVectorData(indices=[], values=[])}, ["text-dense", "bm25"], [1.0, 2.0]),
         ({"lexical_fields": []}, ["text-dense", "text-sparse"], [1.0, 0.5]),
         ({"text": "   "}, ["text-dense", "text-sparse"], [1.0, 0.5]),
         (
             {"params": FusionParams(k=2, dense_weight=0.0, sparse_weight=0.0, lexical_weight=1.0, prefetch_limit=5)},
-            ["lexical_en", "lexical_no"],
-            [1.0, 1.0],
+            ["bm25"],
+            [1.0],
         ),
         (
             {"params": FusionParams(k=2, dense_weight=1.0, sparse_weight=1.0, lexical_weight=0.0, prefetch_limit=5)},
@@ -120,7 +152,7 @@ def test_legs_present_only_when_they_can_score(
     request = build(**overrides)
     assert request is not None
     assert isinstance(request.prefetch, list)
-    assert [leg.using for leg in request.prefetch] == fields
+    assert [leg.using or "bm25" for leg in request.prefetch] == fields
     assert isinstance(request.query, models.RrfQuery)
     assert request.query.rrf.weights == weights
 

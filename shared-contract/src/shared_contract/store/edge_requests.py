@@ -125,7 +125,28 @@ def to_edge_query(query: object, using: str | None) -> Any:
         if query.fusion == models.Fusion.RRF:
             return edge.Fusion.Rrf(k=SERVER_DEFAULT_RRF_K)
         return edge.Fusion.Dbsf()
+    if isinstance(query, models.FormulaQuery):
+        return edge.Formula(to_edge_expression(query.formula), defaults=dict(query.defaults or {}))
     raise _unsupported("this query", query)
+
+
+def to_edge_expression(expression: object) -> Any:
+    """Formula expressions: constants, variables (``$score[i]``, payload keys), sums, products, max, min."""
+    if isinstance(expression, bool):
+        raise _unsupported("this expression", expression)
+    if isinstance(expression, int | float):
+        return edge.Expression.Constant(float(expression))
+    if isinstance(expression, str):
+        return edge.Expression.Variable(expression)
+    if isinstance(expression, models.SumExpression):
+        return edge.Expression.Sum([to_edge_expression(item) for item in expression.sum])
+    if isinstance(expression, models.MultExpression):
+        return edge.Expression.Mult([to_edge_expression(item) for item in expression.mult])
+    if isinstance(expression, models.MaxExpression):
+        return edge.Expression.Max([to_edge_expression(item) for item in expression.max])
+    if isinstance(expression, models.MinExpression):
+        return edge.Expression.Min([to_edge_expression(item) for item in expression.min])
+    raise _unsupported("this expression", expression)
 
 
 def to_edge_prefetch(prefetch: models.Prefetch) -> Any:
