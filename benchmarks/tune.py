@@ -1,6 +1,7 @@
 """Tune hybrid fusion (RRF k, leg weights, prefetch depth) on a tuning split, never on test.
 
     python -m benchmarks.tune --dataset scifact            # tunes on train; writes benchmarks/tuned/scifact.json
+    python -m benchmarks.tune --joint scifact,norquad      # one point for both; writes benchmarks/tuned/joint.json
 
 Every leg (dense, BM42 sparse, one BM25 leg per lexical language field present in the tenant) is
 fetched once per query, in-process, from the dataset's store (the same engine, query vectors, tenant
@@ -275,6 +276,43 @@ def verify(
     return checks
 
 
+def joint(datasets: Sequence[str]) -> dict[str, Any]:
+    """One default for every language: the grid point with the best mean nDCG@10 over the datasets'
+    tuning splits (each tuned grid must exist), so no dataset's test split is ever looked at."""
+    grids = {name: json.loads(tuned_path(name).read_text(encoding="utf-8"))["grid"] for name in datasets}
+
+    def key(point: dict[str, Any]) -> tuple[Any, ...]:
+        return point["k"], tuple(point["weights"]), point["multiplier"]
+
+    scores: dict[tuple[Any, ...], dict[str, float]] = {}
+    for name, grid in grids.items():
+        for point in grid:
+            scores.setdefault(key(point), {})[name] = point["ndcg@10"]
+    complete = {point: by_name for point, by_name in scores.items() if len(by_name) == len(datasets)}
+    mean = {point: sum(by_name.values()) / len(by_name) for point, by_name in complete.items()}
+    ranked = sorted(mean, key=lambda point: (-round(mean[point], 6), -min(complete[point].values())))
+    k, weights, multiplier = ranked[0]
+    report: dict[str, Any] = {
+        "datasets": list(datasets),
+        "objective": "mean ndcg@10 over the tuning splits",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "best": {
+            "k": k,
+            "weights": list(weights),
+            "multiplier": multiplier,
+            "mean_ndcg@10": round(mean[ranked[0]], 4),
+            "per_dataset": complete[ranked[0]],
+            "env": point_env(k, weights, multiplier),
+        },
+        "top10": [
+            {"k": p[0], "weights": list(p[1]), "multiplier": p[2], "mean": round(mean[p], 4), **complete[p]}
+            for p in ranked[:10]
+        ],
+    }
+    print(f"  joint best {report['best']['env']} -> mean {mean[ranked[0]]:.4f} {complete[ranked[0]]}")
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.tune", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -286,7 +324,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
     parser.add_argument("--out", type=Path, default=None, help=f"default {TUNED_DIR}/<dataset>.json")
+    parser.add_argument(
+        "--joint",
+        default=None,
+        help="comma list of tuned datasets: pick one point for all of them (writes tuned/joint.json)",
+    )
     args = parser.parse_args(argv)
+    if args.joint:
+        report = joint([name.strip() for name in args.joint.split(",") if name.strip()])
+        out = args.out or TUNED_DIR / "joint.json"
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+        return 0
     report = tune(args)
     out = args.out or tuned_path(args.dataset)
     out.parent.mkdir(parents=True, exist_ok=True)
