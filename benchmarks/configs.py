@@ -16,8 +16,21 @@ BASE: dict[str, str] = {"ENABLE_RERANKING": "false", "ENABLE_AGENTIC_RAG": "fals
 
 CONFIG_ENV: dict[str, dict[str, str]] = {
     "dense": {**BASE, "ENABLE_HYBRID_SEARCH": "false"},
-    # Sparse leg alone: hybrid with the dense leg's fusion weight at zero (weighted RRF gives it 0).
-    "sparse": {**BASE, "ENABLE_HYBRID_SEARCH": "true", "HYBRID_DENSE_WEIGHT": "0", "HYBRID_SPARSE_WEIGHT": "1"},
+    # One leg alone: hybrid with every other leg's fusion weight at zero (weighted RRF gives it 0).
+    "sparse": {
+        **BASE,
+        "ENABLE_HYBRID_SEARCH": "true",
+        "HYBRID_DENSE_WEIGHT": "0",
+        "HYBRID_SPARSE_WEIGHT": "1",
+        "HYBRID_LEXICAL_WEIGHT": "0",
+    },
+    "bm25": {
+        **BASE,
+        "ENABLE_HYBRID_SEARCH": "true",
+        "HYBRID_DENSE_WEIGHT": "0",
+        "HYBRID_SPARSE_WEIGHT": "0",
+        "HYBRID_LEXICAL_WEIGHT": "1",
+    },
     # The service's defaults (fusion tuned on SciFact train).
     "hybrid": {**BASE, "ENABLE_HYBRID_SEARCH": "true"},
     # Textbook RRF (k 60, equal weights), the starting point before tuning.
@@ -27,11 +40,12 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         "HYBRID_RRF_K": "60",
         "HYBRID_DENSE_WEIGHT": "1.0",
         "HYBRID_SPARSE_WEIGHT": "1.0",
+        "HYBRID_LEXICAL_WEIGHT": "1.0",
         "HYBRID_PREFETCH_MULTIPLIER": "4",
     },
 }
 
-ALL_CONFIGS = ["dense", "sparse", "rrf60", "hybrid", "tuned", "rerank"]
+ALL_CONFIGS = ["dense", "sparse", "bm25", "rrf60", "hybrid", "tuned", "rerank"]
 
 
 def tuned_path(dataset: str) -> Path:

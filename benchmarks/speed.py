@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from benchmarks.beir import DEFAULT_DATA_DIR, REPO_ROOT, BeirDoc, load_dataset
 from benchmarks.client import ServiceClient
 from benchmarks.configs import CONFIG_ENV, rerank_env
@@ -94,6 +96,7 @@ def contract_settings(qdrant_path: Path | None = None) -> Any:
         "local_models_dir": Path(os.environ.get("LOCAL_MODELS_DIR", REPO_ROOT / ".cache" / "models"))
     }
     if qdrant_path is not None:
+        overrides["qdrant_uri"] = None
         overrides["qdrant_path"] = qdrant_path
     return load_settings(ContractSettings, **overrides)
 
@@ -121,22 +124,24 @@ def query_embedding_times(queries: list[str], n: int = 100) -> dict[str, Any]:
 
 def stored_chunks(qdrant_path: Path, sample: int, seed: int = 13) -> list[str]:
     """A seeded sample of the chunk texts the ingest wrote (the store must not be open elsewhere)."""
-    from shared_contract import PAYLOAD_CONTENT, close_qdrant, open_qdrant
+    return asyncio.run(_stored_chunks(qdrant_path, sample, seed))
 
-    settings = contract_settings(qdrant_path)
-    client = open_qdrant(settings)
+
+async def _stored_chunks(qdrant_path: Path, sample: int, seed: int) -> list[str]:
+    from shared_contract import PAYLOAD_CONTENT
+    from shared_contract.store import close_store, open_store
+
+    store = open_store(contract_settings(qdrant_path))
     texts: list[str] = []
     try:
-        offset: Any = None
+        offset: str | None = None
         while True:
-            points, offset = client.scroll(
-                settings.qdrant_index, limit=512, offset=offset, with_payload=[PAYLOAD_CONTENT], with_vectors=False
-            )
-            texts.extend(str((p.payload or {}).get(PAYLOAD_CONTENT, "")) for p in points)
+            points, offset = await store.scroll(None, limit=512, offset=offset, with_payload=[PAYLOAD_CONTENT])
+            texts.extend(str(p.payload.get(PAYLOAD_CONTENT, "")) for p in points)
             if offset is None:
                 break
     finally:
-        close_qdrant(client)
+        await close_store(store)
     random.Random(seed).shuffle(texts)
     return texts[:sample]
 
@@ -171,6 +176,9 @@ def search_stage(ws: Workspace, dataset: str, queries: list[str], args: argparse
         for mode in args.modes:
             with running_stack(ws.qdrant, envs[mode], log_path=ws.log) as stack:
                 results[mode] = {}
+                if stack.pid is not None:
+                    time.sleep(3)  # idle: models loaded, store open, no request running
+                    results[mode]["idle_rss_mib"] = round(psutil.Process(stack.pid).memory_info().rss / 2**20, 1)
                 for concurrency in args.concurrency:
                     summary = asyncio.run(
                         load_test(stack, collection_for(dataset), queries, concurrency, args.requests)

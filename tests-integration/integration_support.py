@@ -120,6 +120,33 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=10)
 
 
+def start_rag_dev(
+    store: Path, env: dict[str, str], log: Path, *, cwd: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str, str]:
+    """`rag dev` on ``store`` and two free loopback ports, output to ``log``: (process, ingestion URL, retrieval URL)."""
+    ingestion_port, retrieval_port = free_port(), free_port()
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rag_cli",
+                "dev",
+                "--ingestion-port",
+                str(ingestion_port),
+                "--retrieval-port",
+                str(retrieval_port),
+                "--qdrant-path",
+                str(store),
+            ],
+            cwd=cwd,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    return process, f"http://127.0.0.1:{ingestion_port}", f"http://127.0.0.1:{retrieval_port}"
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     external_ingestion = os.environ.get("INGESTION_BASE_URL")
@@ -142,7 +169,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
     moto_server, s3 = _start_moto()
     workdir = tmp_path_factory.mktemp("stack")
-    ingestion_port, retrieval_port = free_port(), free_port()
     keys = {"INGESTION_API_KEY": secrets.token_urlsafe(32), "RETRIEVAL_API_KEY": secrets.token_urlsafe(32)}
     env = {
         **os.environ,
@@ -159,27 +185,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     }
     env.pop("QDRANT_URI", None)
     log = workdir / "stack.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rag_cli",
-                "dev",
-                "--ingestion-port",
-                str(ingestion_port),
-                "--retrieval-port",
-                str(retrieval_port),
-                "--qdrant-path",
-                str(workdir / "qdrant"),
-            ],
-            cwd=workdir,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    ingestion_url = f"http://127.0.0.1:{ingestion_port}"
-    retrieval_url = f"http://127.0.0.1:{retrieval_port}"
+    process, ingestion_url, retrieval_url = start_rag_dev(workdir / "qdrant", env, log, cwd=workdir)
     try:
         wait_ready(ingestion_url, process, log, READY_TIMEOUT_S)
         wait_ready(retrieval_url, process, log, READY_TIMEOUT_S)

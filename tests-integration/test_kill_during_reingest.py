@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from integration_support import READY_TIMEOUT_S, REPO_ROOT, free_port, stop_process, wait_ready
+from integration_support import READY_TIMEOUT_S, REPO_ROOT, free_port, start_rag_dev, stop_process, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -132,27 +132,8 @@ def killed_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 def restarted(killed_store: tuple[Path, dict[str, str], dict[str, int]]) -> Iterator[tuple[httpx.Client, httpx.Client]]:
     """`rag dev` on the killed store: (ingestion client, retrieval client)."""
     store, keys, _ = killed_store
-    ingestion_port, retrieval_port = free_port(), free_port()
     log = store.parent / "dev.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rag_cli",
-                "dev",
-                "--ingestion-port",
-                str(ingestion_port),
-                "--retrieval-port",
-                str(retrieval_port),
-                "--qdrant-path",
-                str(store),
-            ],
-            env=_env(keys),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    ingestion_url, retrieval_url = f"http://127.0.0.1:{ingestion_port}", f"http://127.0.0.1:{retrieval_port}"
+    process, ingestion_url, retrieval_url = start_rag_dev(store, _env(keys), log)
     try:
         wait_ready(ingestion_url, process, log, READY_TIMEOUT_S)
         wait_ready(retrieval_url, process, log, READY_TIMEOUT_S)

@@ -1,0 +1,160 @@
+"""Scale row: /search on a 50k-chunk tenant in the embedded engine, plus store load time and RSS.
+
+    python -m benchmarks.scale                      # needs the SciFact store built by benchmarks.speed/quality
+
+The SciFact chunks the ingest stored (8.4k, real vectors and payloads) are copied N times into a
+fresh store under one tenant, each copy with new point ids and file ids, until the tenant holds
+``--chunks`` points. Then `rag dev` starts on that store: time to ready, the engine's own open
+time, idle RSS with the models loaded, and /search latency (dense and hybrid, k=10, SciFact test
+queries) at concurrency 1 and 4. No ingestion runs here: the copies skip the models on purpose
+(ingest throughput is measured by benchmarks.speed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from benchmarks.beir import DEFAULT_DATA_DIR, load_dataset
+from benchmarks.configs import CONFIG_ENV
+from benchmarks.quality import RESULTS_DIR, WORK_DIR, machine, workspace
+from benchmarks.speed import contract_settings, load_test
+from benchmarks.stack import running_stack
+
+TENANT = "bench-scale"
+_BATCH = 256
+
+
+async def build(source: Path, target: Path, chunks: int) -> dict[str, Any]:
+    """Copy the source store's points into ``target`` under one tenant until it holds ``chunks``."""
+    from shared_contract.store import ChunkPoint, bootstrap_collection, close_store, open_store
+
+    source_store = open_store(contract_settings(source))
+    originals: list[Any] = []
+    try:
+        offset: str | None = None
+        while True:
+            page, offset = await source_store.scroll(None, limit=1024, offset=offset, with_vectors=True)
+            originals.extend(page)
+            if offset is None:
+                break
+    finally:
+        await close_store(source_store)
+    settings = contract_settings(target)
+    store = open_store(settings)
+    started = time.perf_counter()
+    written = 0
+    try:
+        await bootstrap_collection(store, settings)
+        copy = 0
+        while written < chunks:
+            batch: list[ChunkPoint] = []
+            for record in originals:
+                if written + len(batch) >= chunks:
+                    break
+                assert record.vectors is not None
+                meta = {
+                    **record.payload["meta"],
+                    "collection_name": TENANT,
+                    "file_id": f"{record.payload['meta']['file_id']}-copy{copy}",
+                }
+                batch.append(
+                    ChunkPoint(
+                        point_id=str(uuid.uuid4()),
+                        dense=record.vectors["text-dense"],
+                        sparse=record.vectors.get("text-sparse"),
+                        payload={**record.payload, "meta": meta},
+                    )
+                )
+                if len(batch) == _BATCH:
+                    await store.upsert(batch)
+                    written += len(batch)
+                    batch = []
+            if batch:
+                await store.upsert(batch)
+                written += len(batch)
+            copy += 1
+    finally:
+        await close_store(store)
+    return {"source_chunks": len(originals), "chunks": written, "build_s": round(time.perf_counter() - started, 1)}
+
+
+def open_time(path: Path) -> float:
+    """Seconds for the engine to open the store and answer a count."""
+
+    async def opened() -> float:
+        from shared_contract.store import close_store, open_store
+
+        started = time.perf_counter()
+        store = open_store(contract_settings(path))
+        await store.count(None)
+        seconds = time.perf_counter() - started
+        await close_store(store)
+        return seconds
+
+    return asyncio.run(opened())
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    source = workspace("scifact", args.work_dir).qdrant
+    target = args.work_dir / "scale" / "qdrant"
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    report: dict[str, Any] = {"tenant": TENANT, "build": asyncio.run(build(source, target, args.chunks))}
+    print(f"  built {report['build']}", flush=True)
+    report["engine_open_s"] = round(open_time(target), 3)
+    queries = list(load_dataset("scifact", "test", args.data_dir).split_queries().values())
+    for mode in ("dense", "hybrid"):
+        started = time.perf_counter()
+        with running_stack(target, CONFIG_ENV[mode], log_path=target.parent / "stack.log") as stack:
+            ready_s = time.perf_counter() - started
+            assert stack.pid is not None
+            time.sleep(3)  # idle: models loaded, nothing running
+            idle_rss = psutil.Process(stack.pid).memory_info().rss / 2**20
+            levels = {}
+            for concurrency in args.concurrency:
+                summary = asyncio.run(load_test(stack, TENANT, queries, concurrency, args.requests))
+                levels[f"c{concurrency}"] = summary
+                print(f"  {mode} c={concurrency}: {summary}", flush=True)
+        report[mode] = {"ready_s": round(ready_s, 1), "idle_rss_mib": round(idle_rss, 1), **levels}
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--chunks", type=int, default=50_000)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--concurrency", default="1,4")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    args.concurrency = [int(c) for c in args.concurrency.split(",")]
+    report = {
+        "command": "python -m benchmarks.scale " + " ".join(argv or []),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        **run(args),
+    }
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}-scale.json"
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"report: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
