@@ -31,7 +31,7 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         "HYBRID_SPARSE_WEIGHT": "0",
         "HYBRID_LEXICAL_WEIGHT": "1",
     },
-    # The service's defaults (fusion tuned on SciFact train).
+    # The service's defaults (fusion tuned jointly on SciFact train and NorQuAD dev).
     "hybrid": {**BASE, "ENABLE_HYBRID_SEARCH": "true"},
     # Textbook RRF (k 60, equal weights), the starting point before tuning.
     "rrf60": {
@@ -39,6 +39,7 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         "ENABLE_HYBRID_SEARCH": "true",
         "HYBRID_RRF_K": "60",
         "HYBRID_DENSE_WEIGHT": "1.0",
+        "HYBRID_DENSE_WEIGHT_OTHER_LANGUAGES": "1.0",
         "HYBRID_SPARSE_WEIGHT": "1.0",
         "HYBRID_LEXICAL_WEIGHT": "1.0",
         "HYBRID_PREFETCH_MULTIPLIER": "4",

@@ -31,16 +31,25 @@ class Settings(ContractSettings):
     # Hybrid search: one Query API call, weighted RRF over a dense leg, a sparse (BM42) leg and one
     # BM25 leg per lexical language present in the requested tenants.
     enable_hybrid_search: bool = True
-    # Fusion defaults tuned on SciFact train (benchmarks/tuned/scifact.json; docs/benchmarks.md).
-    hybrid_rrf_k: int = Field(default=10, ge=1, description="RRF constant of the hybrid fusion.")
-    hybrid_dense_weight: float = Field(default=0.5, ge=0.0, description="RRF weight of the dense leg; 0 drops it.")
-    hybrid_sparse_weight: float = Field(default=1.0, ge=0.0, description="RRF weight of the sparse leg; 0 drops it.")
+    # Fusion defaults tuned jointly on SciFact train and NorQuAD dev (benchmarks/tuned/; docs/benchmarks.md).
+    hybrid_rrf_k: int = Field(default=5, ge=1, description="RRF constant of the hybrid fusion.")
+    hybrid_dense_weight: float = Field(
+        default=0.75,
+        ge=0.0,
+        description="RRF weight of the dense leg over chunks in the dense model's languages; 0 drops it.",
+    )
+    hybrid_dense_weight_other_languages: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="RRF weight of the dense leg over chunks in other languages (monolingual dense models only).",
+    )
+    hybrid_sparse_weight: float = Field(default=0.25, ge=0.0, description="RRF weight of the sparse leg; 0 drops it.")
     hybrid_lexical_weight: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0.0,
         # BM25_WEIGHT was the lexical weight of the old fallbacks; still read so deployments keep their value.
         validation_alias=AliasChoices("hybrid_lexical_weight", "bm25_weight"),
-        description="RRF weight of each BM25 leg (one per lexical language), also of the client-side BM25; 0 drops them.",
+        description="RRF weight of the BM25 leg (the tenants' language fields merged by score), also of the client-side BM25; 0 drops it.",
     )
     hybrid_prefetch_multiplier: int = Field(default=2, ge=1, le=50, description="Each leg fetches limit x this.")
     lexical_bm25_k1: float | None = Field(default=None, ge=0.0, description="BM25 k1; None: the engine's 1.2.")

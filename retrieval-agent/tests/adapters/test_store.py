@@ -90,12 +90,12 @@ async def test_lexical_languages_facet_per_tenant_set_committed_only(
     )
     store = RecordingStore(inner)
     search = StoreSearch(store, make_settings(lexical_language_cache_ttl_seconds=60))
-    assert await search.lexical_languages(["t2", "t1"]) == ("any", "en", "no")
+    assert await search.lexical_languages(["t2", "t1"]) == {"any": 1, "en": 1, "no": 1}
     assert store.facets == [("meta.lexical_language", tenant_filter(["t1", "t2"]))]
     # Cached per sorted tenant set.
-    assert await search.lexical_languages(["t1", "t2"]) == ("any", "en", "no")
+    assert await search.lexical_languages(["t1", "t2"]) == {"any": 1, "en": 1, "no": 1}
     assert len(store.facets) == 1
-    assert await search.lexical_languages(["t3"]) == ("de",)
+    assert await search.lexical_languages(["t3"]) == {"de": 1}
     assert len(store.facets) == 2
 
 
@@ -106,9 +106,9 @@ async def test_empty_lexical_languages_are_not_cached(
     await create_collection(inner, make_settings())
     store = RecordingStore(inner)
     search = StoreSearch(store, make_settings(lexical_language_cache_ttl_seconds=60))
-    assert await search.lexical_languages(["new"]) == ()
+    assert await search.lexical_languages(["new"]) == {}
     await add_chunk(inner, embedder, "first", "The first chunk.", chunk_meta("new", "a.txt", 1, 0))
-    assert await search.lexical_languages(["new"]) == ("en",)
+    assert await search.lexical_languages(["new"]) == {"en": 1}
     assert len(store.facets) == 2
 
 

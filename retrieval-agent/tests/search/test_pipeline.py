@@ -251,11 +251,12 @@ async def test_multi_query_merge_is_rrf_across_queries(store_factory: Callable[.
 
 
 async def test_default_fusion(store_factory: Callable[..., ChunkStore]) -> None:
-    # dense: A B C D; sparse: C D; BM25: D C. k=10, weights dense 0.5 / sparse 1 / lexical 1.
+    # dense: A B C D; sparse: C D; BM25: D C. English chunks and an English dense model:
+    # k=5, weights dense 0.75 / sparse 0.25 / lexical 0.5.
     result = await retrieve(pipeline(await make_store(store_factory, sparse=True)))
     assert names(result.hits) == ["C", "D", "A", "B"]
     # Weighted RRF: 1 / ((rank + 1) / w + k - 1), 0-based rank.
-    assert round(result.hits[0].score, 6) == round(1 / (3 / 0.5 + 9) + 1 / (1 / 1.0 + 9) + 1 / (2 / 1.0 + 9), 6)
+    assert round(result.hits[0].score, 6) == round(1 / (3 / 0.75 + 4) + 1 / (1 / 0.25 + 4) + 1 / (2 / 0.5 + 4), 6)
 
 
 async def test_a_vanished_text_index_retries_without_bm25_legs_and_is_counted(

@@ -6,6 +6,7 @@ from qdrant_client import models
 from retrieval_agent.search.query import (
     FusionParams,
     dense_request,
+    dense_weight_for,
     hybrid_request,
     lexical_fields_for,
     rrf_max_score,
@@ -192,3 +193,19 @@ def test_rrf_max_score_documents_the_scale() -> None:
     assert rrf_max_score(60, [1.0, 1.0]) == 2 / 60
     assert rrf_max_score(2, [1.0, 0.0]) == 1 / 2
     assert rrf_max_score(10, [0.5, 1.0, 1.0]) == pytest.approx(1 / 11 + 2 / 10)
+
+
+@pytest.mark.parametrize(
+    ("mix", "languages", "expected"),
+    [
+        ({"en": 10}, frozenset({"en"}), 0.75),  # an English tenant, an English model
+        ({"no": 9, "any": 1}, frozenset({"en"}), 0.0),  # Norwegian: the English model sits out
+        ({"en": 1, "da": 3}, frozenset({"en"}), 0.75 * 0.25),  # mixed: by share of chunks
+        ({"no": 5}, None, 0.75),  # a multilingual model covers every language
+        ({}, frozenset({"en"}), 0.75),  # nothing known about the tenants
+    ],
+)
+def test_dense_weight_follows_the_share_of_chunks_the_dense_model_can_read(
+    mix: dict[str, int], languages: frozenset[str] | None, expected: float
+) -> None:
+    assert dense_weight_for(mix, languages, covered=0.75, other=0.0) == pytest.approx(expected)

@@ -52,7 +52,7 @@ class StoreSearch:
         self.store = store
         self.settings = settings
         self._capabilities: tuple[float, Capabilities] | None = None
-        self._languages: dict[tuple[str, ...], tuple[float, tuple[str, ...]]] = {}
+        self._languages: dict[tuple[str, ...], tuple[float, tuple[tuple[str, int], ...]]] = {}
 
     @property
     def collection(self) -> str:
@@ -91,8 +91,8 @@ class StoreSearch:
         """Drop the cached capabilities (after an error that suggests the collection changed)."""
         self._capabilities = None
 
-    async def lexical_languages(self, collection_names: Sequence[str]) -> tuple[str, ...]:
-        """The ``meta.lexical_language`` codes among the tenants' committed chunks (sorted).
+    async def lexical_languages(self, collection_names: Sequence[str]) -> dict[str, int]:
+        """``meta.lexical_language`` code -> committed chunks in the tenants (codes sorted).
 
         One facet per tenant set, cached for LEXICAL_LANGUAGE_CACHE_TTL_SECONDS. An empty answer
         (a tenant still being ingested, or unknown) is not cached, so its first chunks count at once.
@@ -101,16 +101,16 @@ class StoreSearch:
         now = time.monotonic()
         cached = self._languages.get(key)
         if cached is not None and now - cached[0] < self.settings.lexical_language_cache_ttl_seconds:
-            return cached[1]
+            return dict(cached[1])
         counts = await self.store.facet(meta_path(MetaKey.LEXICAL_LANGUAGE), tenant_filter(key), limit=_FACET_LIMIT)
-        codes = tuple(sorted(str(count.value) for count in counts if isinstance(count.value, str)))
-        if codes:
-            self._remember(key, now, codes)
+        mix = tuple(sorted((str(count.value), count.count) for count in counts if isinstance(count.value, str)))
+        if mix:
+            self._remember(key, now, mix)
         else:
             self._languages.pop(key, None)
-        return codes
+        return dict(mix)
 
-    def _remember(self, key: tuple[str, ...], now: float, codes: tuple[str, ...]) -> None:
+    def _remember(self, key: tuple[str, ...], now: float, codes: tuple[tuple[str, int], ...]) -> None:
         if len(self._languages) >= _MAX_LANGUAGE_ENTRIES:
             ttl = self.settings.lexical_language_cache_ttl_seconds
             self._languages = {k: v for k, v in self._languages.items() if now - v[0] < ttl}

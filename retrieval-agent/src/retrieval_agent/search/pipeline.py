@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -29,10 +29,17 @@ from retrieval_agent.search.embed import embed_query
 from retrieval_agent.search.lexical import Bm25Cache
 from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
 from retrieval_agent.search.queries import ChatMessage, QueryGenerator, ResolvedQueries, resolve_queries
-from retrieval_agent.search.query import FusionParams, dense_request, hybrid_request, lexical_fields_for
+from retrieval_agent.search.query import (
+    FusionParams,
+    dense_request,
+    dense_weight_for,
+    hybrid_request,
+    lexical_fields_for,
+)
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, StoreRequestError
+from shared_contract.embedding.catalog import dense_model_languages
 
 logger = logging.getLogger(__name__)
 
@@ -79,13 +86,19 @@ class LinearSearch:
         )
         # When the store said a text index is missing, skip the BM25 legs for a while.
         self._lexical_unsupported_at: float | None = None
+        self._dense_languages = dense_model_languages(settings.embedding_model)
 
-    def fusion(self, limit: int) -> FusionParams:
-        """RRF parameters for one hybrid request returning ``limit`` hits."""
+    def fusion(self, limit: int, language_mix: Mapping[str, int] | None = None) -> FusionParams:
+        """RRF parameters for one hybrid request returning ``limit`` hits over tenants with this language mix."""
         settings = self.settings
         return FusionParams(
             k=settings.hybrid_rrf_k,
-            dense_weight=settings.hybrid_dense_weight,
+            dense_weight=dense_weight_for(
+                language_mix or {},
+                self._dense_languages,
+                covered=settings.hybrid_dense_weight,
+                other=settings.hybrid_dense_weight_other_languages,
+            ),
             sparse_weight=settings.hybrid_sparse_weight,
             lexical_weight=settings.hybrid_lexical_weight,
             prefetch_limit=limit * settings.hybrid_prefetch_multiplier,
@@ -102,12 +115,12 @@ class LinearSearch:
         lexical = bool(capabilities.lexical_fields) and self._lexical_supported()
         if not sparse and not lexical:
             return await self._bm25_fallback(query, collection_names, limit)
-        fields: list[str] = []
-        if lexical:
-            codes = await self.store.lexical_languages(collection_names)
-            fields = lexical_fields_for(codes, capabilities.lexical_fields)
+        # The tenants' language mix picks the BM25 fields and the dense leg's weight (a collection
+        # without lexical fields has no ``meta.lexical_language`` index to ask).
+        language_mix = await self.store.lexical_languages(collection_names) if lexical else {}
+        fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
         vectors = await embed_query(self.embedder, query, with_sparse=sparse, metrics=self.metrics)
-        params = self.fusion(limit)
+        params = self.fusion(limit, language_mix)
 
         def build(lexical_fields: Sequence[str]) -> models.QueryRequest | None:
             return hybrid_request(

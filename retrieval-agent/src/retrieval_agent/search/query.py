@@ -8,7 +8,7 @@ tenant never shift another tenant's scores in the shared collection.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from qdrant_client import models
@@ -40,6 +40,27 @@ def lexical_fields_for(codes: Iterable[str], indexed: Iterable[str]) -> list[str
     """The BM25 fields to query: the tenants' lexical languages that have a scoring text index."""
     available = set(indexed)
     return [field for field in lexical.lexical_fields(list(codes)) if field in available]
+
+
+def dense_weight_for(
+    language_mix: Mapping[str, int],
+    model_languages: frozenset[str] | None,
+    *,
+    covered: float,
+    other: float,
+) -> float:
+    """The dense leg's weight over tenants with this ``meta.lexical_language`` mix.
+
+    A multilingual model (``model_languages`` None) always gets ``covered``. A model trained on
+    some languages only (MiniLM: English) gets ``covered`` for the share of chunks in those
+    languages and ``other`` for the rest (``any`` counts as another language): English MiniLM
+    scores 0.41 nDCG@10 on Norwegian and only pulls the fused ranking down there.
+    """
+    total = sum(language_mix.values())
+    if model_languages is None or total == 0:
+        return covered
+    share = sum(count for code, count in language_mix.items() if code in model_languages) / total
+    return covered * share + other * (1.0 - share)
 
 
 def idf_scope(selector: models.Filter) -> models.SearchParams:

