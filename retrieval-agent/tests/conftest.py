@@ -32,6 +32,7 @@ from shared_contract import (  # noqa: E402
 )
 from shared_contract.lexical import LEXICAL_FIELD_PREFIX  # noqa: E402
 from shared_contract.store import (  # noqa: E402
+    ChunkPoint,
     ChunkStore,
     bootstrap_collection,
     chunk_point,
@@ -192,6 +193,12 @@ async def create_collection(
     await store.ensure_indexes(spec)
 
 
+def without_lexical(point: ChunkPoint) -> ChunkPoint:
+    """A point as a foreign collection holds it: no ``lexical_<code>`` copy (so no BM25 index appears)."""
+    payload = {key: value for key, value in point.payload.items() if not key.startswith(LEXICAL_FIELD_PREFIX)}
+    return dataclasses.replace(point, payload=payload)
+
+
 async def seed(
     store: ChunkStore,
     settings: ContractSettings,
@@ -214,7 +221,7 @@ async def seed(
                 sparse=sparse_vector,
             )
         )
-    await store.upsert(points)
+    await store.upsert(points if lexical else [without_lexical(point) for point in points])
 
 
 async def add_chunk(

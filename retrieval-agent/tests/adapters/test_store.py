@@ -8,8 +8,7 @@ from qdrant_client import models
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.search.query import dense_request
 from shared_contract import CollectionMissingError, ContractEmbedder, StoreRequestError
-from shared_contract.lexical import all_lexical_codes, lexical_field
-from shared_contract.store import ChunkStore, tenant_filter
+from shared_contract.store import ChunkStore, chunk_point, tenant_filter
 
 from ..conftest import (  # type: ignore[import-not-found]  # noqa: TID252
     RecordingStore,
@@ -21,16 +20,26 @@ from ..conftest import (  # type: ignore[import-not-found]  # noqa: TID252
 
 pytestmark = pytest.mark.anyio
 
-ALL_LEXICAL_FIELDS = frozenset(lexical_field(code) for code in all_lexical_codes())
-
 
 async def test_capabilities_of_a_contract_collection(store_factory: Callable[..., ChunkStore]) -> None:
     store = store_factory()
     await create_collection(store, make_settings())
+    for language in ("en", "nb"):  # a language's BM25 index appears with its first chunk
+        await store.upsert(
+            [
+                chunk_point(
+                    language,
+                    "text",
+                    chunk_meta("t", "a.txt", 1, 0, languages=[language]),
+                    dense=[1.0] * 384,
+                    sparse=None,
+                )
+            ]
+        )
     capabilities = await StoreSearch(store, make_settings()).capabilities()
     assert capabilities.has_sparse is True
     assert capabilities.sparse_idf is True  # BM42: the IDF modifier, so per-tenant IDF applies
-    assert capabilities.lexical_fields == ALL_LEXICAL_FIELDS
+    assert capabilities.lexical_fields == {"lexical_en", "lexical_no"}
 
 
 async def test_capabilities_without_sparse_or_lexical_indexes(store_factory: Callable[..., ChunkStore]) -> None:

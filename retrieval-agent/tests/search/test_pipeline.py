@@ -23,6 +23,7 @@ from ..conftest import (  # type: ignore[import-not-found]  # noqa: TID252
     create_collection,
     leg_fields,
     make_settings,
+    without_lexical,
 )
 
 pytestmark = pytest.mark.anyio
@@ -91,6 +92,8 @@ async def make_store(
         )
     )
     points.extend(extra or [])
+    if not lexical:
+        points = [without_lexical(point) for point in points]
     await store.upsert(points)
     return store
 

@@ -31,7 +31,6 @@ from shared_contract import (
     manifest_for,
 )
 from shared_contract.embedding.types import SparseVectorData
-from shared_contract.lexical import all_lexical_codes, lexical_field
 from shared_contract.settings import DEFAULT_SPARSE_MODEL
 from shared_contract.store import (
     ChunkPoint,
@@ -62,7 +61,6 @@ KEYWORD_INDEXES = [
     ).payload_indexes
     if isinstance(index.schema, models.KeywordIndexParams)
 ]
-LEXICAL_FIELDS = frozenset(lexical_field(code) for code in all_lexical_codes())
 
 
 def contract_settings(adapter: str, root: Path, index: str, **overrides: Any) -> ContractSettings:
@@ -180,12 +178,31 @@ async def test_bootstrap_creates_the_collection_its_manifest_and_every_index(fre
     assert manifest.model_dump(exclude={"created_at"}) == manifest_for(settings).model_dump(exclude={"created_at"})
     info = await store.info()
     assert info.has_sparse is True
-    assert info.text_index_fields == LEXICAL_FIELDS
+    assert info.text_index_fields == frozenset()  # created by the first write of each language
     # Faceting needs a keyword index: every keyword index of the layout answers, an unindexed key does not.
     for key in KEYWORD_INDEXES:
         assert await store.facet(key, None, limit=5) == []
     with pytest.raises(StoreRequestError):
         await store.facet("meta.name", None, limit=5)
+
+
+async def test_the_first_write_of_a_language_creates_its_bm25_index(
+    fresh: Callable[..., Opened], tenant: Callable[[], str]
+) -> None:
+    store, settings = fresh()
+    await bootstrap_collection(store, settings)
+    name = tenant()
+    await store.upsert([point(name, "a", text="Hundene løp", languages=["nb"]), point(name, "b", text="Dogs ran")])
+    assert (await store.info()).text_index_fields == {"lexical_no", "lexical_en"}
+    await store.upsert([point(name, "c", text="Katten sov", languages=["nb"])])  # existing index: nothing new
+    await store.upsert([point(name, "d", text="犬が走った", languages=["ja"])])
+    assert (await store.info()).text_index_fields == {"lexical_no", "lexical_en", "lexical_any"}
+    hits = await store.query(
+        models.QueryRequest(
+            query=models.TextQuery(text="hund"), using="lexical_no", filter=tenant_filter([name]), limit=5
+        )
+    )
+    assert names(hits) == ["a"]  # indexed, stemmed
 
 
 async def test_bootstrap_is_idempotent(fresh: Callable[..., Opened], tenant: Callable[[], str]) -> None:

@@ -8,6 +8,7 @@ from shared_contract import DENSE_VECTOR, SPARSE_VECTOR, ContractSettings, load_
 from shared_contract.lexical import text_index_params
 from shared_contract.manifest import MANIFEST_METADATA_KEY
 from shared_contract.store import PayloadIndexSpec, collection_spec
+from shared_contract.store.layout import lexical_indexes_for
 
 KEYWORD = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD)
 
@@ -44,10 +45,17 @@ def test_every_payload_index(settings: ContractSettings) -> None:
         PayloadIndexSpec(
             "meta.ingest_seq", models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
         ),
-        *(
-            PayloadIndexSpec(f"lexical_{code}", text_index_params(code))
-            for code in ("da", "de", "en", "es", "fi", "fr", "it", "nl", "no", "pt", "sv", "any")
-        ),
+    ]
+
+
+def test_a_batch_needs_the_bm25_index_of_each_new_language_field_only() -> None:
+    payloads = [{"content": "x", "lexical_no": "x"}, {"content": "y", "lexical_en": "y"}, {"lexical_no": "z"}]
+    assert lexical_indexes_for(payloads, {"lexical_en", "meta.file_id"}) == [
+        PayloadIndexSpec("lexical_no", text_index_params("no"))
+    ]
+    assert lexical_indexes_for(payloads, {"lexical_en", "lexical_no"}) == []
+    assert lexical_indexes_for([{"lexical_any": "?"}], set()) == [
+        PayloadIndexSpec("lexical_any", text_index_params("any"))
     ]
 
 
@@ -56,14 +64,13 @@ def test_no_index_on_the_raw_content(settings: ContractSettings) -> None:
     assert "content" not in {index.field_name for index in collection_spec(settings).payload_indexes}
 
 
-def test_without_sparse_the_dense_vector_stays_named_and_the_lexical_fields_stay() -> None:
+def test_without_sparse_the_dense_vector_stays_named() -> None:
     settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
     spec = collection_spec(settings)
     assert set(spec.vectors_config) == {DENSE_VECTOR}
     assert spec.sparse_idf is None
     assert spec.sparse_vectors_config is None
     assert spec.metadata[MANIFEST_METADATA_KEY]["sparse_model"] is None
-    assert {index.field_name for index in spec.payload_indexes} >= {"lexical_en", "lexical_no", "lexical_any"}
 
 
 def test_a_learned_sparse_model_gets_no_idf_modifier() -> None:

@@ -263,12 +263,37 @@ async def test_bootstrap_creates_every_payload_index_with_its_exact_schema(
     await bootstrap_collection(store, server_settings)
 
     sent = server.sent("PUT", "/index")
-    assert [request.body["field_name"] for request in sent] == list(EXPECTED_INDEXES)
+    # Bootstrap creates the keyword and integer indexes; a language's BM25 index comes with its first chunk.
+    bootstrap_indexes = [name for name in EXPECTED_INDEXES if not name.startswith("lexical_")]
+    assert [request.body["field_name"] for request in sent] == bootstrap_indexes
     for request in sent:
         assert request.body["field_schema"] == EXPECTED_INDEXES[request.body["field_name"]], request.body
         assert request.params == {"wait": "true"}
     # The spec and the wire agree: one request per index of the layout, nothing more.
-    assert [index.field_name for index in collection_spec(server_settings).payload_indexes] == list(EXPECTED_INDEXES)
+    assert [index.field_name for index in collection_spec(server_settings).payload_indexes] == bootstrap_indexes
+
+
+async def test_the_first_upsert_of_a_language_creates_its_bm25_index_with_its_exact_schema(
+    server: ScriptedQdrant, store: ServerStore, server_settings: ContractSettings
+) -> None:
+    await bootstrap_collection(store, server_settings)
+    server.requests.clear()
+    norwegian = chunk_point(
+        "c1", "Hundene løp", {"collection_name": "t", "languages": ["nb"]}, dense=[1.0] * 384, sparse=None
+    )
+    korean = chunk_point(
+        "c2", "개가 달렸다", {"collection_name": "t", "languages": ["ko"]}, dense=[1.0] * 384, sparse=None
+    )
+    await store.upsert([norwegian, korean])
+    indexes = server.sent("PUT", "/index")
+    assert [(r.body["field_name"], r.body["field_schema"]) for r in indexes] == [
+        ("lexical_any", EXPECTED_INDEXES["lexical_any"]),
+        ("lexical_no", EXPECTED_INDEXES["lexical_no"]),
+    ]
+    assert server.requests.index(indexes[-1]) < server.requests.index(server.sent("PUT", "/points")[0])
+    server.requests.clear()
+    await store.upsert([norwegian])
+    assert server.sent("PUT", "/index") == []  # known from now on
 
 
 async def test_a_second_bootstrap_creates_nothing(
@@ -285,10 +310,10 @@ async def test_bootstrap_adds_only_the_indexes_a_collection_lacks(
     server: ScriptedQdrant, store: ServerStore, server_settings: ContractSettings
 ) -> None:
     await bootstrap_collection(store, server_settings)
-    del server.indexes["lexical_sv"]
+    del server.indexes["meta.ingest_state"]
     server.requests.clear()
     await bootstrap_collection(store, server_settings)
-    assert [request.body["field_name"] for request in server.sent("PUT", "/index")] == ["lexical_sv"]
+    assert [request.body["field_name"] for request in server.sent("PUT", "/index")] == ["meta.ingest_state"]
     assert server.sent("PUT") == []
 
 
@@ -312,9 +337,11 @@ async def test_info_reads_sparse_and_scoring_text_indexes_from_the_server(
 ) -> None:
     await bootstrap_collection(store, server_settings)
     server.indexes["plain_text"] = {"type": "text", "tokenizer": "word"}  # a text index without scoring
+    server.indexes["lexical_no"] = EXPECTED_INDEXES["lexical_no"]
+    server.indexes["lexical_en"] = EXPECTED_INDEXES["lexical_en"]
     info = await store.info()
     assert info.has_sparse is True
-    assert info.text_index_fields == frozenset(name for name in EXPECTED_INDEXES if name.startswith("lexical_"))
+    assert info.text_index_fields == {"lexical_no", "lexical_en"}
 
 
 async def test_info_of_a_dense_only_collection(server: ScriptedQdrant, store: ServerStore) -> None:

@@ -44,7 +44,7 @@ from shared_contract.store.edge_requests import (
     to_edge_request,
     to_edge_with_payload,
 )
-from shared_contract.store.layout import CollectionSpec
+from shared_contract.store.layout import CollectionSpec, lexical_indexes_for
 from shared_contract.store.port import ChunkPoint, FacetCount, PointRecord, StoreInfo, StoreKind
 
 logger = logging.getLogger(__name__)
@@ -82,6 +82,7 @@ class EdgeStore:
         self._temporary = temporary
         self._shard: Any | None = None
         self._closed = False
+        self._indexed: set[str] | None = None  # payload fields with an index (read once, then kept)
         self._manifest: CollectionManifest | None = None
 
     @classmethod
@@ -237,6 +238,7 @@ class EdgeStore:
     async def upsert(self, points: Sequence[ChunkPoint]) -> None:
         if not points:
             return
+        await self._index_lexical_fields(points)
         # The engine applies the points before a wrong-sized one and then fails: check sizes first.
         dim = (await self.read_manifest()).dense_dim
         for point in points:
@@ -247,6 +249,20 @@ class EdgeStore:
                 )
         edge_points = [edge.Point(point.point_id, _vectors(point), dict(point.payload)) for point in points]
         await self._write("upsert", lambda: edge.UpdateOperation.upsert_points(edge_points))
+
+    async def _index_lexical_fields(self, points: Sequence[ChunkPoint]) -> None:
+        """Create the BM25 index of each lexical field this batch writes for the first time."""
+        if self._indexed is None:
+            self._indexed = set(self._read("info", lambda shard: shard.info().payload_schema))
+        for index in lexical_indexes_for((point.payload for point in points), self._indexed):
+            schema = to_edge_index(index.schema)
+            await self._write(
+                "create_field_index",
+                lambda index=index, schema=schema: edge.UpdateOperation.create_field_index(  # type: ignore[misc]
+                    index.field_name, schema
+                ),
+            )
+            self._indexed.add(index.field_name)
 
     async def set_payload(self, selector: models.Filter, payload: Mapping[str, Any], *, key: str | None = None) -> None:
         edge_filter = to_edge_filter(selector)

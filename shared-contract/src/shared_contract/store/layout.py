@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from qdrant_client import models
 
-from shared_contract.lexical import all_lexical_codes, lexical_field, text_index_params
+from shared_contract.lexical import LEXICAL_FIELD_PREFIX, text_index_params
 from shared_contract.manifest import MANIFEST_METADATA_KEY, manifest_for
 from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR, MetaKey, meta_path
 from shared_contract.settings import ContractSettings
@@ -72,8 +73,9 @@ def collection_spec(settings: ContractSettings) -> CollectionSpec:
             models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True),
         ),
     ]
-    # One BM25-scored full-text index per lexical language, plus the unstemmed fallback.
-    indexes.extend(PayloadIndexSpec(lexical_field(code), text_index_params(code)) for code in all_lexical_codes())
+    # The BM25 text index of each lexical language is created by the first upsert that writes a
+    # chunk in that language (``lexical_indexes_for``): the engine holds ~35 MB per loaded text
+    # index whatever its size, so a store keeps only the languages it holds.
     sparse_idf: bool | None = None
     if manifest.sparse_model is not None:
         sparse_idf = manifest.sparse_modifier == "idf"
@@ -86,3 +88,11 @@ def collection_spec(settings: ContractSettings) -> CollectionSpec:
         metadata={MANIFEST_METADATA_KEY: manifest.model_dump(mode="json")},
         payload_indexes=indexes,
     )
+
+
+def lexical_indexes_for(payloads: Iterable[Mapping[str, Any]], existing: Container[str]) -> list[PayloadIndexSpec]:
+    """The BM25 text indexes a batch of payloads needs that ``existing`` lacks (one per language field)."""
+    fields = sorted(
+        {key for payload in payloads for key in payload if key.startswith(LEXICAL_FIELD_PREFIX) and key not in existing}
+    )
+    return [PayloadIndexSpec(field, text_index_params(field.removeprefix(LEXICAL_FIELD_PREFIX))) for field in fields]

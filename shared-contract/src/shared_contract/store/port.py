@@ -94,7 +94,12 @@ class ChunkStore(Protocol):
         ...
 
     async def upsert(self, points: Sequence[ChunkPoint]) -> None:
-        """Write points; one call is one batch (all or nothing on the embedded engine)."""
+        """Write points; one call is one batch (all or nothing on the embedded engine).
+
+        The BM25 text index of a ``lexical_<code>`` field is created before the first batch that
+        writes that field (bootstrap creates none: a loaded text index costs ~35 MB of memory in
+        the embedded engine whatever it holds, so a store indexes only the languages it has).
+        """
         ...
 
     async def set_payload(self, selector: models.Filter, payload: Mapping[str, Any], *, key: str | None = None) -> None:

@@ -19,7 +19,7 @@ from shared_contract.errors import (
 )
 from shared_contract.manifest import MANIFEST_METADATA_KEY, CollectionManifest
 from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR
-from shared_contract.store.layout import CollectionSpec
+from shared_contract.store.layout import CollectionSpec, lexical_indexes_for
 from shared_contract.store.port import ChunkPoint, FacetCount, PointRecord, StoreInfo, StoreKind
 
 T = TypeVar("T")
@@ -61,6 +61,7 @@ class ServerStore:
             url=url, api_key=api_key, timeout=int(timeout), check_compatibility=False, **extra
         )
         self._collection = collection
+        self._indexed: set[str] | None = None  # payload fields with an index (read once, then kept)
 
     @property
     def kind(self) -> StoreKind:
@@ -161,6 +162,7 @@ class ServerStore:
     async def upsert(self, points: Sequence[ChunkPoint]) -> None:
         if not points:
             return
+        await self._index_lexical_fields(points)
         structs = [
             models.PointStruct(id=point.point_id, vector=_vectors(point), payload=dict(point.payload))
             for point in points
@@ -168,6 +170,21 @@ class ServerStore:
         await self._call(
             "upsert", lambda: self._client.upsert(collection_name=self._collection, points=structs, wait=True)
         )
+
+    async def _index_lexical_fields(self, points: Sequence[ChunkPoint]) -> None:
+        """Create the BM25 index of each lexical field this batch writes for the first time
+        (another replica creating the same index meanwhile is harmless: creation is idempotent)."""
+        if self._indexed is None:
+            info = await self._call("get_collection", lambda: self._client.get_collection(self._collection))
+            self._indexed = set(info.payload_schema)
+        for index in lexical_indexes_for((point.payload for point in points), self._indexed):
+            await self._call(
+                "create_payload_index",
+                lambda index=index: self._client.create_payload_index(  # type: ignore[misc]
+                    collection_name=self._collection, field_name=index.field_name, field_schema=index.schema, wait=True
+                ),
+            )
+            self._indexed.add(index.field_name)
 
     async def set_payload(self, selector: models.Filter, payload: Mapping[str, Any], *, key: str | None = None) -> None:
         await self._call(
