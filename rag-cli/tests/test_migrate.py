@@ -127,3 +127,29 @@ def test_rag_dev_refuses_an_old_store_and_names_the_command(
     assert asyncio.run(serve(options)) == 1
     assert f"rag migrate --from {root}" in capsys.readouterr().err
     assert (root / "meta.json").is_file()  # nothing opened or changed
+
+
+def test_optimize_builds_the_engine_indexes_and_keeps_every_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "qdrant"
+    settings = _settings(root)
+    _legacy_store(root, settings, manifest=manifest_for(settings).model_dump(mode="json"))
+    monkeypatch.setenv("QDRANT_PATH", str(root))
+    assert main(["migrate"]) == 0
+    assert main(["optimize"]) == 0
+    assert "rag optimize:" in capsys.readouterr().out
+
+    async def count() -> int:
+        store = open_store(settings)
+        try:
+            return await store.count(tenant_filter(["kb"]))
+        finally:
+            await close_store(store)
+
+    assert asyncio.run(count()) == 2
+
+
+def test_optimize_without_a_store_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QDRANT_PATH", str(tmp_path))
+    assert main(["optimize"]) == 1

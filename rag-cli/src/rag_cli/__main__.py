@@ -1,4 +1,4 @@
-"""``rag``: dev | ingest | search | migrate."""
+"""``rag``: dev | ingest | search | migrate | optimize."""
 
 from __future__ import annotations
 
@@ -40,6 +40,11 @@ def parser() -> argparse.ArgumentParser:
         help="the store directory (default: QDRANT_PATH or .data/qdrant); the old files are kept in it",
     )
 
+    optimize = commands.add_parser(
+        "optimize", help="build the embedded engine's HNSW graphs (maintenance: blocks for seconds; stop rag dev first)"
+    )
+    optimize.add_argument("--path", dest="source", type=Path, default=None, help="default: QDRANT_PATH or .data/qdrant")
+
     ingest = commands.add_parser("ingest", help="ingest files or folders")
     ingest.add_argument("paths", nargs="+", type=Path)
     ingest.add_argument("--collection", required=True, help="tenant (Open WebUI collection name)")
@@ -78,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         from rag_cli.migrate import run_migrate
 
         return run_migrate((args.source or default_qdrant_path()).resolve())
+    if args.command == "optimize":
+        from rag_cli.dev import default_qdrant_path
+        from rag_cli.migrate import run_optimize
+
+        return run_optimize((args.source or default_qdrant_path()).resolve())
     if args.command == "ingest":
         from rag_cli.commands import run_ingest
 

@@ -172,3 +172,27 @@ def run_migrate(root: Path) -> int:
         f"\nrag migrate: {report.points} points of {report.collection!r} copied; old files kept in {report.legacy_folder}\n"
     )
     return 0
+
+
+def run_optimize(root: Path) -> int:
+    """Entry point of ``rag optimize``: build the engine's HNSW graphs and merge segments (maintenance)."""
+    from shared_contract import ContractError, load_settings
+    from shared_contract.store import EdgeStore
+
+    async def optimize() -> bool:
+        settings = load_settings(ContractSettings, qdrant_uri=None, qdrant_path=root)
+        store = open_store(settings)
+        try:
+            assert isinstance(store, EdgeStore)
+            await store.count(None)  # opens the shard; raises CollectionMissingError if there is none
+            return store.optimize()
+        finally:
+            await close_store(store)
+
+    try:
+        changed = asyncio.run(optimize())
+    except (ContractError, OSError) as exc:
+        sys.stderr.write(f"rag optimize: {exc}\n")
+        return 1
+    sys.stdout.write(f"rag optimize: {'segments optimized' if changed else 'already optimal'} in {root}\n")
+    return 0
