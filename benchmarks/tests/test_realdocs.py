@@ -1,6 +1,6 @@
 """The real-document benchmark's pure parts: questions file, hit rule, metrics, BM25, output.
 
-Fast and stack-free; nothing here reads ../shared (a fresh clone has none).
+Fast and stack-free; nothing here reads the evaluation data beside the checkout (a fresh clone has none).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One small end-to-end run of each benchmark through a real `rag dev` stack, so they keep working.
 
-They read a committed SciFact sample (fixtures/scifact-sample: 40 docs, 10 test queries), never ../shared.
+They read a committed SciFact sample (fixtures/scifact-sample: 40 docs, 10 test queries), never the evaluation data beside the checkout.
 """
 
 from __future__ import annotations
