@@ -57,6 +57,10 @@ test-unit: ## Unit tests of the workspace packages only
 test-integration: ## Black-box HTTP tests against a running stack (started for you unless *_BASE_URL is set)
 	$(UV) run --no-sync pytest tests-integration
 
+.PHONY: fuzz
+fuzz: install models ## schemathesis against both services' OpenAPI on a real `rag dev` (FUZZ_MAX_EXAMPLES per operation)
+	$(UV) run --no-sync pytest tests-fuzz
+
 .PHONY: lint
 lint: install ## ruff lint and format check
 	$(UV) run --no-sync ruff check .
@@ -68,8 +72,15 @@ format: install ## Apply ruff fixes and formatting
 	$(UV) run --no-sync ruff format .
 
 .PHONY: typecheck
-typecheck: install ## mypy --strict over the three packages
+typecheck: install ## mypy --strict over the packages, benchmarks and every test root
 	$(UV) run --no-sync mypy
+	@# One run per test root: each has its own top-level `conftest` (see [tool.mypy] in pyproject.toml).
+	MYPYPATH=shared-contract $(UV) run --no-sync mypy shared-contract/tests
+	MYPYPATH=ingestion-service $(UV) run --no-sync mypy ingestion-service/tests
+	MYPYPATH=retrieval-agent $(UV) run --no-sync mypy retrieval-agent/tests
+	MYPYPATH=rag-cli $(UV) run --no-sync mypy rag-cli/tests
+	$(UV) run --no-sync mypy tests-integration
+	MYPYPATH=tests-integration $(UV) run --no-sync mypy tests-fuzz
 
 .PHONY: bench-quality
 bench-quality: install models ## Retrieval quality (nDCG@10, Recall@100, MRR@10) on SciFact and NorQuAD

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import boto3
 import httpx
@@ -66,6 +67,8 @@ class Stack:
     retrieval_key: str
     s3: S3Endpoint
     log: Path | None = None
+    # The `rag dev` process this session started (None for an external stack).
+    pid: int | None = None
     clients: list[httpx.Client] = field(default_factory=lambda: list[httpx.Client]())
 
     def ingestion(self) -> httpx.Client:
@@ -92,7 +95,7 @@ def _start_moto() -> tuple[object, S3Endpoint]:
     return server, S3Endpoint(url=f"http://127.0.0.1:{port}")
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes] | None, log: Path | None, timeout: float) -> None:
+def wait_ready(url: str, process: subprocess.Popen[Any] | None, log: Path | None, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
@@ -110,7 +113,7 @@ def wait_ready(url: str, process: subprocess.Popen[bytes] | None, log: Path | No
     raise RuntimeError(f"{url} not ready after {timeout:.0f}s: {last}")
 
 
-def stop_process(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[Any]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
@@ -189,7 +192,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     try:
         wait_ready(ingestion_url, process, log, READY_TIMEOUT_S)
         wait_ready(retrieval_url, process, log, READY_TIMEOUT_S)
-        running = Stack(ingestion_url, retrieval_url, keys["INGESTION_API_KEY"], keys["RETRIEVAL_API_KEY"], s3, log=log)
+        running = Stack(
+            ingestion_url,
+            retrieval_url,
+            keys["INGESTION_API_KEY"],
+            keys["RETRIEVAL_API_KEY"],
+            s3,
+            log=log,
+            pid=process.pid,
+        )
         yield running
         for client in running.clients:
             client.close()

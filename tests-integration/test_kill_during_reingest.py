@@ -109,7 +109,7 @@ def killed_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
             assert response.status_code == 200, response.text
             first_counts[point] = response.json()["chunks_count"]
     finally:
-        stop_process(service.process)  # type: ignore[arg-type]
+        stop_process(service.process)
     for point in POINTS:
         service = start_target(store, point, keys)
 
@@ -147,7 +147,7 @@ def restarted(killed_store: tuple[Path, dict[str, str], dict[str, int]]) -> Iter
         ):
             yield ingestion, retrieval
     finally:
-        stop_process(process)  # type: ignore[arg-type]
+        stop_process(process)
 
 
 def stored_chunks(ingestion: httpx.Client, file_id: str) -> list[dict[str, object]]:

@@ -22,10 +22,10 @@ def test_matches_qdrant_client_fusion(k: int, weights: tuple[float, float]) -> N
     ours = qdrant_rrf([[(str(i), f"f{i}") for i in dense], [(str(i), f"f{i}") for i in sparse]], weights, k, 5)
     assert [score for _, _, score in ours] == pytest.approx([p.score for p in expected])
     # Equal scores may come in either order; compare the id sets per distinct score.
-    by_score_ours = {round(s, 12): set() for _, _, s in ours}
+    by_score_ours: dict[float, set[str]] = {round(s, 12): set() for _, _, s in ours}
     for pid, _, s in ours:
         by_score_ours[round(s, 12)].add(pid)
-    by_score_qdrant = {round(p.score, 12): set() for p in expected}
+    by_score_qdrant: dict[float, set[str]] = {round(p.score, 12): set() for p in expected}
     for p in expected:
         by_score_qdrant[round(p.score, 12)].add(str(p.id))
     assert by_score_ours == by_score_qdrant

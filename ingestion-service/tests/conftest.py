@@ -9,9 +9,9 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -19,6 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache/models"))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
+from fastapi import FastAPI  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from qdrant_client import models  # noqa: E402
 
@@ -27,6 +28,9 @@ from ingestion_service.runtime import ServiceHooks  # noqa: E402
 from ingestion_service.settings import Settings  # noqa: E402
 from shared_contract import ContractEmbedder, MetaKey, load_settings  # noqa: E402
 from shared_contract.store import PointRecord, match  # noqa: E402
+
+if TYPE_CHECKING:
+    import httpx2  # the HTTP client under starlette's TestClient (its responses' type)
 
 API_KEY = "k" * 40
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -90,7 +94,31 @@ def wait_ready(client: TestClient, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-AppFactory = Callable[..., Any]
+class AppFactory(Protocol):
+    """The ``app_client`` fixture."""
+
+    def __call__(
+        self, *, hooks: ServiceHooks | None = ..., ready: bool = ..., **overrides: Any
+    ) -> AbstractContextManager[TestClient]: ...
+
+
+class Upload(Protocol):
+    """The ``upload`` fixture."""
+
+    def __call__(
+        self, client: TestClient, path: Path, *, file_id: str | None = ..., **fields: str
+    ) -> httpx2.Response: ...
+
+
+class Points(Protocol):
+    """The ``points`` fixture."""
+
+    def __call__(
+        self, client: TestClient, file_id: str | None = ..., collection_name: str | None = ...
+    ) -> list[PointRecord]: ...
+
+
+MakeSettings = Callable[..., Settings]
 
 
 @pytest.fixture
@@ -140,7 +168,7 @@ def s3_endpoint() -> Iterator[str]:
         server.stop()
 
 
-def _upload(client: TestClient, path: Path, *, file_id: str | None = None, **fields: str) -> Any:
+def _upload(client: TestClient, path: Path, *, file_id: str | None = None, **fields: str) -> httpx2.Response:
     """Multipart ingest of ``path``."""
     file_id = file_id or uuid.uuid4().hex
     data = {
@@ -155,7 +183,7 @@ def _upload(client: TestClient, path: Path, *, file_id: str | None = None, **fie
 
 
 @pytest.fixture
-def upload() -> Callable[..., Any]:
+def upload() -> Upload:
     """``upload(client, path, file_id=..., **form_fields)`` -> the ingest response."""
     return _upload
 
@@ -168,31 +196,33 @@ def docs() -> Path:
 
 def _points(client: TestClient, file_id: str | None = None, collection_name: str | None = None) -> list[PointRecord]:
     """Every stored point (pending ones too) of a file, with vectors, read through the store."""
-    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    assert isinstance(client.app, FastAPI)
+    assert client.portal is not None, "the client is not running (use it inside `with`)"
+    runtime = client.app.state.runtime
     must = []
     if file_id is not None:
         must.append(match(MetaKey.FILE_ID, file_id))
     if collection_name is not None:
         must.append(match(MetaKey.COLLECTION_NAME, collection_name))
-    records, _ = client.portal.call(  # type: ignore[union-attr]
+    records, _ = client.portal.call(
         lambda: runtime.store.scroll(models.Filter(must=must), limit=10_000, with_vectors=True)
     )
     return list(records)
 
 
 @pytest.fixture
-def points() -> Callable[..., list[Any]]:
+def points() -> Points:
     """``points(client, file_id=..., collection_name=...)`` -> stored points with vectors."""
     return _points
 
 
 @pytest.fixture
-def make_test_settings() -> Callable[..., Settings]:
+def make_test_settings() -> MakeSettings:
     """``make_test_settings(**overrides)`` -> Settings for unit tests of single parts."""
     return make_settings
 
 
 @pytest.fixture(scope="module")
-def make_test_settings_module() -> Callable[..., Settings]:
+def make_test_settings_module() -> MakeSettings:
     """Module-scoped twin of ``make_test_settings``."""
     return make_settings

@@ -18,7 +18,7 @@ from rich.console import Console
 from rag_cli.commands import run_ingest, run_search
 from rag_cli.config import Endpoint
 
-from .conftest import INGESTION_KEY, RETRIEVAL_KEY  # type: ignore[import-not-found]  # noqa: TID252
+from .conftest import INGESTION_KEY, RETRIEVAL_KEY  # noqa: TID252
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 

@@ -5,7 +5,7 @@ import pytest
 from retrieval_agent.settings import Settings
 from shared_contract import ContractConfigError, load_settings
 
-from .conftest import API_KEY  # type: ignore[import-not-found]  # noqa: TID252
+from .conftest import API_KEY  # noqa: TID252
 
 
 def test_defaults_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -15,7 +15,7 @@ def test_defaults_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.enable_reranking is False
     assert settings.initial_retrieval_multiplier == 3
     assert settings.search_result_sets == "merged"
-    assert settings.query_generation_active is False  # no AGENT_API_BASE_URL
+    assert settings.lexical_retry_after_seconds == 300.0
     assert settings.port == 8000
 
 

@@ -69,7 +69,7 @@ def settings() -> ContractSettings:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> Iterator[ContractEmbedder]:
+def embedder() -> ContractEmbedder:
     """The default models, built offline by `make models`; loaded once per session."""
     models_dir = Path(os.environ["LOCAL_MODELS_DIR"])
     if not (models_dir / "sentence-transformers__all-MiniLM-L6-v2" / "build-manifest.json").is_file():

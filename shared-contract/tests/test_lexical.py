@@ -12,6 +12,7 @@ from shared_contract.lexical import (
     lexical_field,
     lexical_fields,
     lexical_language_for,
+    lexical_windows,
     text_index_params,
 )
 
@@ -88,3 +89,32 @@ def test_fields_to_query_for_the_languages_of_a_tenant_set() -> None:
     assert lexical_fields(["sv", "no", "any", "no", "xx"]) == ["lexical_any", "lexical_no", "lexical_sv"]
     assert lexical_fields(["nb"]) == []  # callers pass stored codes (meta.lexical_language), not aliases
     assert lexical_fields([]) == []
+
+
+def test_a_window_joins_neighbours_writes_their_overlap_once_and_repeats_its_own_chunk() -> None:
+    chunks = [
+        "Alpha beta gamma delta epsilon zeta",
+        "delta epsilon zeta eta theta iota",  # repeats the end of the first chunk
+        "kappa lambda mu",  # no overlap with the second
+    ]
+    assert lexical_windows(chunks, 1) == [
+        "Alpha beta gamma delta epsilon zeta eta theta iota\nAlpha beta gamma delta epsilon zeta",
+        "Alpha beta gamma delta epsilon zeta eta theta iota\nkappa lambda mu\ndelta epsilon zeta eta theta iota",
+        "delta epsilon zeta eta theta iota\nkappa lambda mu\nkappa lambda mu",
+    ]
+
+
+def test_a_window_stops_at_the_document_edges() -> None:
+    chunks = ["one chunk here", "two chunks here", "three chunks here", "four chunks here"]
+    windows = lexical_windows(chunks, 2)
+    assert windows[0] == "one chunk here\ntwo chunks here\nthree chunks here\none chunk here"
+    assert windows[3] == "two chunks here\nthree chunks here\nfour chunks here\nfour chunks here"
+    assert windows[1] == "\n".join(chunks) + "\ntwo chunks here"
+
+
+def test_radius_zero_is_the_chunk_itself_and_a_negative_radius_is_refused() -> None:
+    chunks = ["a b c", "d e f"]
+    assert lexical_windows(chunks, 0) == chunks
+    assert lexical_windows([], 2) == []
+    with pytest.raises(ValueError, match="radius"):
+        lexical_windows(chunks, -1)

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from shared_contract import CollectionManifest, ContractMismatchError, ContractSettings, load_settings, manifest_for
+from shared_contract import (
+    CollectionManifest,
+    ContractConfigError,
+    ContractMismatchError,
+    ContractSettings,
+    load_settings,
+    manifest_for,
+)
 from shared_contract.manifest import verify_manifest
 
 
@@ -77,3 +84,25 @@ def test_sparse_less_collection_is_fine_for_a_dense_reader(settings: ContractSet
 def test_manifest_json_round_trip(settings: ContractSettings) -> None:
     manifest = manifest_for(settings)
     assert CollectionManifest.model_validate_json(manifest.model_dump_json()) == manifest
+
+
+def test_an_unknown_sparse_model_is_a_config_error_not_a_silent_modifier() -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", sparse_embedding_model="someone/own-sparse-model")
+    with pytest.raises(ContractConfigError) as info:
+        manifest_for(settings)
+    assert info.value.variable == "SPARSE_EMBEDDING_MODEL"
+    assert "someone/own-sparse-model" in info.value.problem
+    assert "IDF" in info.value.problem
+
+
+@pytest.mark.parametrize(
+    ("model", "modifier"),
+    [
+        ("Qdrant/bm25", "idf"),
+        ("Qdrant/bm42-all-minilm-l6-v2-attentions", "idf"),
+        ("prithivida/Splade_PP_en_v1", "none"),
+    ],
+)
+def test_known_sparse_models_get_their_modifier(model: str, modifier: str) -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", sparse_embedding_model=model)
+    assert manifest_for(settings).sparse_modifier == modifier

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 
 # Haystack decides at import time whether to phone home; a self-hosted service must not
@@ -11,15 +10,16 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 import uvicorn
 
-from ingestion_service.main import create_app
+from ingestion_service.main import create_app, server_config
 from ingestion_service.settings import get_settings
+from shared_contract.http import configure_logging
 
 
 def main() -> None:
     """Read settings, configure logging, run uvicorn."""
     settings = get_settings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+    configure_logging(settings.log_level, settings.log_format)
+    uvicorn.Server(server_config(create_app(settings), settings)).run()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,11 @@ ErrorCode = Literal[
     "INVALID_REQUEST",
     "PIPELINE_FAILED",
     "DELETE_FAILED",
+    "DOCUMENT_TOO_LARGE",
+    "UNSUPPORTED_CONTENT",
+    "INGEST_TIMEOUT",
+    "CLIENT_DISCONNECTED",
+    "SHUTTING_DOWN",
 ]
 
 
@@ -22,6 +27,9 @@ class IngestionError(Exception):
     code: ClassVar[ErrorCode] = "PIPELINE_FAILED"
     public_message: ClassVar[str] = "Indexing pipeline failed."
     status_code: int = 500
+    # Expected outcomes with a 5xx status (timeout, shutdown) are logged by the route at WARNING,
+    # not by the error handler at ERROR with a traceback.
+    server_fault: ClassVar[bool] = True
     # Set when removing the failed run's own points failed as well (reported with the error).
     cleanup_failed: bool = False
 
@@ -59,6 +67,17 @@ class PayloadTooLargeError(InvalidRequestError):
         super().__init__(f"The document is larger than MAX_UPLOAD_BYTES ({limit} bytes).", status_code=413)
 
 
+class JsonBodyTooLargeError(InvalidRequestError):
+    """A JSON request body above the fixed JSON cap (413); documents travel through S3 or multipart."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The JSON request body is larger than {limit} bytes, the fixed limit for JSON requests "
+            "(send the document itself through S3 or as a multipart upload).",
+            status_code=413,
+        )
+
+
 class UnsupportedMediaTypeError(InvalidRequestError):
     """Content-Type neither JSON nor multipart (415)."""
 
@@ -72,6 +91,80 @@ class UnsupportedMediaTypeError(InvalidRequestError):
 
 class EngineUnavailableError(InvalidRequestError):
     """An optional extraction engine is selected but its extra is not installed (400)."""
+
+
+class DocumentTooLargeError(IngestionError):
+    """The document expands beyond a limit (413): archive members, extracted text or chunk count.
+
+    The message names the limit and its variable; nothing is written and the previous version stays.
+    """
+
+    code = "DOCUMENT_TOO_LARGE"
+    public_message = "The document is too large to index."
+    status_code = 413
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def detail(self) -> str:
+        return self.message
+
+
+class UnsupportedContentError(IngestionError):
+    """The bytes are not a document we index, whatever the file name says (415)."""
+
+    code = "UNSUPPORTED_CONTENT"
+    public_message = "The file's content is not a supported document type."
+    status_code = 415
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def detail(self) -> str:
+        return self.message
+
+
+class IngestTimeoutError(IngestionError):
+    """The run took longer than INGEST_TIMEOUT_SECONDS and was stopped (504); nothing was stored."""
+
+    code = "INGEST_TIMEOUT"
+    public_message = "Ingesting the document took too long."
+    status_code = 504
+    server_fault = False
+
+    def __init__(self, limit_seconds: float) -> None:
+        super().__init__(f"ingest exceeded {limit_seconds:g} s")
+        self.limit_seconds = limit_seconds
+
+    def detail(self) -> str:
+        return (
+            f"Ingesting the document took longer than INGEST_TIMEOUT_SECONDS ({self.limit_seconds:g} s); "
+            "nothing was stored and the previous version is unchanged."
+        )
+
+
+class IngestAbortedError(IngestionError):
+    """The run was stopped from outside before its commit; its pending points are removed."""
+
+    server_fault = False
+
+
+class ClientDisconnectedError(IngestAbortedError):
+    """The client went away (mid-upload or mid-pipeline). 499 (nginx's convention): nobody reads it."""
+
+    code = "CLIENT_DISCONNECTED"
+    public_message = "The client disconnected; the ingest was aborted."
+    status_code = 499
+
+
+class ShuttingDownError(IngestAbortedError):
+    """The process is stopping and the shutdown grace period ran out (503: retry elsewhere)."""
+
+    code = "SHUTTING_DOWN"
+    public_message = "The service is shutting down; the ingest was aborted. Retry it."
+    status_code = 503
 
 
 class S3FetchError(IngestionError):
@@ -159,10 +252,3 @@ class DeleteFailedError(IngestionError):
 
     code = "DELETE_FAILED"
     public_message = "Deleting the document's chunks failed."
-
-
-class CleanupFailedError(IngestionError):
-    """Removing a failed run's own points failed too; carried next to the original error."""
-
-    code = "QDRANT_WRITE_FAILED"
-    public_message = "Removing the failed run's chunks failed."

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
+import anyio
 import anyio.to_thread
+from starlette.types import Receive
 
-from ingestion_service.errors import ForbiddenRequestError, NotReadyError, PayloadTooLargeError
+from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.content import inspect_source
+from ingestion_service.errors import (
+    ClientDisconnectedError,
+    ForbiddenRequestError,
+    IngestionError,
+    NotReadyError,
+    PayloadTooLargeError,
+)
 from ingestion_service.pipeline.indexing import IndexingRunner, IngestJob, IngestOutcome
+from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
 from shared_contract import file_collection_name, user_memory_collection_name
@@ -41,14 +50,19 @@ def upload_path(workdir: Path, filename: str) -> Path:
     return workdir / f"source{suffix if _SAFE_SUFFIX.match(suffix) else ''}"
 
 
-async def make_workdir() -> Path:
-    """A private temp directory for one request."""
-    return Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="ingest-")))
+async def make_workdir(runtime: ServiceRuntime) -> Path:
+    """A private staging directory for one request (under the app's scratch space)."""
+    return await runtime.scratch.new_workdir()
 
 
-async def remove_workdir(workdir: Path) -> None:
-    """Always called: the request's files never outlive it."""
-    await anyio.to_thread.run_sync(lambda: shutil.rmtree(workdir, ignore_errors=True))
+async def remove_workdir(runtime: ServiceRuntime, workdir: Path) -> None:
+    """Always called: the request's files never outlive it (a crash's leftovers go at the next start)."""
+    await runtime.scratch.remove_workdir(workdir)
+
+
+async def prepare_source(runtime: ServiceRuntime, path: Path, filename: str) -> SourceFile:
+    """Content checks before any engine runs (see ``content.py``), in a worker thread."""
+    return await anyio.to_thread.run_sync(inspect_source, path, filename, runtime.settings)
 
 
 async def fetch_from_s3(runtime: ServiceRuntime, bucket: str, key: str, destination: Path) -> int:
@@ -75,6 +89,33 @@ async def require_qdrant(runtime: ServiceRuntime) -> None:
         raise NotReadyError(runtime.readiness.collection_error or "collection not ready")
 
 
-async def run_job(runtime: ServiceRuntime, runner: IndexingRunner, job: IngestJob) -> IngestOutcome:
-    """The pipeline in a worker thread, at most INGEST_CONCURRENCY at once per process."""
-    return await runner.ingest(job, limiter=runtime.limiter)
+async def _abort_on_disconnect(receive: Receive, control: RunControl) -> None:
+    # The body is fully read, so the next ASGI message is the disconnect (or never comes).
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            control.abort(ClientDisconnectedError("client disconnected during the ingest"))
+            return
+
+
+async def run_job(runtime: ServiceRuntime, runner: IndexingRunner, job: IngestJob, receive: Receive) -> IngestOutcome:
+    """The pipeline in a worker thread, at most INGEST_CONCURRENCY at once per process.
+
+    A client that disconnects aborts the run: it stops at its next checkpoint, its pending
+    points are removed and the previous version stays.
+    """
+    control = runner.new_control()
+    outcome: IngestOutcome | None = None
+    error: IngestionError | None = None
+    async with anyio.create_task_group() as watchers:
+        watchers.start_soon(_abort_on_disconnect, receive, control)
+        try:
+            outcome = await runner.ingest(job, limiter=runtime.limiter, control=control)
+        except IngestionError as exc:
+            error = exc  # raised outside the task group, so it is not wrapped in an ExceptionGroup
+        finally:
+            watchers.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    assert outcome is not None
+    return outcome

@@ -7,13 +7,16 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
-from fastapi import Depends, FastAPI
+import uvicorn
+from fastapi import FastAPI
+from prometheus_client import ProcessCollector
 
-from ingestion_service.api.auth import verify_api_key
+from ingestion_service.api.auth import BEARER, install_edge
 from ingestion_service.api.errors import install_error_handlers
 from ingestion_service.api.routes import documents, extract, health, ingest, metrics
 from ingestion_service.runtime import ServiceHooks, ServiceRuntime
 from ingestion_service.settings import Settings, get_settings
+from shared_contract.http import ERROR_RESPONSES
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +29,9 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = ServiceRuntime(resolved, hooks)
         app.state.runtime = runtime
+        # The app's own registry has no process series by default: memory, CPU seconds, open fds.
+        ProcessCollector(registry=runtime.metrics.registry)
+        await runtime.scratch.claim()
         # Warm-up runs in the background so /health answers during a slow model load;
         # /health/ready stays 503 until it is done.
         start = asyncio.create_task(runtime.start(), name="ingestion-warm-up")
@@ -41,10 +47,25 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
     app = FastAPI(title="Ingestion Service", version="0.1.0", lifespan=lifespan)
     app.state.settings = resolved
     install_error_handlers(app)
+    install_edge(app, resolved)
     app.include_router(health.router)
-    protected = [Depends(verify_api_key)]
-    app.include_router(ingest.router, dependencies=protected)
-    app.include_router(extract.router, dependencies=protected)
-    app.include_router(documents.router, dependencies=protected)
-    app.include_router(metrics.router, dependencies=protected)
+    for router in (ingest.router, extract.router, documents.router, metrics.router):
+        app.include_router(router, dependencies=[BEARER], responses=ERROR_RESPONSES)
     return app
+
+
+def server_config(app: FastAPI, settings: Settings) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``.
+
+    On SIGTERM uvicorn stops accepting, waits SHUTDOWN_GRACE_SECONDS for running requests, then
+    cancels them; a cancelled ingest aborts its run and keeps the previous version.
+    """
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,
+        # uvicorn's loggers (access lines too) go to the root handler: same format, request ids.
+        log_config=None,
+    )

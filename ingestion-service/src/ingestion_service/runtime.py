@@ -23,11 +23,16 @@ from ingestion_service.pipeline.indexing import (
     assemble,
     build_parts,
 )
+from ingestion_service.scratch import ScratchSpace, default_root
 from ingestion_service.settings import Settings
 from shared_contract import ContractEmbedder, ContractError
 from shared_contract.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
 
 logger = logging.getLogger(__name__)
+
+# After the shutdown grace period, aborted runs get this long to stop and remove their points
+# before the store closes (Kubernetes kills 30 s after SIGTERM; the grace defaults to 20 s).
+ABORT_WAIT_SECONDS = 5.0
 
 
 @dataclass
@@ -77,9 +82,12 @@ class ServiceRuntime:
         self.store: ChunkStore = self.hooks.store if self.hooks.store is not None else open_store(settings)
         make_index = self.hooks.index_factory or ChunkIndex
         self.index: ChunkIndex = make_index(self.store)
+        self._owns_embedder = self.hooks.embedder is None
         self.embedder: ContractEmbedder = self.hooks.embedder or ContractEmbedder(settings)
+        self._owns_s3 = self.hooks.s3_source is None
         self.s3: S3Source = self.hooks.s3_source or S3Source(build_s3_client(settings))
         self.runner: IndexingRunner | None = None
+        self.scratch = ScratchSpace(settings.scratch_dir if settings.scratch_dir is not None else default_root())
         self._bootstrap_lock = anyio.Lock()
 
     # -- start-up --------------------------------------------------------------------------
@@ -110,6 +118,7 @@ class ServiceRuntime:
                 assemble(parts),
                 self.index,
                 default_engine=self.settings.extraction_engine,
+                timeout_seconds=self.settings.ingest_timeout_seconds,
                 metrics=self.metrics,
                 before_commit=self.hooks.before_commit,
             )
@@ -154,11 +163,29 @@ class ServiceRuntime:
         self.readiness.recovered = True
 
     async def start(self) -> None:
-        """The lifespan's background start-up: bootstrap (and recovery), then warm up."""
+        """The lifespan's background start-up: staging leftovers, bootstrap (and recovery), warm-up."""
+        await self.scratch.sweep()
         await self.ensure_collection()
         await anyio.to_thread.run_sync(self.warm_up)
 
     async def close(self) -> None:
-        """Release the store (unless it was handed in)."""
-        if self._owns_store:
-            await close_store(self.store)
+        """Abort running ingests, then release the staging area, HTTP clients and store (unless handed in).
+
+        The server has already waited SHUTDOWN_GRACE_SECONDS for running requests; what is left is
+        aborted (pending points removed, previous versions kept) within ABORT_WAIT_SECONDS.
+        """
+        if self.runner is not None and self.runner.abort_all():
+            logger.warning("shutting down: aborting running ingests; their previous versions are kept")
+            if not await self.runner.wait_idle(ABORT_WAIT_SECONDS):
+                logger.warning("ingests still running at shutdown; start-up recovery removes their pending points")
+        await self.scratch.release()
+        try:
+            # The HTTP engines' and S3's connection pools; closing sockets may block, so in a thread.
+            await anyio.to_thread.run_sync(self.registry.close)
+            if self._owns_s3:
+                await anyio.to_thread.run_sync(self.s3.close)
+            if self._owns_embedder:
+                await anyio.to_thread.run_sync(self.embedder.close)
+        finally:
+            if self._owns_store:
+                await close_store(self.store)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from shared_contract import ContractConfigError, ContractSettings, load_settings
+from shared_contract.http import LogFormat
+from shared_contract.lexical import DEFAULT_LEXICAL_WINDOW
 from shared_contract.settings import check_api_key, check_http_url
 
 ConcreteEngine = Literal["kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured"]
@@ -23,16 +26,43 @@ class Settings(ContractSettings):
     port: int = Field(default=8000, ge=1, le=65535)
     debug: bool = Field(default=False, description="Append raw exception text to error bodies.")
     log_level: LogLevel = "INFO"
+    log_format: LogFormat = Field(default="json", description="json: one JSON object per line; text: plain lines.")
     metrics_enabled: bool = True
     enable_inspection_api: bool = False
 
     # Request gates.
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, gt=0)
+    max_request_bytes: int = Field(
+        default=64 * 1024,
+        gt=0,
+        description="Body cap of every route other than the uploads (ingest, extract), which MAX_UPLOAD_BYTES caps.",
+    )
     ingest_concurrency: int = Field(default=2, ge=1, le=64, description="Pipeline runs at once per process.")
     ingest_pending_timeout_seconds: float = Field(
         default=3600.0,
         gt=0,
         description="Server store: start-up recovery removes pending (unfinished) runs older than this.",
+    )
+
+    # Per-document limits: a few KB can expand into millions of characters (zip bombs, repeated text).
+    max_unpacked_bytes: int = Field(
+        default=256 * 1024 * 1024, gt=0, description="Declared uncompressed size of a ZIP-based document's members."
+    )
+    max_compression_ratio: float = Field(
+        default=100.0, gt=1, description="Uncompressed/compressed ratio of any ZIP member above 1 MiB."
+    )
+    max_extracted_chars: int = Field(default=5_000_000, gt=0, description="Characters extraction may return.")
+    max_chunks_per_document: int = Field(default=5_000, gt=0, description="Chunks one document may produce.")
+    ingest_timeout_seconds: float = Field(
+        default=600.0, gt=0, description="Wall time of one document's pipeline run (extraction to write)."
+    )
+    shutdown_grace_seconds: int = Field(
+        default=20,
+        ge=0,
+        description="On SIGTERM, running ingests get this long before they are aborted (below Kubernetes' 30 s).",
+    )
+    scratch_dir: Path | None = Field(
+        default=None, description="Where uploads are staged (default: <system temp>/ingestion-service)."
     )
 
     # S3 / MinIO.
@@ -63,6 +93,12 @@ class Settings(ContractSettings):
     tokenizer_model: str | None = None
     tokenizer_revision: str | None = None
     embed_headers_breadcrumb: bool = True
+    lexical_window_chunks: int = Field(
+        default=DEFAULT_LEXICAL_WINDOW,
+        ge=0,
+        le=8,
+        description="Neighbour chunks on each side whose text joins a chunk's BM25 entry (0 = the chunk alone).",
+    )
 
     @field_validator("api_key")
     @classmethod

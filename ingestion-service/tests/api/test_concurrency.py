@@ -1,35 +1,98 @@
-"""No blocking on the event loop, and concurrent re-ingests of one file converge to one version."""
+"""No blocking on the event loop, and concurrent re-ingests of one file converge to one version.
+
+Ordering is forced with events held inside the pipeline, never with sleeps or measured latencies.
+"""
 
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from haystack import Document
+
+from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.adapters.extractors.base import Converter
+from ingestion_service.adapters.extractors.registry import default_factories
 from ingestion_service.pipeline.indexing import IngestJob
 from ingestion_service.runtime import ServiceHooks
+from ingestion_service.settings import Settings
+
+if TYPE_CHECKING:
+    from ..conftest import AppFactory, Points, Upload  # noqa: TID252
 
 LARGE = "pdf/unstructured__multi-column-2p.pdf"
+# Only a guard against a deadlocked test; no assertion depends on how long anything takes.
+DEADLOCK_GUARD_SECONDS = 120
 
 
-def test_health_answers_at_once_while_two_large_ingests_run(client, upload, docs) -> None:
-    latencies: list[float] = []
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(upload, client, docs / LARGE, file_id=f"large{i}") for i in range(2)]
-        time.sleep(0.2)  # let both reach the pipeline
-        while not all(future.done() for future in futures):
-            started = time.perf_counter()
-            assert client.get("/health").status_code == 200
-            latencies.append(time.perf_counter() - started)
-            time.sleep(0.05)
+class Gate:
+    """Counts the runs that reach it and holds each one until ``open()``."""
+
+    def __init__(self) -> None:
+        self._arrivals = threading.Semaphore(0)
+        self._open = threading.Event()
+
+    def pass_through(self) -> None:
+        self._arrivals.release()
+        assert self._open.wait(timeout=DEADLOCK_GUARD_SECONDS), "the test never opened the gate"
+
+    def wait_for(self, runs: int) -> None:
+        for _ in range(runs):
+            assert self._arrivals.acquire(timeout=DEADLOCK_GUARD_SECONDS), "a run never reached the gate"
+
+    def open(self) -> None:
+        self._open.set()
+
+
+class GatedEngine:
+    """The real kreuzberg engine behind a gate (the pipeline calls it in its worker thread)."""
+
+    name = "kreuzberg"
+    profiles: frozenset[str] = frozenset()
+
+    def __init__(self, real: Converter, gate: Gate) -> None:
+        self.real = real
+        self.gate = gate
+
+    def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:
+        self.gate.pass_through()
+        return self.real.convert(source, profile=profile)
+
+
+def gated_kreuzberg(gate: Gate) -> ServiceHooks:
+    build_real = default_factories()["kreuzberg"]
+
+    def factory(settings: Settings) -> Converter:
+        return GatedEngine(build_real(settings), gate)
+
+    return ServiceHooks(converter_factories={"kreuzberg": factory})
+
+
+def test_health_answers_while_two_ingests_are_held_inside_the_pipeline(
+    app_client: AppFactory, upload: Upload, docs: Path
+) -> None:
+    gate = Gate()
+    with app_client(hooks=gated_kreuzberg(gate), ingest_concurrency=2) as client, ThreadPoolExecutor(3) as pool:
+        try:
+            futures = [pool.submit(upload, client, docs / LARGE, file_id=f"large{i}") for i in range(2)]
+            gate.wait_for(2)  # both runs are inside extraction at once
+            # Both pipelines are parked; if either ran on the event loop, nothing could answer now.
+            health = pool.submit(client.get, "/health").result(timeout=DEADLOCK_GUARD_SECONDS)
+            assert health.status_code == 200
+            assert health.json() == {"status": "ok"}
+            assert not any(future.done() for future in futures)
+        finally:
+            gate.open()
         responses = [future.result() for future in futures]
-    assert all(response.status_code == 200 for response in responses)
+    assert [response.status_code for response in responses] == [200, 200]
     assert all(response.json()["chunks_count"] > 5 for response in responses)
-    assert len(latencies) >= 5, "the ingests finished too fast to measure anything"
-    assert max(latencies) < 0.5, latencies
 
 
-def test_parallel_reingests_of_one_file_end_with_exactly_one_version(app_client, upload, docs, points) -> None:
+def test_parallel_reingests_of_one_file_end_with_exactly_one_version(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
     with app_client(ingest_concurrency=4) as client:
         with ThreadPoolExecutor(4) as pool:
             responses = list(pool.map(lambda _: upload(client, docs / "md/docling__wiki.md", file_id="same"), range(4)))
@@ -42,7 +105,9 @@ def test_parallel_reingests_of_one_file_end_with_exactly_one_version(app_client,
         assert stored_versions == {newest}
 
 
-def test_two_replicas_interleaved_between_write_and_commit(app_client, upload, docs, points) -> None:
+def test_two_replicas_interleaved_between_write_and_commit(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
     """Replica A (older request) writes, then waits before committing until replica B is done."""
     b_done = threading.Event()
     a_written = threading.Event()
@@ -73,26 +138,37 @@ def test_two_replicas_interleaved_between_write_and_commit(app_client, upload, d
         assert len(stored) == b_response.json()["chunks_count"]
 
 
-def test_newer_request_waiting_to_commit_still_wins(app_client, upload, docs, points) -> None:
+def test_newer_request_waiting_to_commit_still_wins(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
     """B (newer) has written and waits; A (older) finishes first and sweeps; B's commit then wins."""
     a_done = threading.Event()
+    b_written = threading.Event()
+    a_started = Gate()
 
     def b_pauses(job: IngestJob) -> None:
-        assert a_done.wait(timeout=60)
+        b_written.set()
+        assert a_done.wait(timeout=DEADLOCK_GUARD_SECONDS)
 
     index_name = "replicas2"
     with (
         app_client(qdrant_index=index_name, hooks=ServiceHooks(before_commit=b_pauses)) as replica_b,
-        app_client(qdrant_index=index_name) as replica_a,
+        app_client(qdrant_index=index_name, hooks=gated_kreuzberg(a_started)) as replica_a,
+        ThreadPoolExecutor(2) as pool,
     ):
-        # A's request starts first (older seq); B writes and then waits until A has committed.
-        with ThreadPoolExecutor(2) as pool:
+        try:
+            # A's request takes its version when it starts, so A reaching extraction makes it the older one.
             a_future = pool.submit(upload, replica_a, docs / LARGE, file_id="w")
-            time.sleep(0.05)
+            a_started.wait_for(1)
             b_future = pool.submit(upload, replica_b, docs / "md/docling__wiki.md", file_id="w")
+            assert b_written.wait(timeout=DEADLOCK_GUARD_SECONDS)  # B has written; it commits only after A
+        finally:
+            a_started.open()
+        try:
             a_response = a_future.result()
+        finally:
             a_done.set()
-            b_response = b_future.result()
+        b_response = b_future.result()
         a_version = a_response.json()["extraction"]["ingest_version"]
         b_version = b_response.json()["extraction"]["ingest_version"]
         assert a_version < b_version

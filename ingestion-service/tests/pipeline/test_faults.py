@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from fastapi import FastAPI
 from haystack import Document, component
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
@@ -23,6 +24,9 @@ from ingestion_service.runtime import ServiceHooks
 from shared_contract import ContractEmbedder, EmbeddingError, QdrantUnavailableError, SparseEmbeddingError
 from shared_contract.embedding.types import DocumentVectors
 from shared_contract.store import ChunkPoint
+
+if TYPE_CHECKING:
+    from ..conftest import AppFactory, Points, Upload  # noqa: TID252
 
 DOC = "md/docling__wiki.md"  # 7 chunks with the default settings
 
@@ -80,7 +84,7 @@ def _swap(**changes: Any) -> Any:
 
 
 def _ingest_twice(
-    app_client, upload, docs: Path, points, hooks_for_second: ServiceHooks, **settings: Any
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, hooks_for_second: ServiceHooks, **settings: Any
 ) -> tuple[Any, list[Any], list[Any]]:
     """Ingest once successfully, then again with a failing part, on the SAME store."""
     index_name = f"fault_{id(hooks_for_second)}"
@@ -93,20 +97,37 @@ def _ingest_twice(
     return response, before, after
 
 
+def _snapshot(records: list[Any]) -> list[tuple[str, str, str, str]]:
+    return sorted(
+        (r.point_id, r.payload["meta"]["ingest_version"], r.payload["meta"]["ingest_state"], r.payload["content"])
+        for r in records
+    )
+
+
 def _assert_intact(before: list[Any], after: list[Any]) -> None:
-    assert sorted(r.point_id for r in after) == sorted(r.point_id for r in before)
-    assert len({r.payload["meta"]["ingest_version"] for r in after}) == 1
+    # Point ids include the version, so equal snapshots mean no point of the failed run is left,
+    # and the previous version is still there, unchanged and still live (visible to readers).
+    assert before, "the first ingest stored nothing to compare against"
+    assert _snapshot(after) == _snapshot(before)
+    assert {state for _, _, state, _ in _snapshot(after)} == {"live"}
 
 
-def test_converter_failure(app_client, upload, docs, points) -> None:
+def test_converter_failure(app_client: AppFactory, upload: Upload, docs: Path, points: Points) -> None:
     hooks = ServiceHooks(customize_parts=_swap(converter=ExplodingConverter()))
     response, before, after = _ingest_twice(app_client, upload, docs, points, hooks)
     assert response.status_code == 500
-    assert response.json() == {"status": False, "error": "Document extraction failed.", "code": "EXTRACTION_FAILED"}
+    assert response.json() == {
+        "status": False,
+        "error": "Document extraction failed.",
+        "code": "EXTRACTION_FAILED",
+        "request_id": response.headers["x-request-id"],
+    }
     _assert_intact(before, after)
 
 
-def test_dense_embedder_failure(app_client, upload, docs, points, embedder) -> None:
+def test_dense_embedder_failure(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, embedder: ContractEmbedder
+) -> None:
     flaky = FlakyEmbedder(embedder, dense_fail_at=1)
 
     def customize(parts: PipelineParts) -> PipelineParts:
@@ -120,7 +141,9 @@ def test_dense_embedder_failure(app_client, upload, docs, points, embedder) -> N
     _assert_intact(before, after)
 
 
-def test_sparse_embedder_failure(app_client, upload, docs, points, embedder) -> None:
+def test_sparse_embedder_failure(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, embedder: ContractEmbedder
+) -> None:
     flaky = FlakyEmbedder(embedder, sparse_fail=True)
 
     def customize(parts: PipelineParts) -> PipelineParts:
@@ -135,12 +158,19 @@ def test_sparse_embedder_failure(app_client, upload, docs, points, embedder) -> 
     _assert_intact(before, after)
 
 
-def test_writer_failing_mid_write_leaves_no_partial_chunks(app_client, upload, docs, points) -> None:
+def test_writer_failing_mid_write_leaves_no_partial_chunks(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
     response, before, after = _ingest_twice(
         app_client, upload, docs, points, ServiceHooks(customize_parts=half_writing)
     )
     assert response.status_code == 500
-    assert response.json() == {"status": False, "error": "Writing to Qdrant failed.", "code": "QDRANT_WRITE_FAILED"}
+    assert response.json() == {
+        "status": False,
+        "error": "Writing to Qdrant failed.",
+        "code": "QDRANT_WRITE_FAILED",
+        "request_id": response.headers["x-request-id"],
+    }
     _assert_intact(before, after)
 
 
@@ -158,14 +188,14 @@ class FailingDownload(S3Source):
         raise S3FetchError("get_object failed: ReadTimeoutError")
 
 
-def test_s3_failing_mid_download(app_client, upload, docs, points) -> None:
+def test_s3_failing_mid_download(app_client: AppFactory, upload: Upload, docs: Path, points: Points) -> None:
     index_name = "fault_s3"
     with app_client(qdrant_index=index_name) as good:
         assert upload(good, docs / DOC, file_id="f").status_code == 200
         before = points(good, file_id="f")
         with app_client(qdrant_index=index_name, hooks=ServiceHooks(s3_source=FailingDownload())) as bad:
             body = {
-                "s3_bucket": "b",
+                "s3_bucket": "openwebui",
                 "s3_key": "k",
                 "file_id": "f",
                 "filename": "wiki.md",
@@ -186,13 +216,17 @@ class UndeletableIndex(ChunkIndex):
         raise QdrantUnavailableError("qdrant gone during cleanup")
 
 
-def test_failed_cleanup_is_reported_not_swallowed(app_client, upload, docs, points) -> None:
+def test_failed_cleanup_is_reported_not_swallowed(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
     hooks = ServiceHooks(customize_parts=half_writing, index_factory=UndeletableIndex)
     with app_client(hooks=hooks) as client:
         response = upload(client, docs / DOC, file_id="c")
         metrics = client.get("/metrics").text
         leftovers = points(client, file_id="c")
-        visible = client.portal.call(client.app.state.runtime.index.count, "c")  # type: ignore[union-attr]
+        assert client.portal is not None
+        assert isinstance(client.app, FastAPI)
+        visible = client.portal.call(client.app.state.runtime.index.count, "c")
     assert response.status_code == 500
     body = response.json()
     assert body["code"] == "QDRANT_WRITE_FAILED"  # the original failure's code
@@ -204,7 +238,9 @@ def test_failed_cleanup_is_reported_not_swallowed(app_client, upload, docs, poin
 
 
 @pytest.mark.parametrize("engine_error", ["crash"])
-def test_registry_engine_failure_through_factory(app_client, upload, docs, engine_error: str) -> None:
+def test_registry_engine_failure_through_factory(
+    app_client: AppFactory, upload: Upload, docs: Path, engine_error: str
+) -> None:
     class Broken:
         name = "kreuzberg"
         profiles: frozenset[str] = frozenset()

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
 
 from ingestion_service.pipeline.embed_text import BREADCRUMB_SEPARATOR
 from ingestion_service.runtime import ServiceHooks
 from shared_contract import ContractEmbedder
+
+if TYPE_CHECKING:
+    from ..conftest import AppFactory, MakeSettings, Points, Upload  # noqa: TID252
 
 LONG_HEADING = " ".join(f"heading{i}" for i in range(25))
 PARAGRAPH = " ".join(f"token{i} supercalifragilistic antidisestablishmentarianism" for i in range(45))
@@ -14,7 +20,7 @@ MARKDOWN = f"# {LONG_HEADING}\n\n## Second level {LONG_HEADING}\n\n{PARAGRAPH}\n
 
 
 @pytest.fixture(scope="module")
-def prefixed_embedder(make_test_settings_module) -> ContractEmbedder:
+def prefixed_embedder(make_test_settings_module: MakeSettings) -> ContractEmbedder:
     embedder = ContractEmbedder(
         make_test_settings_module(embedding_prefix_doc="passage: ", enable_sparse_embeddings=False)
     )
@@ -23,7 +29,14 @@ def prefixed_embedder(make_test_settings_module) -> ContractEmbedder:
 
 
 @pytest.mark.parametrize("split_by", ["markdown", "token", "word", "sentence", "passage"])
-def test_no_chunk_exceeds_the_model_limit(app_client, upload, points, prefixed_embedder, tmp_path, split_by) -> None:
+def test_no_chunk_exceeds_the_model_limit(
+    app_client: AppFactory,
+    upload: Upload,
+    points: Points,
+    prefixed_embedder: ContractEmbedder,
+    tmp_path: Path,
+    split_by: str,
+) -> None:
     source = tmp_path / "long.md"
     source.write_text(MARKDOWN)
     hooks = ServiceHooks(embedder=prefixed_embedder)

@@ -14,7 +14,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ import uvicorn
 
 from rag_cli.config import checkout_root
 from shared_contract import ContractConfigError, LegacyStoreError, load_settings
+from shared_contract.http import configure_logging
 from shared_contract.store import is_legacy_store
 
 logger = logging.getLogger("rag_cli.dev")
@@ -83,12 +84,18 @@ def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> t
     from retrieval_agent.main import create_app as create_retrieval
     from retrieval_agent.settings import Settings as RetrievalSettings
     from shared_contract import ContractEmbedder
+    from shared_contract.embedding import fused_pass_configured
 
     common: dict[str, Any] = {"qdrant_uri": None, "qdrant_path": options.qdrant_path, "host": options.host}
     ingestion = load_settings(IngestionSettings, api_key=ingestion_key, port=options.ingestion_port, **common)
     retrieval = load_settings(RetrievalSettings, api_key=retrieval_key, port=options.retrieval_port, **common)
     # One process, one copy of the models: both services embed with the same contract settings.
-    embedder = ContractEmbedder(ingestion)
+    # When documents take the fused pass, the dense model embeds queries only: give it the
+    # retrieval agent's query thread count.
+    dense_threads = None
+    if fused_pass_configured(ingestion, sparse=ingestion.enable_sparse_embeddings):
+        dense_threads = retrieval.query_embedding_threads or None
+    embedder = ContractEmbedder(ingestion, dense_threads=dense_threads)
     return (
         create_ingestion(ingestion, hooks=ServiceHooks(embedder=embedder)),
         create_retrieval(retrieval, embedder=embedder),
@@ -140,7 +147,14 @@ async def serve(options: DevOptions, out: Any = sys.stdout) -> int:
         return 1
     servers = [
         _Server(
-            uvicorn.Config(ingestion_app, host=options.host, port=options.ingestion_port, log_level=options.log_level)
+            uvicorn.Config(
+                ingestion_app,
+                host=options.host,
+                port=options.ingestion_port,
+                log_level=options.log_level,
+                # Running ingests get SHUTDOWN_GRACE_SECONDS, then abort and keep their previous version.
+                timeout_graceful_shutdown=ingestion_app.state.settings.shutdown_grace_seconds,
+            )
         ),
         _Server(
             uvicorn.Config(retrieval_app, host=options.host, port=options.retrieval_port, log_level=options.log_level)
@@ -202,7 +216,19 @@ def run_dev(options: DevOptions) -> int:
     """Entry point of ``rag dev``."""
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    logging.basicConfig(level=options.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Plain lines for people at a terminal; the services default to JSON lines (LOG_FORMAT).
+    configure_logging(options.log_level.upper(), "text")
     # The readiness poll would log every probe.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    return asyncio.run(serve(options))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(serve(options))
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop when installed, the loop ``uvicorn.run`` gives each service in production (serving
+    from our own loop, uvicorn picks none): ~0.1 ms less per request on its thread hops."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop

@@ -7,10 +7,6 @@ class RetrievalError(Exception):
     """Base class of the retrieval agent's own failures."""
 
 
-class InvalidSearchError(RetrievalError):
-    """The request is well-formed JSON but cannot be served (reported as INVALID_REQUEST)."""
-
-
 class RerankerError(RetrievalError):
     """The reranker failed; the pipeline fails open and counts it."""
 

@@ -7,12 +7,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
+import httpx
 from fastapi import FastAPI
+from prometheus_client import ProcessCollector
 from pydantic_ai.models import Model
 
 from retrieval_agent.adapters.llm import build_query_model
 from retrieval_agent.adapters.reranker import FastembedReranker, Reranker, build_reranker
 from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.api.auth import install_edge
 from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.routes import health, metrics, search
 from retrieval_agent.metrics import SearchMetrics
@@ -42,16 +45,23 @@ def create_app(
         logger.setLevel(settings.log_level)
         active_store = store if store is not None else open_store(settings)
         active_reranker: Reranker | None = None
+        owned_embedder: ContractEmbedder | None = None
+        # The query model's connection pool, closed with the app (pydantic-ai's shared one never is).
+        llm_client = httpx.AsyncClient(timeout=settings.query_generation_timeout)
         try:
             active_reranker = reranker if reranker is not None else build_reranker(settings)
             active_embedder = embedder
             if active_embedder is None:
-                active_embedder = ContractEmbedder(settings, sparse=settings.hybrid_sparse_queries)
+                active_embedder = owned_embedder = ContractEmbedder(
+                    settings,
+                    sparse=settings.hybrid_sparse_queries,
+                    dense_threads=settings.query_embedding_threads or None,
+                )
             # Query models load at start-up, not on the first request.
             await anyio.to_thread.run_sync(active_embedder.warm_up)
             if isinstance(active_reranker, FastembedReranker):
                 await anyio.to_thread.run_sync(active_reranker.warm_up)
-            model = query_model if query_model is not None else build_query_model(settings)
+            model = query_model if query_model is not None else build_query_model(settings, llm_client)
             generator = None
             if settings.enable_query_generation and model is not None:
                 generator = QueryGenerator(
@@ -61,6 +71,8 @@ def create_app(
                 logger.info("query generation is on but AGENT_API_BASE_URL is unset: using the last user message")
             search_store = StoreSearch(active_store, settings)
             metrics_ = SearchMetrics()
+            # The app's own registry has no process series by default: memory, CPU seconds, open fds.
+            ProcessCollector(registry=metrics_.registry)
             app.state.store = search_store
             app.state.metrics = metrics_
             app.state.search = LinearSearch(
@@ -75,12 +87,16 @@ def create_app(
         finally:
             if active_reranker is not None and reranker is None:
                 await active_reranker.aclose()
+            if owned_embedder is not None:
+                await anyio.to_thread.run_sync(owned_embedder.close)
+            await llm_client.aclose()
             if store is None:
                 await close_store(active_store)
 
     app = FastAPI(title="retrieval-agent", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     install_error_handlers(app)
+    install_edge(app, settings)
     app.include_router(health.router)
     app.include_router(search.router)
     app.include_router(metrics.router)

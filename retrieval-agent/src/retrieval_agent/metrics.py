@@ -51,6 +51,11 @@ class SearchMetrics:
             "Hybrid queries re-run without their BM25 legs because the store lacked a text index.",
             registry=self.registry,
         )
+        self.dedup_refetches = Counter(
+            "dedup_refetches_total",
+            "Searches fetched again, deeper, because identical texts left fewer than k distinct hits.",
+            registry=self.registry,
+        )
         self.bm25_cache = Counter(
             "bm25_cache_total", "Client-side BM25 corpus cache lookups.", ["result"], registry=self.registry
         )

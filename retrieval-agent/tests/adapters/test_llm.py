@@ -15,7 +15,7 @@ from starlette.routing import Route
 from retrieval_agent.adapters.llm import build_query_model
 from retrieval_agent.search.queries import QueryGenerator
 
-from ..conftest import make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ..conftest import make_settings  # noqa: TID252
 
 
 def completion(tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:

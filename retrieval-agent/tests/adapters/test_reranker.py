@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
@@ -20,7 +20,7 @@ from retrieval_agent.adapters.reranker import (
 from retrieval_agent.errors import RerankerError
 from shared_contract import ModelUnavailableError
 
-from ..conftest import make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ..conftest import make_settings  # noqa: TID252
 
 
 @pytest.mark.parametrize(
@@ -105,15 +105,44 @@ def test_http_reranker_timeout(serve: Callable[[Any], str]) -> None:
     assert anyio.run(run).reason == "timeout"
 
 
-class FakeCrossEncoder:
-    def rerank(self, query: str, documents: list[str]) -> list[float]:
-        return [float(query in document) for document in documents]
+class ScriptedCrossEncoder:
+    """A cross-encoder handed in through the constructor: scores = does the document contain the query."""
+
+    def __init__(self, *, extra: int = 0, fail: bool = False) -> None:
+        self.extra = extra
+        self.fail = fail
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def rerank(self, query: str, documents: Iterable[str]) -> Iterable[float]:
+        texts = list(documents)
+        self.calls.append((query, texts))
+        if self.fail:
+            raise RuntimeError("onnxruntime: out of memory")
+        return [float(query in text) for text in texts] + [0.0] * self.extra
 
 
-def test_fastembed_reranker_scores_with_the_loaded_model() -> None:
-    reranker = FastembedReranker(make_settings(enable_reranking=True, reranker_provider="fastembed"))
-    reranker._model = FakeCrossEncoder()  # type: ignore[assignment]
+def _fastembed(model: ScriptedCrossEncoder) -> FastembedReranker:
+    # A model name that cannot load: warm_up must not try, since a model was handed in.
+    settings = make_settings(enable_reranking=True, reranker_provider="fastembed", reranker_model="nobody/none")
+    return FastembedReranker(settings, model=model)
+
+
+def test_fastembed_reranker_scores_with_the_model_it_was_given() -> None:
+    model = ScriptedCrossEncoder()
+    reranker = _fastembed(model)
+    reranker.warm_up()
     assert anyio.run(lambda: reranker.score("cat", ["a cat", "a dog"])) == [1.0, 0.0]
+    assert model.calls == [("cat", ["a cat", "a dog"])]
+
+
+@pytest.mark.parametrize(
+    ("model", "reason"),
+    [(ScriptedCrossEncoder(fail=True), "model_error"), (ScriptedCrossEncoder(extra=1), "bad_response")],
+)
+def test_fastembed_reranker_failures_are_typed(model: ScriptedCrossEncoder, reason: str) -> None:
+    with pytest.raises(RerankerError) as info:
+        anyio.run(lambda: _fastembed(model).score("cat", ["a cat"]))
+    assert info.value.reason == reason
 
 
 def test_fastembed_reranker_not_loaded_fails_open_reason() -> None:

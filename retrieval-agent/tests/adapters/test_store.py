@@ -10,7 +10,7 @@ from retrieval_agent.search.query import dense_request
 from shared_contract import CollectionMissingError, ContractEmbedder, StoreRequestError
 from shared_contract.store import ChunkStore, chunk_point, tenant_filter
 
-from ..conftest import (  # type: ignore[import-not-found]  # noqa: TID252
+from ..conftest import (  # noqa: TID252
     RecordingStore,
     add_chunk,
     chunk_meta,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from qdrant_client import models
@@ -16,7 +16,7 @@ from retrieval_agent.search.query import FusionParams, hybrid_request
 from shared_contract import ContractEmbedder, QueryVectors, SparseVectorData
 from shared_contract.store import ChunkStore, chunk_point
 
-from ..conftest import (  # type: ignore[import-not-found]  # noqa: TID252
+from ..conftest import (  # noqa: TID252
     RecordingStore,
     add_chunk,
     chunk_meta,
@@ -98,12 +98,15 @@ async def make_store(
     return store
 
 
-def pipeline(store: ChunkStore, embedder: Any = None, **overrides: Any) -> LinearSearch:
+def pipeline(
+    store: ChunkStore, embedder: ContractEmbedder | FixedEmbedder | None = None, **overrides: Any
+) -> LinearSearch:
     settings = make_settings(**overrides)
     return LinearSearch(
         settings,
         store=StoreSearch(store, settings),
-        embedder=embedder or FixedEmbedder(),
+        # FixedEmbedder stands in (duck-typed) for the one method the pipeline calls.
+        embedder=cast(ContractEmbedder, embedder or FixedEmbedder()),
         metrics=SearchMetrics(),
     )
 

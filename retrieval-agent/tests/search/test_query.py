@@ -9,7 +9,6 @@ from retrieval_agent.search.query import (
     dense_weight_for,
     hybrid_request,
     lexical_fields_for,
-    rrf_max_score,
     text_query,
 )
 from shared_contract import SparseVectorData
@@ -187,12 +186,6 @@ def test_lexical_fields_for_intersects_tenant_languages_with_scoring_indexes() -
     indexed = ["lexical_en", "lexical_no", "lexical_any", "content"]
     assert lexical_fields_for(["no", "en", "any", "de", "zz"], indexed) == ["lexical_any", "lexical_en", "lexical_no"]
     assert lexical_fields_for([], indexed) == []
-
-
-def test_rrf_max_score_documents_the_scale() -> None:
-    assert rrf_max_score(60, [1.0, 1.0]) == 2 / 60
-    assert rrf_max_score(2, [1.0, 0.0]) == 1 / 2
-    assert rrf_max_score(10, [0.5, 1.0, 1.0]) == pytest.approx(1 / 11 + 2 / 10)
 
 
 @pytest.mark.parametrize(

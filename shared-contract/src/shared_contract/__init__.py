@@ -21,6 +21,7 @@ from shared_contract.errors import (
     StoreRequestError,
 )
 from shared_contract.manifest import CollectionManifest, manifest_for, verify_manifest
+from shared_contract.names import COLLECTION_NAME_PATTERN, CollectionName, check_collection_name
 from shared_contract.schema import (
     DEFAULT_COLLECTION,
     DENSE_VECTOR,
@@ -38,6 +39,7 @@ from shared_contract.settings import ContractSettings, load_settings
 from shared_contract.version import CONTRACT_VERSION
 
 __all__ = [
+    "COLLECTION_NAME_PATTERN",
     "CONTRACT_VERSION",
     "DEFAULT_COLLECTION",
     "DENSE_VECTOR",
@@ -48,6 +50,7 @@ __all__ = [
     "SPARSE_VECTOR",
     "CollectionManifest",
     "CollectionMissingError",
+    "CollectionName",
     "ContractConfigError",
     "ContractEmbedder",
     "ContractError",
@@ -65,6 +68,7 @@ __all__ = [
     "SparseVectorData",
     "StoreIncompatibleError",
     "StoreRequestError",
+    "check_collection_name",
     "file_collection_name",
     "load_settings",
     "manifest_for",

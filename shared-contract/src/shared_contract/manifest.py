@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from shared_contract.embedding.catalog import sparse_model_requires_idf
-from shared_contract.errors import ContractMismatchError
+from shared_contract.errors import ContractConfigError, ContractMismatchError
 from shared_contract.settings import ContractSettings
 from shared_contract.version import CONTRACT_VERSION, major_version
 
@@ -35,11 +35,20 @@ class CollectionManifest(BaseModel):
 
 
 def sparse_modifier_for(model_name: str) -> SparseModifier:
-    """IDF for term-frequency-style sparse models (BM25, BM42), none for learned ones (SPLADE)."""
+    """IDF for term-frequency-style sparse models (BM25, BM42), none for learned ones (SPLADE).
+
+    A model the catalog does not know is refused: guessing "none" for a model that needs IDF
+    would store a collection whose sparse scores ignore term rarity, and no check would notice.
+    """
     try:
         return "idf" if sparse_model_requires_idf(model_name) else "none"
     except KeyError:
-        return "none"
+        raise ContractConfigError(
+            "SPARSE_EMBEDDING_MODEL",
+            f"{model_name} is not a sparse model the contract knows, so whether its vectors need "
+            "Qdrant's IDF modifier is unknown; use one of fastembed's sparse models "
+            "(e.g. Qdrant/bm42-all-minilm-l6-v2-attentions) or set ENABLE_SPARSE_EMBEDDINGS=false",
+        ) from None
 
 
 def manifest_for(settings: ContractSettings, *, created_at: datetime | None = None) -> CollectionManifest:

@@ -33,7 +33,7 @@ def check_http_url(value: str | None) -> str | None:
 
 
 def check_api_key(value: SecretStr) -> SecretStr:
-    """Validator body for a service's Bearer secret: at least 32 characters."""
+    """Validator body for a service's Bearer secret: at least 32 characters (the message never holds it)."""
     if len(value.get_secret_value().strip()) < MIN_API_KEY_LENGTH:
         raise ValueError(f"must be at least {MIN_API_KEY_LENGTH} characters")
     return value
@@ -48,6 +48,9 @@ class ContractSettings(BaseSettings):
         extra="ignore",
         case_sensitive=False,
         populate_by_name=True,
+        # Errors name the variable and the rule, never the value: API keys and credentials in URLs
+        # would otherwise be printed in the start-up traceback.
+        hide_input_in_errors=True,
     )
 
     # Qdrant: a server URI, or an embedded store at qdrant_path when no URI is given.

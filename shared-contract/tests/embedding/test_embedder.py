@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from shared_contract import (
     SparseEmbeddingError,
     load_settings,
 )
+from shared_contract.embedding import fused_pass_configured
 
 
 class RecordingDense:
@@ -81,6 +83,21 @@ def test_one_forward_pass_equals_two_separate_passes(embedder: ContractEmbedder)
         np.testing.assert_allclose(joint.values, alone.values, atol=1e-5)
 
 
+def test_query_vectors_do_not_depend_on_the_thread_count(embedder: ContractEmbedder) -> None:
+    # The retrieval agent runs queries on one ONNX thread (QUERY_EMBEDDING_THREADS): results must not move.
+    single = ContractEmbedder(ContractSettings(qdrant_uri=":memory:"), sparse=False, dense_threads=1)
+    single.warm_up()
+    for text in ("vector search engine", "What causes cellular senescence in damaged fibroblasts?"):
+        assert single.embed_query(text).dense == embedder.embed_query(text).dense
+
+
+def test_the_fused_pass_is_configured_for_the_shared_backbone_only() -> None:
+    settings = ContractSettings(qdrant_uri=":memory:")
+    assert fused_pass_configured(settings, sparse=True)
+    assert not fused_pass_configured(settings, sparse=False)
+    assert not fused_pass_configured(settings.model_copy(update={"embedding_prefix_doc": "passage: "}), sparse=True)
+
+
 def test_max_tokens_is_the_models_real_limit(embedder: ContractEmbedder) -> None:
     assert embedder.max_tokens == 256
     long_text = "protein " * 600
@@ -120,14 +137,31 @@ def test_backend_failures_are_typed() -> None:
         embedder.embed_sparse_documents(["x"])
 
 
-async def _aembed(embedder: ContractEmbedder) -> list[float]:
-    return (await embedder.aembed_query("vector search")).dense
+class ThreadRecordingDense(RecordingDense):
+    """Records the thread each embed call runs on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.threads.append(threading.get_ident())
+        return super().embed(texts)
 
 
 @pytest.mark.anyio
-async def test_async_query_runs_off_the_event_loop(embedder: ContractEmbedder) -> None:
-    dense = await _aembed(embedder)
-    assert len(dense) == 384
+async def test_async_embedding_runs_off_the_event_loop() -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
+    backend = ThreadRecordingDense()
+    embedder = ContractEmbedder(settings, dense_backend=backend)
+    loop_thread = threading.get_ident()
+    query = await embedder.aembed_query("vector search", with_sparse=False)
+    documents = await embedder.aembed_documents(["a", "b"])
+    assert backend.seen == ["vector search", "a", "b"]
+    assert len(backend.threads) == 2
+    assert loop_thread not in backend.threads  # the model ran in a worker thread, never on the loop
+    assert len(query.dense) == 384
+    assert len(documents.dense) == 2
 
 
 @pytest.fixture

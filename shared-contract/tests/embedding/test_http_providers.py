@@ -5,7 +5,7 @@ import json
 import httpx
 import pytest
 
-from shared_contract import EmbeddingError
+from shared_contract import ContractEmbedder, ContractSettings, EmbeddingError, load_settings
 from shared_contract.embedding.dense import OpenAICompatDenseEmbedder, TeiDenseEmbedder
 
 
@@ -93,3 +93,22 @@ def test_unreachable_endpoint_is_an_embedding_error() -> None:
 
     with pytest.raises(EmbeddingError, match="unreachable"):
         _openai(httpx.MockTransport(refuse)).embed(["x"])
+
+
+def test_closing_the_contract_embedder_closes_its_http_endpoint_pool() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"data": [{"index": 0, "embedding": [0.5]}]})
+
+    settings = load_settings(
+        ContractSettings,
+        embedding_provider="openai-compat",
+        embedding_model="intfloat/multilingual-e5-large",
+        embedding_api_base_url="http://embed.test/v1/",
+        enable_sparse_embeddings=False,
+    )
+    backend = _openai(httpx.MockTransport(handler))
+    embedder = ContractEmbedder(settings, dense_backend=backend)
+    assert backend.embed(["x"]) == [[0.5]]
+    embedder.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        backend.embed(["x"])

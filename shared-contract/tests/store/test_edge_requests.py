@@ -257,7 +257,7 @@ def test_nested_prefetches_and_the_default_limit() -> None:
         to_edge_prefetch(leg),
         edge.Prefetch(
             limit=10,
-            query=edge.Fusion.Rrf(k=2),
+            query=edge.Fusion.Rrf(k=2),  # type: ignore[arg-type]  # the stub says `Fusion`; fusions are `Fusion.Rrf`/`Fusion.Dbsf`
             prefetches=[edge.Prefetch(limit=100, query=edge.Query.Nearest([1.0, 0.0], using="text-dense"))],
         ),
     )
@@ -283,7 +283,7 @@ def test_a_hybrid_request_translates_whole() -> None:
         edge.QueryRequest(
             limit=8,
             offset=2,
-            query=edge.Fusion.Rrf(k=60, weights=[1.0, 0.5]),
+            query=edge.Fusion.Rrf(k=60, weights=[1.0, 0.5]),  # type: ignore[arg-type]  # the stub says `Fusion`; fusions are `Fusion.Rrf`/`Fusion.Dbsf`
             prefetches=[
                 edge.Prefetch(
                     limit=40, query=edge.Query.Nearest([1.0, 0.0], using="text-dense"), filter=EDGE_TENANT_FILTER

@@ -69,3 +69,9 @@ def test_a_chunk_point_carries_its_vectors_and_payload() -> None:
     assert point.sparse == sparse
     assert point.payload == chunk_payload("file-1:0001", "Hei", {"languages": ["nb"]})
     assert chunk_point("c", "x", {}, dense=[1.0], sparse=None).sparse is None
+
+
+def test_the_lexical_field_holds_the_window_while_content_stays_the_chunk() -> None:
+    payload = chunk_payload("c", "the chunk", {"languages": ["en"]}, lexical_text="before\nthe chunk\nafter")
+    assert payload["content"] == "the chunk"
+    assert payload["lexical_en"] == "before\nthe chunk\nafter"

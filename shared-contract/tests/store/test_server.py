@@ -94,6 +94,7 @@ class ScriptedQdrant:
         if request.method == "GET" and path == prefix:
             return self._ok(self._collection_info())
         if request.method == "PUT" and path == f"{prefix}/index":
+            assert body is not None
             self.indexes[body["field_name"]] = body["field_schema"]
             return self._ok({"operation_id": len(self.indexes), "status": "completed"})
         endpoint = path.removeprefix(prefix + "/")

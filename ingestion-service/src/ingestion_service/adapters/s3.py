@@ -54,6 +54,10 @@ class S3Source:
     def __init__(self, client: S3Client) -> None:
         self._client = client
 
+    def close(self) -> None:
+        """Close the client's connection pool (the runtime calls it at shutdown)."""
+        self._client.close()
+
     def object_size(self, bucket: str, key: str) -> int:
         """The object's size from ``head_object``."""
         try:

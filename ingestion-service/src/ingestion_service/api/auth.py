@@ -1,24 +1,37 @@
-"""Bearer API_KEY on /api/* and /metrics, compared in constant time."""
+"""The HTTP edge: Bearer API_KEY on everything but the health probes and API docs, checked before a
+body is read (constant time), and a body cap on every route (``shared_contract.http.EdgeMiddleware``)."""
 
 from __future__ import annotations
 
-import hmac
+from fastapi import FastAPI, Security
 
-from fastapi import HTTPException, Request, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from ingestion_service.api.uploads import FORM_OVERHEAD_BYTES
+from ingestion_service.settings import Settings
+from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme
 
-_bearer = HTTPBearer(auto_error=False)
+HEALTH_PATHS = frozenset({"/health", "/health/ready"})
+UPLOAD_PATHS = frozenset({"/api/v1/ingest", "/api/v1/extract"})
+
+# Routes declare the scheme with this (OpenAPI); the middleware has already checked the key.
+BEARER = Security(bearer_scheme)
 
 
-async def verify_api_key(request: Request) -> None:
-    """401 with ``WWW-Authenticate: Bearer`` for a missing, malformed or wrong token."""
-    credentials: HTTPAuthorizationCredentials | None = await _bearer(request)
-    expected: bytes = request.app.state.settings.api_key.get_secret_value().encode()
-    supplied = credentials.credentials.encode() if credentials is not None else b""
-    # Compare bytes so non-ASCII tokens are just wrong, never a 500.
-    if credentials is None or not hmac.compare_digest(supplied, expected):
-        raise HTTPException(
-            status_code=status.HTTP_401_UNAUTHORIZED,
-            detail="Invalid API key",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+def public_paths(app: FastAPI) -> frozenset[str]:
+    """Served without a key: the probes and FastAPI's own docs pages."""
+    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+    return HEALTH_PATHS | {path for path in docs if path}
+
+
+def install_edge(app: FastAPI, settings: Settings) -> None:
+    """Add the edge middleware: uploads get MAX_UPLOAD_BYTES (plus the form's overhead), the rest MAX_REQUEST_BYTES.
+
+    The upload routes cap more finely themselves (the file part, the 64 KiB JSON body); this is the
+    backstop that keeps a body sent to any route from being read past its cap.
+    """
+    upload = BodyLimit(settings.max_upload_bytes + FORM_OVERHEAD_BYTES, "MAX_UPLOAD_BYTES")
+    other = BodyLimit(settings.max_request_bytes, "MAX_REQUEST_BYTES")
+
+    def limit_for(path: str) -> BodyLimit:
+        return upload if path in UPLOAD_PATHS else other
+
+    app.add_middleware(EdgeMiddleware, api_key=settings.api_key, public_paths=public_paths(app), body_limit=limit_for)

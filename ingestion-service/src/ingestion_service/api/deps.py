@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ingestion_service.errors import InvalidRequestError
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
@@ -26,6 +27,15 @@ def get_settings_dep(request: Request) -> Settings:
 def get_metrics(request: Request) -> IngestMetrics:
     """The app's metrics registry."""
     return get_runtime(request).metrics
+
+
+def reject_repeated_query_params(request: Request) -> None:
+    """A repeated query key is a 400: Starlette keeps only the last value, which once picked another tenant."""
+    keys = [key for key, _ in request.query_params.multi_items()]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        names = ", ".join(repr(key) for key in repeated)
+        raise InvalidRequestError(f"Invalid request: query parameter(s) {names} given more than once.")
 
 
 RuntimeDep = Annotated[ServiceRuntime, Depends(get_runtime)]

@@ -2,9 +2,55 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+
+from shared_contract import CollectionName
+
+# Linux and Open WebUI's own storage cap names at 255 bytes; longer ones are not real uploads.
+MAX_FILENAME_CHARS = 255
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+# S3 general purpose bucket rules: 3-63 of [a-z0-9.-], starting and ending with a letter or digit.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+MAX_S3_KEY_BYTES = 1024
+
+
+def check_filename(value: str) -> str:
+    """A file name, not a path: no control characters, no separators, at most 255 characters."""
+    if len(value) > MAX_FILENAME_CHARS:
+        raise ValueError(f"must be at most {MAX_FILENAME_CHARS} characters")
+    if _CONTROL_CHARACTERS.search(value):
+        raise ValueError("must not contain control characters (NUL, newline, ...)")
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError("must be a file name, not a path")
+    return value
+
+
+def check_bucket_name(value: str) -> str:
+    """The S3 bucket naming rules, checked before any S3 call so a bad name is a 400, not a 502."""
+    reason = None
+    if not _BUCKET.match(value):
+        reason = (
+            "3-63 characters of lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit"
+        )
+    elif ".." in value:
+        reason = "no two adjacent dots"
+    elif value.startswith(_BUCKET_RESERVED_PREFIXES) or value.endswith(_BUCKET_RESERVED_SUFFIXES):
+        reason = "no reserved prefix or suffix"
+    else:
+        try:
+            ipaddress.IPv4Address(value)
+            reason = "not formatted as an IP address"
+        except ValueError:
+            pass
+    if reason is not None:
+        raise ValueError(f"is not a valid S3 bucket name ({reason})")
+    return value
 
 
 class IngestFields(BaseModel):
@@ -13,11 +59,16 @@ class IngestFields(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     file_id: str = Field(min_length=1, max_length=256)
-    filename: str = Field(min_length=1, max_length=1024)
-    collection_name: str = Field(min_length=1, max_length=256)
+    filename: str = Field(min_length=1, max_length=MAX_FILENAME_CHARS)
+    collection_name: CollectionName  # refused, never trimmed, if it breaks the contract rule
     collection_type: str = Field(default="file", min_length=1, max_length=64)
     user_id: str = Field(min_length=1, max_length=256)
     overwrite: StrictBool = True
+
+    @field_validator("filename")
+    @classmethod
+    def _plain_filename(cls, value: str) -> str:
+        return check_filename(value)
 
 
 class IngestRequestJSON(IngestFields):
@@ -25,6 +76,18 @@ class IngestRequestJSON(IngestFields):
 
     s3_bucket: str = Field(min_length=1, max_length=255)
     s3_key: str = Field(min_length=1, max_length=1024)
+
+    @field_validator("s3_bucket")
+    @classmethod
+    def _valid_bucket(cls, value: str) -> str:
+        return check_bucket_name(value)
+
+    @field_validator("s3_key")
+    @classmethod
+    def _key_fits(cls, value: str) -> str:
+        if len(value.encode()) > MAX_S3_KEY_BYTES:
+            raise ValueError(f"must be at most {MAX_S3_KEY_BYTES} bytes of UTF-8")
+        return value
 
 
 class ExtractionInfo(BaseModel):

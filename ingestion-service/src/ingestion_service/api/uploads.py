@@ -14,8 +14,9 @@ import anyio.to_thread
 from fastapi import Request
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import ClientDisconnect
 
-from ingestion_service.errors import InvalidRequestError, PayloadTooLargeError
+from ingestion_service.errors import ClientDisconnectedError, InvalidRequestError, PayloadTooLargeError
 
 FLUSH_BYTES = 1024 * 1024
 MAX_FIELD_BYTES = 64 * 1024
@@ -58,6 +59,8 @@ class _FormCollector:
         self.pending = bytearray()
         self.handle: BinaryIO | None = None
         self.error: Exception | None = None
+        # Set by the closing boundary; python-multipart's finalize() does not check for it.
+        self.complete = False
 
     def fail(self, error: Exception) -> None:
         if self.error is None:
@@ -125,6 +128,9 @@ class _FormCollector:
                 return
             self.form.fields[self.part.name] = self.part.data.decode("utf-8", "replace")
 
+    def on_end(self) -> None:
+        self.complete = True
+
 
 async def _flush(collector: _FormCollector) -> None:
     if collector.pending and collector.handle is not None:
@@ -155,6 +161,7 @@ async def parse_multipart(
             "on_header_value": collector.on_header_value,
             "on_header_end": collector.on_header_end,
             "on_headers_finished": collector.on_headers_finished,
+            "on_end": collector.on_end,
         },
     )
     try:
@@ -167,9 +174,16 @@ async def parse_multipart(
         parser.finalize()
         if collector.error is not None:
             raise collector.error
+        if not collector.complete:
+            # A body cut off mid-part would otherwise be indexed as a whole document.
+            raise InvalidRequestError(
+                "Invalid request: the multipart body ends before its closing boundary (incomplete upload)."
+            )
         await _flush(collector)
     except FormParserError as exc:
         raise InvalidRequestError("Malformed multipart body.") from exc
+    except ClientDisconnect as exc:
+        raise ClientDisconnectedError("client disconnected during the upload") from exc
     finally:
         if collector.handle is not None:
             await anyio.to_thread.run_sync(collector.handle.close)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -21,12 +22,13 @@ from ingestion_service.errors import (
     NoExtractableTextError,
     PipelineFailedError,
     QdrantWriteError,
+    ShuttingDownError,
     SparseEmbeddingFailedError,
 )
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline import versioning
+from ingestion_service.pipeline import run_control, versioning
 from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer
-from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
+from ingestion_service.pipeline.components.chunk_writer import ChunkWriter, WriteBatch
 from ingestion_service.pipeline.components.dense_embedder import ContractDenseEmbedder
 from ingestion_service.pipeline.components.embedding_guard import EmbeddingGuard
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, FileConverter
@@ -36,6 +38,7 @@ from ingestion_service.pipeline.components.token_splitter import TokenSplitter
 from ingestion_service.pipeline.components.unit_splitter import UnitSplitter
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver
+from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
 from shared_contract import (
@@ -46,6 +49,7 @@ from shared_contract import (
     MetaKey,
     SparseEmbeddingError,
 )
+from shared_contract.store import ChunkPoint
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +65,16 @@ class PipelineParts:
     sparse_embedder: Any | None
     guard: Any
     writer: Any
+
+
+def checked_write(write: WriteBatch) -> WriteBatch:
+    """``write`` that first stops an aborted or late run (the writer itself is not run-aware)."""
+
+    async def write_batch(points: Sequence[ChunkPoint]) -> None:
+        run_control.checkpoint()
+        await write(points)
+
+    return write_batch
 
 
 def build_parts(
@@ -83,13 +97,19 @@ def build_parts(
         splitter = UnitSplitter(settings.chunk_split_by, size=settings.chunk_size, overlap=overlap, observer=observer)
     sparse_on = settings.enable_sparse_embeddings
     return PipelineParts(
-        converter=FileConverter(registry, settings.extraction_engine, observer=observer),
+        converter=FileConverter(
+            registry, settings.extraction_engine, observer=observer, max_chars=settings.max_extracted_chars
+        ),
         splitter=splitter,
-        finalizer=ChunkFinalizer(embed_text, overlap=overlap, observer=observer),
+        finalizer=ChunkFinalizer(
+            embed_text, overlap=overlap, observer=observer, max_chunks=settings.max_chunks_per_document
+        ),
         dense_embedder=ContractDenseEmbedder(embedder, embed_text, sparse_enabled=sparse_on, observer=observer),
         sparse_embedder=ContractSparseEmbedder(embedder, embed_text, observer=observer) if sparse_on else None,
         guard=EmbeddingGuard(dim=embedder.dim, require_sparse=sparse_on, observer=observer),
-        writer=ChunkWriter(index.write, observer=observer),
+        writer=ChunkWriter(
+            checked_write(index.write), lexical_window=settings.lexical_window_chunks, observer=observer
+        ),
     )
 
 
@@ -199,33 +219,70 @@ class IndexingRunner:
         index: ChunkIndex,
         *,
         default_engine: str,
+        timeout_seconds: float,
         metrics: IngestMetrics | None = None,
         before_commit: BeforeCommitHook | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.index = index
         self.default_engine = default_engine
+        self.timeout_seconds = timeout_seconds
         self.metrics = metrics
         self.before_commit = before_commit
+        self._active: set[RunControl] = set()
 
-    async def ingest(self, job: IngestJob, *, limiter: anyio.CapacityLimiter | None = None) -> IngestOutcome:
+    def new_control(self) -> RunControl:
+        """A control with this runner's INGEST_TIMEOUT_SECONDS."""
+        return RunControl(timeout_seconds=self.timeout_seconds)
+
+    async def ingest(
+        self,
+        job: IngestJob,
+        *,
+        limiter: anyio.CapacityLimiter | None = None,
+        control: RunControl | None = None,
+    ) -> IngestOutcome:
         """Index ``job``; on failure its own points are removed and a typed error is raised.
 
-        ``limiter`` bounds how many pipelines run at once (INGEST_CONCURRENCY).
+        ``limiter`` bounds how many pipelines run at once (INGEST_CONCURRENCY). ``control`` lets
+        the caller abort the run (client gone); it also carries the run's deadline. A cancelled
+        caller (server shutdown) aborts the run, waits for its worker and removes its points
+        before the cancellation propagates, unless the commit had begun, which is then finished.
         """
+        control = control if control is not None else self.new_control()
         engine = job.engine or self.default_engine
         if not job.overwrite:
             existing = await self._existing(job)
             if existing:
                 return IngestOutcome(chunks_count=existing, engine=engine, kept_existing=True)
+        self._active.add(control)
         try:
-            result = await anyio.to_thread.run_sync(self._run_pipeline, job, limiter=limiter)
+            return await self._ingest(job, control, limiter, engine)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._after_cancel(job, control)
+            raise
+        finally:
+            self._active.discard(control)
+
+    async def _ingest(
+        self,
+        job: IngestJob,
+        control: RunControl,
+        limiter: anyio.CapacityLimiter | None,
+        engine: str,
+    ) -> IngestOutcome:
+        try:
+            result = await self._run_worker(job, control, limiter)
             chunks = result["finalizer"]["documents"]
             written = int(result["writer"]["documents_written"])
             if chunks:
                 engine = str(chunks[0].meta.get(EXTRACTOR_KEY, engine))
             if self.before_commit is not None:
                 await anyio.to_thread.run_sync(self.before_commit, job)
+            # Last chance to stop: an aborted or late run never publishes.
+            control.check()
+            control.commit_started = True
             try:
                 committed = await versioning.commit(self.index, job.file_id, job.collection_name, job.run)
             except ContractError as exc:
@@ -242,12 +299,63 @@ class IndexingRunner:
             self.metrics.ingest_superseded.inc()
         return IngestOutcome(chunks_count=written, engine=engine, superseded=committed.superseded)
 
-    def _run_pipeline(self, job: IngestJob) -> dict[str, Any]:
-        result: dict[str, Any] = self.pipeline.run(
-            {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
-            include_outputs_from={"finalizer"},
+    async def _run_worker(
+        self, job: IngestJob, control: RunControl, limiter: anyio.CapacityLimiter | None
+    ) -> dict[str, Any]:
+        # The concurrency slot is held until the worker thread has really ended, also when the
+        # caller is cancelled (the thread cannot be, it stops at its next checkpoint).
+        slot: AbstractAsyncContextManager[Any] = limiter if limiter is not None else nullcontext()
+        async with slot:
+            try:
+                return await anyio.to_thread.run_sync(self._run_pipeline, job, control, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                control.abort(ShuttingDownError("request cancelled"))
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(control.finished.wait)
+                raise
+
+    def _run_pipeline(self, job: IngestJob, control: RunControl) -> dict[str, Any]:
+        try:
+            control.start()
+            with run_control.active(control):
+                result: dict[str, Any] = self.pipeline.run(
+                    {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
+                    include_outputs_from={"finalizer"},
+                )
+            return result
+        finally:
+            control.finished.set()
+
+    async def _after_cancel(self, job: IngestJob, control: RunControl) -> None:
+        if control.commit_started:
+            # Cancelled inside the commit: publish and sweep are idempotent, so finish it rather
+            # than delete a version that may already be live.
+            try:
+                await versioning.commit(self.index, job.file_id, job.collection_name, job.run)
+            except ContractError:
+                logger.exception(
+                    "finishing a cancelled commit failed; start-up recovery completes it",
+                    extra={"file_id": job.file_id, "ingest_version": job.run.version},
+                )
+            return
+        await self._discard(job, ShuttingDownError("request cancelled"))
+        logger.warning(
+            "ingest cancelled (server shutting down); the run was aborted and the previous version kept",
+            extra={"file_id": job.file_id, "collection_name": job.collection_name, "ingest_version": job.run.version},
         )
-        return result
+
+    def abort_all(self) -> int:
+        """Abort every running ingest (shutdown); returns how many there were."""
+        for control in self._active:
+            control.abort(ShuttingDownError("service shutting down"))
+        return len(self._active)
+
+    async def wait_idle(self, timeout_seconds: float) -> bool:
+        """Wait until no ingest runs, at most ``timeout_seconds``; False if some still run."""
+        with anyio.move_on_after(timeout_seconds):
+            while self._active:
+                await anyio.sleep(0.05)
+        return not self._active
 
     async def _existing(self, job: IngestJob) -> int:
         try:
@@ -274,8 +382,3 @@ class IndexingRunner:
             error.cleanup_failed = True
             if self.metrics is not None:
                 self.metrics.cleanup_failures.inc()
-
-
-def rebuild_with(parts: PipelineParts, **changes: Any) -> Pipeline:
-    """Assemble ``parts`` with some stages replaced (fault injection in tests)."""
-    return assemble(replace(parts, **changes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -14,6 +15,9 @@ from ingestion_service.adapters.extractors.tika import TikaConverter
 from ingestion_service.errors import ExtractionError
 from ingestion_service.runtime import ServiceHooks
 
+if TYPE_CHECKING:
+    from ...conftest import AppFactory, MakeSettings, Points, Upload  # noqa: TID252
+
 
 def _source(tmp_path: Path) -> SourceFile:
     path = tmp_path / "source.md"
@@ -21,7 +25,9 @@ def _source(tmp_path: Path) -> SourceFile:
     return SourceFile(path=path, filename="doc.md")
 
 
-def kreuzberg_server(status: int = 201, payload: object | None = None, seen: list[httpx.Request] | None = None):
+def kreuzberg_server(
+    status: int = 201, payload: object | None = None, seen: list[httpx.Request] | None = None
+) -> httpx.MockTransport:
     def handler(request: httpx.Request) -> httpx.Response:
         if seen is not None:
             seen.append(request)
@@ -43,10 +49,11 @@ def kreuzberg_server(status: int = 201, payload: object | None = None, seen: lis
     return httpx.MockTransport(handler)
 
 
-def test_kreuzberg_http_success(make_test_settings, tmp_path) -> None:
+def test_kreuzberg_http_success(make_test_settings: MakeSettings, tmp_path: Path) -> None:
     seen: list[httpx.Request] = []
     converter = KreuzbergHttpConverter(make_test_settings(), transport=kreuzberg_server(seen=seen))
     [document] = converter.convert(_source(tmp_path))
+    assert document.content is not None
     assert document.content.startswith("# Heading")
     assert document.meta == {"title": "Ducks", "authors": ["Ann"], "languages": ["en"], "mime_type": "text/markdown"}
     body = seen[0].content
@@ -63,14 +70,16 @@ def test_kreuzberg_http_success(make_test_settings, tmp_path) -> None:
         (201, [{"content": 3}], False),
     ],
 )
-def test_kreuzberg_http_failures(make_test_settings, tmp_path, status, payload, document_problem) -> None:
+def test_kreuzberg_http_failures(
+    make_test_settings: MakeSettings, tmp_path: Path, status: int, payload: object, document_problem: bool
+) -> None:
     converter = KreuzbergHttpConverter(make_test_settings(), transport=kreuzberg_server(status, payload))
     with pytest.raises(ExtractionError) as caught:
         converter.convert(_source(tmp_path))
     assert caught.value.document_problem is document_problem
 
 
-def test_kreuzberg_http_unreachable(make_test_settings, tmp_path) -> None:
+def test_kreuzberg_http_unreachable(make_test_settings: MakeSettings, tmp_path: Path) -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused", request=request)
 
@@ -80,7 +89,7 @@ def test_kreuzberg_http_unreachable(make_test_settings, tmp_path) -> None:
     assert caught.value.status_code == 500
 
 
-def tika_server(status: int = 200, payload: object | None = None):
+def tika_server(status: int = 200, payload: object | None = None) -> httpx.MockTransport:
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.method == "PUT"
         assert request.url.path == "/rmeta/text"
@@ -103,21 +112,23 @@ def tika_server(status: int = 200, payload: object | None = None):
     return httpx.MockTransport(handler)
 
 
-def test_tika_success(make_test_settings, tmp_path) -> None:
+def test_tika_success(make_test_settings: MakeSettings, tmp_path: Path) -> None:
     [document] = TikaConverter(make_test_settings(), transport=tika_server()).convert(_source(tmp_path))
     assert document.content == "Tika text"
     assert document.meta == {"title": "T", "authors": ["A", "B"], "languages": ["da"], "mime_type": "text/plain"}
 
 
 @pytest.mark.parametrize(("status", "document_problem"), [(415, True), (422, True), (503, False)])
-def test_tika_failures(make_test_settings, tmp_path, status, document_problem) -> None:
+def test_tika_failures(make_test_settings: MakeSettings, tmp_path: Path, status: int, document_problem: bool) -> None:
     converter = TikaConverter(make_test_settings(), transport=tika_server(status, {"error": "x"}))
     with pytest.raises(ExtractionError) as caught:
         converter.convert(_source(tmp_path))
     assert caught.value.document_problem is document_problem
 
 
-def test_ingest_through_the_sidecar_engine(app_client, upload, docs, points, make_test_settings) -> None:
+def test_ingest_through_the_sidecar_engine(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, make_test_settings: MakeSettings
+) -> None:
     converter = KreuzbergHttpConverter(make_test_settings(), transport=kreuzberg_server())
     hooks = ServiceHooks(converter_factories={"kreuzberg-http": lambda _settings: converter})
     with app_client(hooks=hooks, extraction_engine="kreuzberg-http") as client:
@@ -128,3 +139,33 @@ def test_ingest_through_the_sidecar_engine(app_client, upload, docs, points, mak
         assert record.payload["content"].endswith("Sidecar text about ducks.")
         assert record.payload["meta"]["headers"] == ["Heading"]
         assert record.payload["meta"]["title"] == "Ducks"
+
+
+class ClosingTransport(httpx.MockTransport):
+    """A scripted server that records when its client closes the connection pool."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("engine", ["tika", "kreuzberg-http"])
+def test_the_app_closes_the_engines_http_clients_at_shutdown(
+    app_client: AppFactory, make_test_settings: MakeSettings, engine: str
+) -> None:
+    if engine == "tika":
+        transport = ClosingTransport(tika_server().handler)
+        converter: TikaConverter | KreuzbergHttpConverter = TikaConverter(make_test_settings(), transport=transport)
+    else:
+        transport = ClosingTransport(kreuzberg_server().handler)
+        converter = KreuzbergHttpConverter(make_test_settings(), transport=transport)
+    hooks = ServiceHooks(converter_factories={engine: lambda _settings: converter})
+    with app_client(hooks=hooks) as client:
+        # The probe builds the engine through the registry, as an ingest would.
+        response = client.post(
+            "/api/v1/extract", data={"engine": engine}, files={"file": ("doc.md", b"# Title\n\nbody")}
+        )
+        assert response.status_code == 200, response.text
+        assert transport.closed is False
+    assert transport.closed is True

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import anyio
+from fastapi.testclient import TestClient
 
 from ingestion_service.runtime import ServiceHooks
 from shared_contract import ContractEmbedder
 from shared_contract.store import bootstrap_collection, close_store, open_store
 
+if TYPE_CHECKING:
+    from ...conftest import AppFactory, MakeSettings  # noqa: TID252
 
-def test_liveness_needs_no_auth(client) -> None:
+
+def test_liveness_needs_no_auth(client: TestClient) -> None:
     response = client.get("/health", headers={"Authorization": ""})
     assert response.json() == {"status": "ok"}
 
 
-def test_ready_after_warm_up(client) -> None:
+def test_ready_after_warm_up(client: TestClient) -> None:
     assert client.get("/health/ready").json() == {"status": "ok"}
 
 
@@ -30,14 +35,27 @@ class SlowEmbedder(ContractEmbedder):
         super().warm_up()
 
 
-def test_not_ready_until_the_pipeline_is_warm(app_client, make_test_settings) -> None:
+def test_not_ready_until_the_pipeline_is_warm(app_client: AppFactory, make_test_settings: MakeSettings) -> None:
     slow = SlowEmbedder(make_test_settings())
     with app_client(hooks=ServiceHooks(embedder=slow), ready=False) as client:
         response = client.get("/health/ready")
         assert response.status_code == 503
         assert response.json()["detail"] == {"pipeline": "warming up"}
         ingest = client.put("/api/v1/ingest", json={"x": 1})
-        assert ingest.status_code in (400, 503)
+        assert ingest.status_code == 422  # the JSON body is validated before readiness
+        # A valid JSON request is refused for readiness alone, before S3 is touched.
+        valid = {
+            "s3_bucket": "openwebui",
+            "s3_key": "k",
+            "file_id": "a",
+            "filename": "a.md",
+            "collection_name": "file-a",
+            "user_id": "u",
+        }
+        not_ready = client.put("/api/v1/ingest", json=valid)
+        assert not_ready.status_code == 503, not_ready.text
+        assert not_ready.json()["code"] == "PIPELINE_FAILED"
+        assert not_ready.json()["error"] == "The service is not ready yet."
         multipart = client.put(
             "/api/v1/ingest",
             data={"file_id": "a", "filename": "a.md", "collection_name": "file-a", "user_id": "u"},
@@ -54,7 +72,9 @@ def test_not_ready_until_the_pipeline_is_warm(app_client, make_test_settings) ->
         assert client.get("/health/ready").status_code == 200
 
 
-def test_collection_not_matching_the_contract_is_not_ready(app_client, make_test_settings) -> None:
+def test_collection_not_matching_the_contract_is_not_ready(
+    app_client: AppFactory, make_test_settings: MakeSettings
+) -> None:
     # The collection was built without sparse vectors; this service writes them.
     other = make_test_settings(enable_sparse_embeddings=False)
 

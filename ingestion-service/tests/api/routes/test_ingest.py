@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from fastapi.testclient import TestClient
 
 from shared_contract import DENSE_VECTOR, SPARSE_VECTOR
+
+if TYPE_CHECKING:
+    from ...conftest import AppFactory, Points, Upload  # noqa: TID252
 
 WIKI = "md/docling__wiki.md"
 
 
-def test_multipart_ingest_stores_named_vectors_and_full_metadata(client, upload, docs, points) -> None:
+def test_multipart_ingest_stores_named_vectors_and_full_metadata(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
     response = upload(client, docs / WIKI, file_id="abc", user_id="u1")
     assert response.status_code == 200, response.text
     body = response.json()
@@ -45,14 +51,16 @@ def test_multipart_ingest_stores_named_vectors_and_full_metadata(client, upload,
     for record in stored:
         assert record.vectors is not None
         assert set(record.vectors) == {DENSE_VECTOR, SPARSE_VECTOR}
-        assert len(record.vectors[DENSE_VECTOR]) == 384
+        dense = record.vectors[DENSE_VECTOR]
+        assert isinstance(dense, list)
+        assert len(dense) == 384
         assert record.payload["content"].strip()
         # The chunk's text is also in its language's stemmed BM25 field, and only there.
         assert record.payload["lexical_en"] == record.payload["content"]
         assert not [key for key in record.payload if key.startswith("lexical_") and key != "lexical_en"]
 
 
-def test_reingest_replaces_the_previous_version(client, upload, docs, points) -> None:
+def test_reingest_replaces_the_previous_version(client: TestClient, upload: Upload, docs: Path, points: Points) -> None:
     first = upload(client, docs / WIKI, file_id="re").json()
     second = upload(client, docs / WIKI, file_id="re").json()
     stored = points(client, file_id="re")
@@ -60,15 +68,35 @@ def test_reingest_replaces_the_previous_version(client, upload, docs, points) ->
     assert len(stored) == second["chunks_count"] == first["chunks_count"]
 
 
-def test_same_file_in_two_collections_is_versioned_per_collection(client, upload, docs, points) -> None:
-    upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1")
-    upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-2")
-    upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1")
-    assert points(client, file_id="kbfile", collection_name="kb-1")
-    assert points(client, file_id="kbfile", collection_name="kb-2")
+def _contents(records: list[Any]) -> list[str]:
+    return [r.payload["content"] for r in sorted(records, key=lambda r: r.payload["meta"]["split_id"])]
 
 
-def test_overwrite_false_keeps_an_existing_version(client, upload, docs, points) -> None:
+def test_same_file_in_two_collections_is_versioned_per_collection(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    first = upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1").json()
+    other = upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-2").json()
+    again = upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1").json()
+    kb1 = points(client, file_id="kbfile", collection_name="kb-1")
+    kb2 = points(client, file_id="kbfile", collection_name="kb-2")
+    # Re-ingesting into kb-1 replaced only kb-1's version; kb-2 keeps the one it was given.
+    assert {r.payload["meta"]["ingest_version"] for r in kb1} == {again["extraction"]["ingest_version"]}
+    assert {r.payload["meta"]["ingest_version"] for r in kb2} == {other["extraction"]["ingest_version"]}
+    assert first["extraction"]["ingest_version"] != again["extraction"]["ingest_version"]
+    assert len(kb1) == again["chunks_count"]
+    assert len(kb2) == other["chunks_count"]
+    assert {r.payload["meta"]["collection_name"] for r in kb1} == {"kb-1"}
+    assert {r.payload["meta"]["collection_name"] for r in kb2} == {"kb-2"}
+    assert {r.payload["meta"]["ingest_state"] for r in kb1 + kb2} == {"live"}
+    # The same file, so the same chunks, in each tenant.
+    assert _contents(kb1) == _contents(kb2)
+    assert "IBM" in _contents(kb1)[0]
+
+
+def test_overwrite_false_keeps_an_existing_version(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
     first = upload(client, docs / WIKI, file_id="keep").json()
     kept = upload(client, docs / WIKI, file_id="keep", overwrite="false").json()
     assert kept["extraction"]["kept_existing"] is True
@@ -78,19 +106,20 @@ def test_overwrite_false_keeps_an_existing_version(client, upload, docs, points)
     }
 
 
-@pytest.mark.parametrize(("value", "expected"), [("TRUE", 200), ("y", 200), ("0", 200), ("No", 200), ("maybe", 400)])
-def test_form_booleans_are_strict(client, upload, docs, value: str, expected: int) -> None:
+@pytest.mark.parametrize(("value", "expected"), [("TRUE", 200), ("y", 200), ("0", 200), ("No", 200), ("maybe", 422)])
+def test_form_booleans_are_strict(client: TestClient, upload: Upload, docs: Path, value: str, expected: int) -> None:
     response = upload(client, docs / "md/unstructured__simple-table.md", overwrite=value)
     assert response.status_code == expected
-    if expected == 400:
+    if expected == 422:
         assert response.json() == {
             "status": False,
             "code": "INVALID_REQUEST",
             "error": "Form field 'overwrite' must be a boolean (true/false/1/0/yes/no).",
+            "request_id": response.headers["x-request-id"],
         }
 
 
-def test_multipart_field_rules(client, docs) -> None:
+def test_multipart_field_rules(client: TestClient, docs: Path) -> None:
     path = docs / "md/unstructured__simple-table.md"
     base = {"file_id": "x", "filename": "t.md", "collection_name": "file-x", "user_id": "u"}
     cases = [
@@ -100,19 +129,19 @@ def test_multipart_field_rules(client, docs) -> None:
     ]
     for data, fragment in cases:
         response = client.put("/api/v1/ingest", data=data, files={"file": ("t.md", path.read_bytes())})
-        assert response.status_code == 400, response.text
+        assert response.status_code == 422, response.text
         assert response.json()["code"] == "INVALID_REQUEST"
         assert fragment in response.json()["error"]
     # Only text parts, no file part at all.
     response = client.put("/api/v1/ingest", files={name: (None, value) for name, value in base.items()})
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "'file' part is required" in response.json()["error"]
     # A second file field is refused, not silently ignored.
     response = client.put("/api/v1/ingest", data=base, files=[("file", ("t.md", b"# a")), ("file", ("u.md", b"# b"))])
-    assert response.status_code == 400
+    assert response.status_code == 422
 
 
-def test_other_content_types_are_415(client) -> None:
+def test_other_content_types_are_415(client: TestClient) -> None:
     response = client.put("/api/v1/ingest", content=b"hello", headers={"Content-Type": "text/plain"})
     assert response.status_code == 415
     assert response.json()["code"] == "INVALID_REQUEST"
@@ -140,16 +169,16 @@ def _json(**overrides: Any) -> dict[str, Any]:
         _json(overwrite="yes"),  # JSON booleans are real booleans
     ],
 )
-def test_json_validation_is_400(client, body: dict[str, Any]) -> None:
+def test_json_validation_is_422(client: TestClient, body: dict[str, Any]) -> None:
     response = client.put("/api/v1/ingest", json=body)
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert response.json()["code"] == "INVALID_REQUEST"
     assert response.json()["status"] is False
 
 
-def test_malformed_json_is_400(client) -> None:
+def test_malformed_json_is_422(client: TestClient) -> None:
     response = client.put("/api/v1/ingest", content=b"{nope", headers={"Content-Type": "application/json"})
-    assert response.status_code == 400
+    assert response.status_code == 422
 
 
 @pytest.mark.parametrize(
@@ -161,14 +190,67 @@ def test_malformed_json_is_400(client) -> None:
         ("a-knowledge-base-id", "f1", "u1", 200),
     ],
 )
-def test_collection_binding(client, upload, docs, collection: str, file_id: str, user_id: str, status: int) -> None:
+def test_collection_binding(
+    client: TestClient, upload: Upload, docs: Path, collection: str, file_id: str, user_id: str, status: int
+) -> None:
     response = upload(
         client, docs / "md/unstructured__simple-table.md", file_id=file_id, user_id=user_id, collection_name=collection
     )
     assert response.status_code == status, response.text
 
 
-def test_multipart_upload_over_the_cap_is_413(app_client, upload, docs, points) -> None:
+# Names search refuses (shared_contract.names): ingestion must refuse them too, not store them unfindable.
+BAD_COLLECTION_NAMES = [
+    "tenant-ü",
+    "../tenantB",
+    "tenant*",
+    '{"tenant": 1}',
+    "tenant\x00B",
+    "tenant\nB",
+    "tenant B",
+    "  tenantB  ",  # refused, never trimmed into another tenant's name
+    "t" * 129,
+    "t" * 256,
+]
+
+
+@pytest.mark.parametrize("collection", BAD_COLLECTION_NAMES)
+def test_multipart_collection_name_outside_the_contract_rule_is_422(
+    client: TestClient, upload: Upload, docs: Path, points: Points, collection: str
+) -> None:
+    response = upload(client, docs / "md/unstructured__simple-table.md", file_id="badname", collection_name=collection)
+    assert response.status_code == 422, response.text
+    assert response.json() == {
+        "status": False,
+        "code": "INVALID_REQUEST",
+        "error": "Invalid request: collection_name: Value error, "
+        "must be 1-128 characters, each an ASCII letter, digit, '_' or '-'",
+        "request_id": response.headers["x-request-id"],
+    }
+    assert points(client, file_id="badname") == []
+
+
+@pytest.mark.parametrize("collection", BAD_COLLECTION_NAMES)
+def test_json_collection_name_outside_the_contract_rule_is_422(client: TestClient, collection: str) -> None:
+    response = client.put("/api/v1/ingest", json=_json(collection_name=collection))
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "INVALID_REQUEST"
+    assert response.json()["error"].startswith("Invalid request: collection_name: ")
+
+
+def test_longest_allowed_collection_name_is_stored_as_sent(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    collection = "k" * 128
+    response = upload(client, docs / "md/unstructured__simple-table.md", file_id="longname", collection_name=collection)
+    assert response.status_code == 200, response.text
+    assert response.json()["collection_name"] == collection
+    assert {r.payload["meta"]["collection_name"] for r in points(client, file_id="longname")} == {collection}
+
+
+def test_multipart_upload_over_the_cap_is_413(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
     with app_client(max_upload_bytes=1000) as client:
         response = upload(client, docs / WIKI, file_id="big")
         assert response.status_code == 413
@@ -196,7 +278,9 @@ def put_object(endpoint: str, bucket: str, key: str, path: Path) -> None:
     s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
 
 
-def test_json_mode_reads_the_object_from_s3(app_client, s3_endpoint, bucket, docs, points) -> None:
+def test_json_mode_reads_the_object_from_s3(
+    app_client: AppFactory, s3_endpoint: str, bucket: str, docs: Path, points: Points
+) -> None:
     put_object(s3_endpoint, bucket, "uploads/wiki.md", docs / WIKI)
     with app_client(s3_endpoint_url=s3_endpoint, s3_allowed_buckets=bucket) as client:
         response = client.put(
@@ -210,28 +294,50 @@ def test_json_mode_reads_the_object_from_s3(app_client, s3_endpoint, bucket, doc
             ),
         )
         assert response.status_code == 200, response.text
-        assert len(points(client, file_id="s3f")) == response.json()["chunks_count"] > 0
+        body = response.json()
+        stored = points(client, file_id="s3f")
+        assert len(stored) == body["chunks_count"] > 1
+        metas = sorted((record.payload["meta"] for record in stored), key=lambda meta: meta["split_id"])
+        assert [meta["split_id"] for meta in metas] == list(range(len(metas)))
+        assert {(m["file_id"], m["collection_name"], m["user_id"], m["name"]) for m in metas} == {
+            ("s3f", "file-s3f", "u1", "wiki.md")
+        }
+        assert {m["ingest_version"] for m in metas} == {body["extraction"]["ingest_version"]}
+        assert {m["extractor"] for m in metas} == {body["extraction"]["engine"]}
+        assert metas[0]["title"] == "IBM"
+        # The object's text, as the multipart path would have stored it.
+        text = " ".join(_contents(stored))
+        assert "International Business Machines" in text
 
 
-def test_bucket_outside_the_allow_list_is_403(app_client, s3_endpoint, bucket) -> None:
+def test_bucket_outside_the_allow_list_is_403(app_client: AppFactory, s3_endpoint: str, bucket: str) -> None:
     with app_client(s3_endpoint_url=s3_endpoint, s3_allowed_buckets="openwebui") as client:
         response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket))
         assert response.status_code == 403
         assert response.json()["code"] == "INVALID_REQUEST"
 
 
-def test_s3_object_over_the_cap_is_413_before_download(app_client, s3_endpoint, bucket, docs) -> None:
+def test_s3_object_over_the_cap_is_413_before_download(
+    app_client: AppFactory, s3_endpoint: str, bucket: str, docs: Path
+) -> None:
     put_object(s3_endpoint, bucket, "big.md", docs / WIKI)
     with app_client(s3_endpoint_url=s3_endpoint, max_upload_bytes=100) as client:
         response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="big.md"))
         assert response.status_code == 413
 
 
-def test_missing_object_is_s3_fetch_failed_without_details(app_client, s3_endpoint, bucket) -> None:
+def test_missing_object_is_s3_fetch_failed_without_details(
+    app_client: AppFactory, s3_endpoint: str, bucket: str
+) -> None:
     with app_client(s3_endpoint_url=s3_endpoint, s3_secret_access_key="super-secret-value") as client:
         response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="absent"))
         assert response.status_code == 502
-        assert response.json() == {"status": False, "error": "S3 object fetch failed.", "code": "S3_FETCH_FAILED"}
+        assert response.json() == {
+            "status": False,
+            "error": "S3 object fetch failed.",
+            "code": "S3_FETCH_FAILED",
+            "request_id": response.headers["x-request-id"],
+        }
     with app_client(s3_endpoint_url=s3_endpoint, s3_secret_access_key="super-secret-value", debug=True) as client:
         body = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="absent")).json()
         assert "404" in body["error"] or "NoSuchKey" in body["error"] or "Not Found" in body["error"]

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-def test_series_after_an_ingest(client, upload, docs) -> None:
+from fastapi.testclient import TestClient
+
+if TYPE_CHECKING:
+    from ...conftest import AppFactory, Upload  # noqa: TID252
+
+
+def test_series_after_an_ingest(client: TestClient, upload: Upload, docs: Path) -> None:
     upload(client, docs / "md/docling__wiki.md")
     upload(client, docs / "md/docling__wiki.md", overwrite="bogus")
     text = client.get("/metrics").text
@@ -25,12 +33,12 @@ def test_series_after_an_ingest(client, upload, docs) -> None:
     assert "ingest_empty_total 0.0" in text
 
 
-def test_disabled_metrics_are_404(app_client) -> None:
+def test_disabled_metrics_are_404(app_client: AppFactory) -> None:
     with app_client(metrics_enabled=False) as client:
         assert client.get("/metrics").status_code == 404
 
 
-def test_two_apps_in_one_process_keep_separate_registries(app_client, upload, docs) -> None:
+def test_two_apps_in_one_process_keep_separate_registries(app_client: AppFactory, upload: Upload, docs: Path) -> None:
     with app_client() as first, app_client() as second:
         upload(first, docs / "md/unstructured__simple-table.md")
         assert 'outcome="success"} 1.0' in first.get("/metrics").text

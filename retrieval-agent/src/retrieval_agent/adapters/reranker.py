@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import anyio.to_thread
 import httpx
@@ -12,9 +12,6 @@ from retrieval_agent.errors import RerankerError
 from retrieval_agent.settings import Settings
 from shared_contract import ModelUnavailableError
 from shared_contract.embedding import local_model_dir
-
-if TYPE_CHECKING:
-    from fastembed.rerank.cross_encoder import TextCrossEncoder
 
 
 class Reranker(Protocol):
@@ -96,12 +93,24 @@ class HttpReranker:
         await self._client.aclose()
 
 
-class FastembedReranker:
-    """fastembed ``TextCrossEncoder`` in-process; load it with :meth:`warm_up` at start-up."""
+class CrossEncoder(Protocol):
+    """What the in-process reranker needs of a model (fastembed's ``TextCrossEncoder`` fits)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def rerank(self, query: str, documents: Iterable[str]) -> Iterable[float]:
+        """One relevance score per document, in input order."""
+        ...
+
+
+class FastembedReranker:
+    """fastembed ``TextCrossEncoder`` in-process; load it with :meth:`warm_up` at start-up.
+
+    ``model``: an already-loaded cross-encoder (shared by hosts, or scripted in tests); then
+    :meth:`warm_up` loads nothing.
+    """
+
+    def __init__(self, settings: Settings, *, model: CrossEncoder | None = None) -> None:
         self.settings = settings
-        self._model: TextCrossEncoder | None = None
+        self._model: CrossEncoder | None = model
 
     def warm_up(self) -> None:
         """Load the cross-encoder; ModelUnavailableError with what to do when it cannot load."""

@@ -1,29 +1,28 @@
-"""Bearer authentication with a constant-time comparison."""
+"""The HTTP edge: Bearer API_KEY on everything but the health probes and API docs, checked before a
+body is read (constant time), and MAX_REQUEST_BYTES on every body (``shared_contract.http.EdgeMiddleware``)."""
 
 from __future__ import annotations
 
-import hmac
-from typing import Annotated
+from fastapi import FastAPI, Security
 
-from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-
-from retrieval_agent.api.errors import UnauthorizedError
 from retrieval_agent.settings import Settings
+from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme
 
-_bearer = HTTPBearer(auto_error=False)
+HEALTH_PATHS = frozenset({"/health", "/health/ready"})
+
+# Routes declare the scheme with this (OpenAPI); the middleware has already checked the key.
+BEARER = Security(bearer_scheme)
 
 
-async def require_api_key(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> None:
-    """401 with ``WWW-Authenticate: Bearer`` unless the Bearer token equals API_KEY.
+def public_paths(app: FastAPI) -> frozenset[str]:
+    """Served without a key: the probes and FastAPI's own docs pages."""
+    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+    return HEALTH_PATHS | {path for path in docs if path}
 
-    ``async`` so FastAPI runs it on the event loop instead of a worker thread (it never blocks).
-    """
-    settings: Settings = request.app.state.settings
-    expected = settings.api_key.get_secret_value().encode("utf-8")
-    if credentials is None or credentials.scheme.lower() != "bearer":
-        raise UnauthorizedError()
-    if not hmac.compare_digest(credentials.credentials.encode("utf-8"), expected):
-        raise UnauthorizedError()
+
+def install_edge(app: FastAPI, settings: Settings) -> None:
+    """Add the edge middleware to ``app``."""
+    limit = BodyLimit(settings.max_request_bytes, "MAX_REQUEST_BYTES")
+    app.add_middleware(
+        EdgeMiddleware, api_key=settings.api_key, public_paths=public_paths(app), body_limit=lambda _path: limit
+    )

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from retrieval_agent.search.queries import ChatMessage
+from shared_contract import CollectionName
 
-CollectionName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 QueryText = Annotated[str, StringConstraints(max_length=2000)]
 
 

@@ -43,6 +43,10 @@ from shared_contract.embedding.catalog import dense_model_languages
 
 logger = logging.getLogger(__name__)
 
+# Identical texts (one file in two knowledge bases) collapse into one hit: when that leaves fewer
+# than k, the candidates are fetched again this many times, twice as deep each time.
+DEDUP_REFETCHES = 2
+
 
 @dataclass(frozen=True, slots=True)
 class RetrievedList:
@@ -51,6 +55,8 @@ class RetrievedList:
     query: str
     hits: list[Hit]
     path: SearchPath
+    # The store returned fewer candidates than asked: a deeper fetch finds nothing more.
+    exhausted: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +155,8 @@ class LinearSearch:
                 return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
             with self.metrics.time_stage("qdrant"):
                 points = await self.store.query(request)
-        return self._done(query, newest_versions([point_to_hit(point) for point in points]), "native_hybrid")
+        hits = newest_versions([point_to_hit(point) for point in points])
+        return self._done(query, hits, "native_hybrid", exhausted=len(points) < limit)
 
     async def _dense(
         self, query: str, collection_names: Sequence[str], limit: int, *, dense: Sequence[float] | None = None
@@ -159,7 +166,7 @@ class LinearSearch:
         with self.metrics.time_stage("qdrant"):
             points = await self.store.query(dense_request(dense, collection_names, limit))
         hits = [point_to_hit(point, dense_score(point.score)) for point in points]
-        return self._done(query, newest_versions(hits), "dense")
+        return self._done(query, newest_versions(hits), "dense", exhausted=len(points) < limit)
 
     async def _bm25_fallback(
         self, query: str, collection_names: Sequence[str], limit: int, *, dense: Sequence[float] | None = None
@@ -181,11 +188,12 @@ class LinearSearch:
             limit=2 * prefetch,
             weights=[self.settings.hybrid_dense_weight, self.settings.hybrid_lexical_weight],
         )
-        return self._done(query, newest_versions(fused)[:limit], "bm25_fallback")
+        exhausted = len(fused) < limit
+        return self._done(query, newest_versions(fused)[:limit], "bm25_fallback", exhausted=exhausted)
 
     def _lexical_supported(self) -> bool:
         marked = self._lexical_unsupported_at
-        return marked is None or time.monotonic() - marked >= self.settings.bm25_cache_ttl_seconds
+        return marked is None or time.monotonic() - marked >= self.settings.lexical_retry_after_seconds
 
     def _lexical_missing(self, exc: StoreRequestError) -> None:
         """A text index vanished under a BM25 leg: count it, stop sending those legs for a while."""
@@ -198,9 +206,9 @@ class LinearSearch:
         records = await self.store.scroll_contents(collection_names, max_docs)
         return [point_to_hit(record, 0.0) for record in records]
 
-    def _done(self, query: str, hits: list[Hit], path: SearchPath) -> RetrievedList:
+    def _done(self, query: str, hits: list[Hit], path: SearchPath, *, exhausted: bool) -> RetrievedList:
         self.metrics.path.labels(path=path).inc()
-        return RetrievedList(query=query, hits=hits, path=path)
+        return RetrievedList(query=query, hits=hits, path=path, exhausted=exhausted)
 
     async def search(
         self,
@@ -222,26 +230,47 @@ class LinearSearch:
         if not resolved.queries:
             return SearchOutcome(result_sets=[[]], resolved=resolved, paths=[])
         fetch_k = k * self.settings.initial_retrieval_multiplier if self.reranker is not None else k
-        retrieved: list[RetrievedList | None] = [None] * len(resolved.queries)
+        for refetch in range(DEDUP_REFETCHES + 1):
+            if len(resolved.queries) == 1:
+                # The common case: no task group (a task spawn and a loop turn per request).
+                lists = [await self.retrieve(resolved.queries[0], collection_names, fetch_k)]
+            else:
+                lists = await self._retrieve_all(resolved.queries, collection_names, fetch_k)
+            sets = await self._result_sets(lists, resolved, k, fetch_k)
+            enough = all(len(hits) >= k for hits in sets)
+            if enough or all(item.exhausted for item in lists) or refetch == DEDUP_REFETCHES:
+                break
+            self.metrics.dedup_refetches.inc()
+            fetch_k *= 2
+        return SearchOutcome(result_sets=sets, resolved=resolved, paths=[item.path for item in lists])
+
+    async def _result_sets(
+        self, lists: Sequence[RetrievedList], resolved: ResolvedQueries, k: int, fetch_k: int
+    ) -> list[list[Hit]]:
+        """The response's lists: one per query, or one merged list."""
+        if self.settings.search_result_sets == "per_query":
+            return [await self._finish(item.hits, item.query, k) for item in lists]
+        merged = self.merge([item.hits for item in lists], fetch_k)
+        primary = resolved.primary or resolved.queries[0]
+        return [await self._finish(merged, primary, k)]
+
+    async def _retrieve_all(
+        self, queries: Sequence[str], collection_names: Sequence[str], limit: int
+    ) -> list[RetrievedList]:
+        """Every query's candidates, retrieved concurrently, in query order."""
+        retrieved: list[RetrievedList | None] = [None] * len(queries)
 
         async def one(index: int, query: str) -> None:
-            retrieved[index] = await self.retrieve(query, collection_names, fetch_k)
+            retrieved[index] = await self.retrieve(query, collection_names, limit)
 
         try:
             async with anyio.create_task_group() as group:
-                for index, query in enumerate(resolved.queries):
+                for index, query in enumerate(queries):
                     group.start_soon(one, index, query)
         except BaseExceptionGroup as group_error:
             # Surface the first typed failure so it maps to its wire code.
             raise _first_leaf(group_error) from None
-        lists = [item for item in retrieved if item is not None]
-        paths = [item.path for item in lists]
-        if self.settings.search_result_sets == "per_query":
-            sets = [await self._finish(item.hits, item.query, k) for item in lists]
-            return SearchOutcome(result_sets=sets, resolved=resolved, paths=paths)
-        merged = self.merge([item.hits for item in lists], fetch_k)
-        primary = resolved.primary or resolved.queries[0]
-        return SearchOutcome(result_sets=[await self._finish(merged, primary, k)], resolved=resolved, paths=paths)
+        return [item for item in retrieved if item is not None]
 
     def merge(self, rankings: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
         """One list from several queries' lists: RRF across queries, dedup by content hash."""

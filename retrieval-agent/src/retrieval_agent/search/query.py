@@ -166,8 +166,3 @@ def hybrid_request(
         limit=limit,
         with_payload=list(RESULT_PAYLOAD),
     )
-
-
-def rrf_max_score(k: int, weights: Sequence[float]) -> float:
-    """The best score weighted RRF can give (first in every leg): documents the scale."""
-    return sum(1.0 / (1.0 / weight + k - 1.0) for weight in weights if weight > 0)

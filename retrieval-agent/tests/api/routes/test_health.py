@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from shared_contract import ContractSettings
 from shared_contract.store import ChunkStore, bootstrap_collection
 
-from ...conftest import make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ...conftest import make_settings  # noqa: TID252
 
 
 def test_liveness(api: TestClient) -> None:

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 
 from shared_contract.store import ChunkStore
 
-from ...conftest import AUTH, make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ...conftest import AUTH, make_settings  # noqa: TID252
 
 
 def test_metrics_need_the_key(api: TestClient) -> None:

@@ -7,14 +7,14 @@ import anyio
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from starlette.types import Message, Scope
 
 from retrieval_agent.main import create_app
-from retrieval_agent.search.query import rrf_max_score
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder
 from shared_contract.store import ChunkStore
 
-from ...conftest import AUTH, add_chunk, chunk_meta, make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ...conftest import AUTH, add_chunk, chunk_meta, make_settings  # noqa: TID252
 
 
 def body(**overrides: Any) -> dict[str, Any]:
@@ -89,7 +89,8 @@ def test_hybrid_distances_are_rrf_scores(api: TestClient, settings: Settings) ->
     distances = api.post("/search", json=body(k=5), headers=AUTH).json()["distances"][0]
     # Three legs here: dense, sparse and the English BM25 leg.
     weights = [settings.hybrid_dense_weight, settings.hybrid_sparse_weight, settings.hybrid_lexical_weight]
-    ceiling = rrf_max_score(settings.hybrid_rrf_k, weights)
+    # The best weighted-RRF score: first in every leg, sum of 1 / (1 / w + k - 1).
+    ceiling = sum(1.0 / (1.0 / weight + settings.hybrid_rrf_k - 1.0) for weight in weights if weight > 0)
     assert all(0.0 < value <= ceiling + 1e-6 for value in distances), (distances, ceiling)  # float32 scores
 
 
@@ -124,6 +125,9 @@ def test_messages_only_uses_last_user_message(api: TestClient) -> None:
         ({"queries": ["x" * 2001]}, "queries.0"),
         ({"collection_names": []}, "collection_names"),
         ({"collection_names": ["bad name!"]}, "collection_names.0"),
+        ({"collection_names": ["  kb-a  "]}, "collection_names.0"),  # the contract rule: refused, not trimmed
+        ({"collection_names": ["kb-a", "kb-a\n"]}, "collection_names.1"),
+        ({"collection_names": ["x" * 129]}, "collection_names.0"),
         ({"collection_names": ["a"] * 21}, "collection_names"),
         ({"k": 0}, "k"),
         ({"k": 101}, "k"),
@@ -139,7 +143,7 @@ def test_invalid_requests_are_422_with_a_readable_body(api: TestClient, override
     assert data["status"] is False
     assert data["code"] == "INVALID_REQUEST"
     assert needle in data["error"]
-    assert isinstance(data["detail"], list)
+    assert set(data) == {"status", "error", "code", "request_id"}  # the one flat shape (docs/contract.md)
 
 
 @pytest.mark.parametrize(
@@ -182,19 +186,19 @@ def test_double_slash_raw_asgi_path(settings: Settings, seeded: ChunkStore, embe
     app = create_app(settings, embedder=embedder, store=seeded)
     import json
 
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def run() -> None:
         payload = json.dumps(body()).encode()
-        messages = [{"type": "http.request", "body": payload, "more_body": False}]
+        messages: list[Message] = [{"type": "http.request", "body": payload, "more_body": False}]
 
-        async def receive() -> dict[str, Any]:
+        async def receive() -> Message:
             return messages.pop(0) if messages else {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: Message) -> None:
             sent.append(message)
 
-        scope = {
+        scope: Scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
             "http_version": "1.1",
@@ -246,9 +250,7 @@ def test_search_never_mixes_two_versions_of_a_file(
     ]
     for index, text in enumerate(new_chunks):
         meta = chunk_meta("kb-a", "paris.pdf", index + 1, index, ingest_version="v2", ingest_seq=2)
-        anyio.run(
-            lambda text=text, meta=meta, index=index: add_chunk(seeded, embedder, f"paris-v2-{index}", text, meta)
-        )
+        anyio.run(add_chunk, seeded, embedder, f"paris-v2-{index}", text, meta)
     api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
     data = api.post("/search", json=body(k=10), headers=AUTH).json()
     paris = [meta for meta in data["metadatas"][0] if meta["file_id"] == "file-paris.pdf"]
@@ -263,8 +265,27 @@ def test_norwegian_tenant_is_searched_with_the_norwegian_stemmer(
     texts = ["Hundene løp over broene i byen.", "Regjeringen la fram statsbudsjettet i oktober."]
     for index, text in enumerate(texts):
         meta = chunk_meta("kb-no", "norsk.txt", index + 1, index, languages=["no"])
-        anyio.run(lambda text=text, meta=meta, index=index: add_chunk(seeded, embedder, f"no-{index}", text, meta))
+        anyio.run(add_chunk, seeded, embedder, f"no-{index}", text, meta)
     api = app_factory(make_settings(), seeded)
     data = api.post("/search", json=body(queries=["hund bro"], collection_names=["kb-no"], k=1), headers=AUTH).json()
     assert data["documents"] == [[texts[0]]]
     assert 'search_path_total{path="native_hybrid"} 1.0' in api.get("/metrics", headers=AUTH).text
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_identical_texts_still_fill_k_distinct_results(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, embedder: ContractEmbedder, hybrid: bool
+) -> None:
+    # One Eiffel text stored in five files: the best five candidates are all the same text.
+    twin = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+    for index in range(5):
+        meta = chunk_meta("kb-a", f"twin-{index}.pdf", 1, 0)
+        anyio.run(add_chunk, seeded, embedder, f"twin-{index}", twin, meta)
+    api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
+    response = api.post("/search", json=body(queries=["When was the Eiffel Tower completed?"], k=5), headers=AUTH)
+    assert response.status_code == 200, response.text
+    documents = response.json()["documents"][0]
+    assert documents.count(twin) == 1
+    assert len(documents) == len(set(documents)) == 5
+    metrics = api.get("/metrics", headers=AUTH).text
+    assert "dedup_refetches_total 1.0" in metrics

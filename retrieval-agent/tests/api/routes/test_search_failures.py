@@ -18,9 +18,10 @@ from retrieval_agent.adapters.reranker import HttpReranker
 from shared_contract import ContractEmbedder, StoreRequestError
 from shared_contract.store import ChunkStore
 
-from ...conftest import AUTH, RecordingStore, make_settings  # type: ignore[import-not-found]  # noqa: TID252
+from ...conftest import AUTH, RecordingStore, make_settings  # noqa: TID252
 
-BODY = {"queries": ["When was the Eiffel Tower completed?"], "collection_names": ["kb-a"], "k": 2}
+QUERY = "When was the Eiffel Tower completed?"
+BODY = {"queries": [QUERY], "collection_names": ["kb-a"], "k": 2}
 
 
 def metric(api: TestClient, name: str) -> float:
@@ -35,12 +36,13 @@ def metric(api: TestClient, name: str) -> float:
 def test_qdrant_down_is_503_qdrant_unavailable(app_factory: Callable[..., TestClient]) -> None:
     settings = make_settings(qdrant_uri="http://127.0.0.1:1", qdrant_timeout=2)
     api = app_factory(settings, None)
-    response = api.post("/search", json=BODY, headers=AUTH)
+    response = api.post("/search", json=BODY, headers={**AUTH, "X-Request-ID": "probe-1"})
     assert response.status_code == 503
     assert response.json() == {
         "status": False,
         "error": "Qdrant is unreachable or failed.",
         "code": "QDRANT_UNAVAILABLE",
+        "request_id": "probe-1",
     }
     ready = api.get("/health/ready")
     assert ready.status_code == 503
@@ -57,7 +59,7 @@ def test_missing_collection_is_503_not_empty(
     assert response.json()["code"] == "COLLECTION_MISSING"
 
 
-class _RejectingStore(RecordingStore):  # type: ignore[misc]
+class _RejectingStore(RecordingStore):
     async def query(self, request: Any) -> Any:
         raise StoreRequestError("Wrong input: vector dimension error")
 
@@ -68,7 +70,13 @@ def test_a_request_the_store_rejects_is_500_search_failed(
     api = app_factory(make_settings(), _RejectingStore(seeded))
     response = api.post("/search", json=BODY, headers=AUTH)
     assert response.status_code == 500
-    assert response.json() == {"status": False, "error": "Qdrant rejected the search request.", "code": "SEARCH_FAILED"}
+    request_id = response.headers["x-request-id"]
+    assert response.json() == {
+        "status": False,
+        "error": "Qdrant rejected the search request.",
+        "code": "SEARCH_FAILED",
+        "request_id": request_id,
+    }
     assert metric(api, 'search_requests_total{code="SEARCH_FAILED"') == 1
 
 
@@ -145,7 +153,7 @@ def test_reranker_reorders_candidates(
     assert "Mitochondria" in data["documents"][0][0]
     assert data["distances"][0][0] == 9.0
     assert seen[0]["model"] == "my-reranker"
-    assert seen[0]["query"] == BODY["queries"][0]
+    assert seen[0]["query"] == QUERY
     # k x INITIAL_RETRIEVAL_MULTIPLIER candidates were fetched (kb-a holds 5 chunks).
     assert len(seen[0]["documents"]) == 5
     assert seen[0]["top_n"] == 5

@@ -1,7 +1,7 @@
 """Embedding, written once for both services."""
 
 from shared_contract.embedding.catalog import SHARED_BACKBONES, known_dense_dim, local_model_dir
-from shared_contract.embedding.embedder import SPECIAL_TOKENS_RESERVE, ContractEmbedder
+from shared_contract.embedding.embedder import SPECIAL_TOKENS_RESERVE, ContractEmbedder, fused_pass_configured
 from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "DocumentVectors",
     "QueryVectors",
     "SparseVectorData",
+    "fused_pass_configured",
     "known_dense_dim",
     "local_model_dir",
 ]

@@ -6,12 +6,12 @@ All calls are synchronous and CPU- or I/O-bound: async callers offload them to a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from shared_contract.embedding.fastembed_internals import model_tokenizer
 from shared_contract.errors import EmbeddingError, ModelUnavailableError
@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 _RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class _TransientStatusError(Exception):
+    """A retryable HTTP status; becomes an EmbeddingError once the retries are spent."""
+
+    def __init__(self, status_code: int) -> None:
+        self.status_code = status_code
+        super().__init__(f"HTTP {status_code}")
 
 
 class DenseEmbedder(Protocol):
@@ -165,19 +173,27 @@ class _HttpDenseEmbedder:
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         url = f"{self._base_url}{path}"
-        for attempt in range(self._max_retries + 1):
-            try:
-                response = self._client.post(url, json=body)
-            except httpx.TransportError as exc:
-                if attempt == self._max_retries:
-                    raise EmbeddingError(f"embedding endpoint unreachable: {type(exc).__name__}") from exc
-            else:
-                if response.status_code < 400:
-                    return response.json()
-                if response.status_code not in _RETRYABLE_STATUS or attempt == self._max_retries:
-                    raise EmbeddingError(f"embedding endpoint answered HTTP {response.status_code}")
-            time.sleep(min(0.25 * 2**attempt, 4.0))
-        raise AssertionError("unreachable")
+        retrying = Retrying(
+            stop=stop_after_attempt(self._max_retries + 1),
+            wait=wait_exponential(multiplier=0.25, max=4.0),
+            retry=retry_if_exception_type((httpx.TransportError, _TransientStatusError)),
+            reraise=True,
+        )
+        try:
+            response = retrying(self._post_once, url, body)
+        except httpx.TransportError as exc:
+            raise EmbeddingError(f"embedding endpoint unreachable: {type(exc).__name__}") from exc
+        except _TransientStatusError as exc:
+            raise EmbeddingError(f"embedding endpoint answered HTTP {exc.status_code}") from exc
+        return response.json()
+
+    def _post_once(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        response = self._client.post(url, json=body)
+        if response.status_code in _RETRYABLE_STATUS:
+            raise _TransientStatusError(response.status_code)
+        if response.status_code >= 400:
+            raise EmbeddingError(f"embedding endpoint answered HTTP {response.status_code}")
+        return response
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []

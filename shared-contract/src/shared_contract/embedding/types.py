@@ -12,10 +12,6 @@ class SparseVectorData:
     indices: list[int]
     values: list[float]
 
-    def as_dict(self) -> dict[str, list[int] | list[float]]:
-        """The ``{"indices", "values"}`` form Haystack's ``SparseEmbedding`` accepts."""
-        return {"indices": self.indices, "values": self.values}
-
 
 @dataclass(frozen=True, slots=True)
 class DocumentVectors:

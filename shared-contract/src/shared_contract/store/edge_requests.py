@@ -7,7 +7,7 @@ raises ``StoreRequestError`` instead of being guessed at.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import qdrant_edge as edge
@@ -81,12 +81,33 @@ def to_edge_filter(selector: models.Filter | None) -> Any:
     )
 
 
-def to_edge_params(params: models.SearchParams | None) -> Any:
+FilterConverter = Callable[[models.Filter | None], Any]
+
+
+def _once_per_filter() -> FilterConverter:
+    """:func:`to_edge_filter` that converts each Filter object once: one request repeats its
+    tenant filter in every leg and IDF scope (the engine copies what it is given)."""
+    converted: dict[int, Any] = {}
+    kept: list[models.Filter] = []  # keeps each id() taken valid while the cache lives
+
+    def convert(selector: models.Filter | None) -> Any:
+        if selector is None:
+            return None
+        key = id(selector)
+        if key not in converted:
+            converted[key] = to_edge_filter(selector)
+            kept.append(selector)
+        return converted[key]
+
+    return convert
+
+
+def to_edge_params(params: models.SearchParams | None, filters: FilterConverter = to_edge_filter) -> Any:
     if params is None:
         return None
     idf = None
     if isinstance(params.idf, models.IdfCorpusParams):
-        idf = edge.IdfParams(corpus=to_edge_filter(params.idf.corpus))
+        idf = edge.IdfParams(corpus=filters(params.idf.corpus))
     elif params.idf is not None and params.idf != models.IdfScope.GLOBAL:
         raise _unsupported("this IDF scope", params.idf)
     return edge.SearchParams(hnsw_ef=params.hnsw_ef, exact=bool(params.exact), idf=idf)
@@ -149,22 +170,24 @@ def to_edge_expression(expression: object) -> Any:
     raise _unsupported("this expression", expression)
 
 
-def to_edge_prefetch(prefetch: models.Prefetch) -> Any:
+def to_edge_prefetch(prefetch: models.Prefetch, filters: FilterConverter = to_edge_filter) -> Any:
     return edge.Prefetch(
         limit=prefetch.limit if prefetch.limit is not None else 10,
         query=to_edge_query(prefetch.query, prefetch.using),
-        prefetches=to_edge_prefetches(prefetch.prefetch),
-        params=to_edge_params(prefetch.params),
-        filter=to_edge_filter(prefetch.filter),
+        prefetches=to_edge_prefetches(prefetch.prefetch, filters),
+        params=to_edge_params(prefetch.params, filters),
+        filter=filters(prefetch.filter),
         score_threshold=prefetch.score_threshold,
     )
 
 
-def to_edge_prefetches(prefetch: models.Prefetch | Sequence[models.Prefetch] | None) -> list[Any] | None:
+def to_edge_prefetches(
+    prefetch: models.Prefetch | Sequence[models.Prefetch] | None, filters: FilterConverter = to_edge_filter
+) -> list[Any] | None:
     if prefetch is None:
         return None
     items = [prefetch] if isinstance(prefetch, models.Prefetch) else list(prefetch)
-    return [to_edge_prefetch(item) for item in items]
+    return [to_edge_prefetch(item, filters) for item in items]
 
 
 def to_edge_with_payload(with_payload: object) -> Any:
@@ -179,16 +202,17 @@ def to_edge_with_payload(with_payload: object) -> Any:
 
 def to_edge_request(request: models.QueryRequest) -> Any:
     """A whole Query API request."""
+    filters = _once_per_filter()
     return edge.QueryRequest(
         limit=request.limit if request.limit is not None else 10,
         offset=request.offset,
         query=to_edge_query(request.query, request.using),
-        prefetches=to_edge_prefetches(request.prefetch),
+        prefetches=to_edge_prefetches(request.prefetch, filters),
         with_payload=to_edge_with_payload(request.with_payload),
         with_vector=False,
-        filter=to_edge_filter(request.filter),
+        filter=filters(request.filter),
         score_threshold=request.score_threshold,
-        params=to_edge_params(request.params),
+        params=to_edge_params(request.params, filters),
     )
 
 

@@ -23,16 +23,19 @@ def point_id_for(chunk_id: str) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
 
 
-def chunk_payload(chunk_id: str, content: str, meta: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"id", "content", "meta", "lexical_<code>"}``: Haystack's document shape plus the chunk's
-    text in the lexical field of its language (``meta.lexical_language`` says which)."""
+def chunk_payload(
+    chunk_id: str, content: str, meta: Mapping[str, Any], *, lexical_text: str | None = None
+) -> dict[str, Any]:
+    """``{"id", "content", "meta", "lexical_<code>"}``: Haystack's document shape plus the text BM25
+    scores in the lexical field of its language (``meta.lexical_language`` says which):
+    ``lexical_text`` (the chunk's window, see ``lexical_windows``) or else the chunk itself."""
     languages = meta.get(MetaKey.LANGUAGES)
     language = lexical_language_for(languages if isinstance(languages, list) else None)
     return {
         PAYLOAD_ID: chunk_id,
         PAYLOAD_CONTENT: content,
         PAYLOAD_META: {**meta, MetaKey.LEXICAL_LANGUAGE: language},
-        lexical_field(language): content,
+        lexical_field(language): content if lexical_text is None else lexical_text,
     }
 
 
@@ -43,8 +46,8 @@ def chunk_point(
     *,
     dense: Sequence[float],
     sparse: SparseVectorData | None,
+    lexical_text: str | None = None,
 ) -> ChunkPoint:
     """One chunk as a point of the shared collection."""
-    return ChunkPoint(
-        point_id=point_id_for(chunk_id), dense=dense, sparse=sparse, payload=chunk_payload(chunk_id, content, meta)
-    )
+    payload = chunk_payload(chunk_id, content, meta, lexical_text=lexical_text)
+    return ChunkPoint(point_id=point_id_for(chunk_id), dense=dense, sparse=sparse, payload=payload)

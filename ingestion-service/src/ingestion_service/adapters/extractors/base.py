@@ -16,14 +16,18 @@ class SourceFile:
 
     path: Path
     filename: str
+    # Set when the content was recognised as a type other than the name suggests.
+    media_type: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, str | None]:
         """Serializable form (Haystack snapshots pipeline inputs when a run fails)."""
-        return {"path": str(self.path), "filename": self.filename}
+        return {"path": str(self.path), "filename": self.filename, "media_type": self.media_type}
 
     @property
     def mime_type(self) -> str | None:
-        """The type the file name suggests (engines sniff content themselves where they can)."""
+        """The recognised type, else the one the file name suggests."""
+        if self.media_type is not None:
+            return self.media_type
         return mimetypes.guess_type(self.filename)[0]
 
 
@@ -43,4 +47,13 @@ class Converter(Protocol):
 
     def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:
         """Extract ``source`` into one or more Documents."""
+        ...
+
+
+@runtime_checkable
+class ClosableConverter(Converter, Protocol):
+    """An engine holding a resource (an HTTP connection pool) that the registry closes at shutdown."""
+
+    def close(self) -> None:
+        """Release the resource; the converter is not used afterwards."""
         ...

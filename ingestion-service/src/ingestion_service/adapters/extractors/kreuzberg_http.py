@@ -35,6 +35,10 @@ class KreuzbergHttpConverter:
             transport=transport,
         )
 
+    def close(self) -> None:
+        """Close the connection pool (the registry calls it at shutdown)."""
+        self._client.close()
+
     def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:  # noqa: ARG002 - protocol signature; text engines take no profile
         mime = source.mime_type or "application/octet-stream"
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 
-from ingestion_service.adapters.extractors.base import Converter
+from ingestion_service.adapters.extractors.base import ClosableConverter, Converter
 from ingestion_service.errors import InvalidRequestError
 from ingestion_service.settings import Settings
 
@@ -92,3 +92,12 @@ class ConverterRegistry:
             instance = factory(self._settings)
             self._instances[name] = instance
             return instance
+
+    def close(self) -> None:
+        """Close every built engine that holds a resource (shutdown); later ``get`` builds afresh."""
+        with self._lock:
+            instances = list(self._instances.values())
+            self._instances.clear()
+        for instance in instances:
+            if isinstance(instance, ClosableConverter):
+                instance.close()

@@ -38,6 +38,10 @@ class TikaConverter:
             transport=transport,
         )
 
+    def close(self) -> None:
+        """Close the connection pool (the registry calls it at shutdown)."""
+        self._client.close()
+
     def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:  # noqa: ARG002 - protocol signature; text engines take no profile
         headers = {"Accept": "application/json"}
         if source.mime_type:

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query
 
-from ingestion_service.api.deps import RuntimeDep
+from ingestion_service.api.deps import RuntimeDep, reject_repeated_query_params
 from ingestion_service.api.models import ChunkStats, ChunkView, DeleteResponse, DocumentChunksResponse
 from ingestion_service.errors import DeleteFailedError, IngestionError, PipelineFailedError
 from ingestion_service.intake import require_qdrant
-from shared_contract import ContractError, MetaKey
+from shared_contract import CollectionName, ContractError, MetaKey
 
-router = APIRouter(prefix="/api/v1/documents", tags=["documents"])
+router = APIRouter(prefix="/api/v1/documents", tags=["documents"], dependencies=[Depends(reject_repeated_query_params)])
 
 PREVIEW_CHARS = 200
 CollectionQuery = Annotated[
-    str | None,
-    Query(min_length=1, max_length=256, description="Only this tenant collection (default: every collection)."),
+    CollectionName | None,
+    Query(description="Only this tenant collection (default: every collection)."),
 ]
 
 
@@ -43,7 +44,8 @@ async def list_chunks(
     file_id: str,
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[str | None, Query(max_length=128)] = None,
+    # The ``next_offset`` of the previous page: a point id, which is always a UUID.
+    offset: Annotated[uuid.UUID | None, Query()] = None,
     include_content: Literal["false", "preview", "full"] = "preview",
     collection_name: CollectionQuery = None,
 ) -> DocumentChunksResponse:
@@ -53,7 +55,9 @@ async def list_chunks(
     await require_qdrant(runtime)
     try:
         total = await runtime.index.count(file_id, collection_name)
-        chunks, next_offset = await runtime.index.scroll(file_id, collection_name, limit=limit, offset=offset)
+        chunks, next_offset = await runtime.index.scroll(
+            file_id, collection_name, limit=limit, offset=None if offset is None else str(offset)
+        )
     except ContractError as exc:
         raise PipelineFailedError(str(exc)) from exc
     views = []

@@ -5,26 +5,27 @@ from __future__ import annotations
 import anyio.to_thread
 from fastapi import APIRouter, Request
 
-from ingestion_service.adapters.extractors import ROUTING_MODES, SourceFile
+from ingestion_service.adapters.extractors import ROUTING_MODES
 from ingestion_service.api.deps import RuntimeDep
-from ingestion_service.api.models import ExtractedDocument, ExtractResponse
+from ingestion_service.api.models import ExtractedDocument, ExtractResponse, check_filename
+from ingestion_service.api.openapi import EXTRACT_BODY
 from ingestion_service.api.uploads import parse_multipart
 from ingestion_service.errors import ExtractionError, IngestionError, InvalidRequestError, UnsupportedMediaTypeError
-from ingestion_service.intake import make_workdir, remove_workdir, upload_path
-from ingestion_service.pipeline.components.file_converter import require_text
+from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, upload_path
+from ingestion_service.pipeline.components.file_converter import check_extracted_size, require_text
 
 router = APIRouter(prefix="/api/v1", tags=["extract"])
 
 _FIELDS = frozenset({"engine", "profile"})
 
 
-@router.post("/extract", response_model=ExtractResponse)
+@router.post("/extract", response_model=ExtractResponse, openapi_extra=EXTRACT_BODY)
 async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
     """Multipart ``file`` plus optional ``engine`` (a concrete engine) and ``profile`` (vision engines)."""
     content_type = request.headers.get("content-type", "").lower()
     if not content_type.startswith("multipart/form-data"):
         raise UnsupportedMediaTypeError(content_type)
-    workdir = await make_workdir()
+    workdir = await make_workdir(runtime)
     try:
         form = await parse_multipart(request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes)
         if form.file_path is None:
@@ -44,9 +45,13 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
                 f"Invalid request: unknown profile {profile!r} for {engine!r}; known: {', '.join(sorted(converter.profiles))}."
             )
         filename = form.upload_filename or "upload"
+        try:
+            check_filename(filename)
+        except ValueError as exc:
+            raise InvalidRequestError(f"Invalid request: the file part's filename {exc}.") from exc
         source_path = upload_path(workdir, filename)
         form.file_path.rename(source_path)
-        source = SourceFile(path=source_path, filename=filename)
+        source = await prepare_source(runtime, source_path, filename)
         try:
             documents = await anyio.to_thread.run_sync(
                 lambda: converter.convert(source, profile=profile), limiter=runtime.limiter
@@ -55,9 +60,10 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
             raise
         except Exception as exc:  # an engine bug is still an extraction failure, typed as one
             raise ExtractionError(f"{engine}: {type(exc).__name__}: {exc}") from exc
+        check_extracted_size(documents, runtime.settings.max_extracted_chars)
         require_text(documents)
     finally:
-        await remove_workdir(workdir)
+        await remove_workdir(runtime, workdir)
     return ExtractResponse(
         engine=converter.name,
         profile=profile,

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 
+import anyio
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
 
-from ingestion_service.adapters.extractors import SourceFile
 from ingestion_service.api.deps import RuntimeDep
 from ingestion_service.api.models import ExtractionInfo, IngestFields, IngestRequestJSON, IngestResponse
+from ingestion_service.api.openapi import INGEST_BODY
 from ingestion_service.api.uploads import parse_form_bool, parse_multipart
 from ingestion_service.errors import (
+    ClientDisconnectedError,
+    IngestAbortedError,
     IngestionError,
+    IngestTimeoutError,
     InvalidRequestError,
-    PayloadTooLargeError,
+    JsonBodyTooLargeError,
     UnsupportedMediaTypeError,
 )
 from ingestion_service.intake import (
@@ -23,6 +29,7 @@ from ingestion_service.intake import (
     check_collection_binding,
     fetch_from_s3,
     make_workdir,
+    prepare_source,
     ready_runner,
     remove_workdir,
     run_job,
@@ -30,6 +37,8 @@ from ingestion_service.intake import (
 )
 from ingestion_service.pipeline.indexing import IngestJob
 from ingestion_service.pipeline.versioning import RunVersion
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
@@ -47,10 +56,13 @@ def _pydantic_message(exc: ValidationError) -> str:
 
 async def _json_fields(request: Request) -> IngestRequestJSON:
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_JSON_BYTES:
-            raise PayloadTooLargeError(MAX_JSON_BYTES)
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_JSON_BYTES:
+                raise JsonBodyTooLargeError(MAX_JSON_BYTES)
+    except ClientDisconnect as exc:
+        raise ClientDisconnectedError("client disconnected while sending the body") from exc
     try:
         data = json.loads(body)
     except ValueError as exc:
@@ -80,13 +92,13 @@ def _form_fields(fields: dict[str, str]) -> IngestFields:
         raise InvalidRequestError(_pydantic_message(exc)) from exc
 
 
-@router.put("/ingest", response_model=IngestResponse, response_model_exclude_none=True)
+@router.put("/ingest", response_model=IngestResponse, response_model_exclude_none=True, openapi_extra=INGEST_BODY)
 async def ingest(request: Request, runtime: RuntimeDep) -> IngestResponse:
     """Extract, chunk, embed and write one file; replaces its previous version atomically."""
     started = time.perf_counter()
     metrics = runtime.metrics
     run = RunVersion.new()  # taken at request start: later requests win
-    workdir = await make_workdir()
+    workdir = await make_workdir(runtime)
     try:
         content_type = request.headers.get("content-type", "").lower()
         if content_type.startswith("application/json"):
@@ -113,7 +125,7 @@ async def ingest(request: Request, runtime: RuntimeDep) -> IngestResponse:
             raise UnsupportedMediaTypeError(content_type)
         metrics.ingest_document_bytes.observe(size)
         job = IngestJob(
-            source=SourceFile(path=source_path, filename=fields.filename),
+            source=await prepare_source(runtime, source_path, fields.filename),
             file_id=fields.file_id,
             collection_name=fields.collection_name,
             collection_type=fields.collection_type,
@@ -121,16 +133,30 @@ async def ingest(request: Request, runtime: RuntimeDep) -> IngestResponse:
             overwrite=fields.overwrite,
             run=run,
         )
-        outcome = await run_job(runtime, runner, job)
+        outcome = await run_job(runtime, runner, job, request.receive)
+    except IngestAbortedError as exc:
+        # Not a failure of the service: the client left, or the process is stopping.
+        metrics.ingest_requests.labels(outcome="aborted", code=exc.code).inc()
+        logger.warning("ingest aborted (%s); nothing was stored, the previous version is kept", exc.code)
+        raise
+    except IngestTimeoutError as exc:
+        metrics.ingest_requests.labels(outcome="failure", code=exc.code).inc()
+        logger.warning(
+            "ingest stopped after INGEST_TIMEOUT_SECONDS (%g s); the previous version is kept", exc.limit_seconds
+        )
+        raise
     except IngestionError as exc:
         metrics.ingest_requests.labels(outcome="failure", code=exc.code).inc()
+        raise
+    except anyio.get_cancelled_exc_class():
+        metrics.ingest_requests.labels(outcome="aborted", code="SHUTTING_DOWN").inc()
         raise
     except Exception:
         metrics.ingest_requests.labels(outcome="failure", code="PIPELINE_FAILED").inc()
         raise
     finally:
         metrics.ingest_duration.observe(time.perf_counter() - started)
-        await remove_workdir(workdir)
+        await remove_workdir(runtime, workdir)
     label = "kept" if outcome.kept_existing else "superseded" if outcome.superseded else "success"
     metrics.ingest_requests.labels(outcome=label, code="OK").inc()
     if not outcome.kept_existing:

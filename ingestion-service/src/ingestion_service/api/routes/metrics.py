@@ -7,11 +7,12 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ingestion_service.api.deps import RuntimeDep
+from shared_contract.http import PROMETHEUS_TEXT_RESPONSE
 
 router = APIRouter(tags=["metrics"])
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_model=None, responses=PROMETHEUS_TEXT_RESPONSE)
 async def metrics(runtime: RuntimeDep) -> Response:
     """The app's own registry (several apps in one process never share series)."""
     if not runtime.settings.metrics_enabled:

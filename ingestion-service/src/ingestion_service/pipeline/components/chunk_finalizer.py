@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 
 from haystack import Document, component
 
-from ingestion_service.errors import NoExtractableTextError
+from ingestion_service.errors import DocumentTooLargeError, NoExtractableTextError
 from ingestion_service.pipeline.chunking import pack_tokens
 from ingestion_service.pipeline.embed_text import MIN_CONTENT_TOKENS, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
+from ingestion_service.pipeline.run_control import checkpoint
 from shared_contract import MetaKey
 
 _SHRINK_STEP = 8
@@ -32,13 +33,27 @@ class ChunkFinalizer:
     Any chunk the model would truncate (possible after word/sentence/passage splitting, or by
     a token at a concatenation seam) is re-packed with a smaller budget until every piece fits:
     there is no silent truncation. Then ``split_id`` runs 0..n-1 over the whole file and each
-    chunk gets ``content_hash`` and ``indexed_at``. Zero chunks is the documented 422.
+    chunk gets ``content_hash`` and ``indexed_at``. Zero chunks is the documented 422; more than
+    ``max_chunks`` (MAX_CHUNKS_PER_DOCUMENT) is DOCUMENT_TOO_LARGE, raised before any embedding.
     """
 
-    def __init__(self, embed_text: EmbedTextBuilder, *, overlap: int, observer: StageObserver | None = None) -> None:
+    def __init__(
+        self,
+        embed_text: EmbedTextBuilder,
+        *,
+        overlap: int,
+        observer: StageObserver | None = None,
+        max_chunks: int | None = None,
+    ) -> None:
         self.embed_text = embed_text
         self.overlap = overlap
         self.observer = observer
+        self.max_chunks = max_chunks
+
+    def _too_many(self) -> DocumentTooLargeError:
+        return DocumentTooLargeError(
+            f"The document produces more than MAX_CHUNKS_PER_DOCUMENT ({self.max_chunks}) chunks."
+        )
 
     def _fit(self, content: str, headers: list[str]) -> list[str]:
         if self.embed_text.fits(content, headers):
@@ -56,12 +71,17 @@ class ChunkFinalizer:
         with timed(self.observer, "finalizer"):
             indexed_at = datetime.now(UTC).isoformat()
             chunks: list[Document] = []
+            if self.max_chunks is not None and len(documents) > self.max_chunks:
+                raise self._too_many()
             for document in documents:
+                checkpoint()
                 headers = list(document.meta.get(MetaKey.HEADERS) or [])
                 for piece in self._fit(document.content or "", headers):
                     if not piece.strip():
                         continue
                     split_id = len(chunks)
+                    if self.max_chunks is not None and split_id >= self.max_chunks:
+                        raise self._too_many()
                     meta = {
                         **document.meta,
                         MetaKey.HEADERS: headers,

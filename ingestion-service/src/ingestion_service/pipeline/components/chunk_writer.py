@@ -11,6 +11,7 @@ from haystack import Document, component
 from ingestion_service.errors import QdrantWriteError
 from ingestion_service.pipeline.observe import StageObserver, timed
 from shared_contract import ContractError, SparseVectorData
+from shared_contract.lexical import DEFAULT_LEXICAL_WINDOW, lexical_windows
 from shared_contract.store import ChunkPoint, chunk_point
 
 # Modest batches: each is one store update, and the embedded engine holds the GIL while it runs.
@@ -19,7 +20,7 @@ WRITE_BATCH_SIZE = 64
 WriteBatch = Callable[[Sequence[ChunkPoint]], Coroutine[Any, Any, None]]
 
 
-def to_point(document: Document) -> ChunkPoint:
+def to_point(document: Document, lexical_text: str | None = None) -> ChunkPoint:
     """One embedded chunk as a point (payload shape and lexical field from the contract)."""
     if document.embedding is None:
         raise QdrantWriteError(f"chunk {document.id} has no dense vector")
@@ -28,7 +29,14 @@ def to_point(document: Document) -> ChunkPoint:
         sparse = SparseVectorData(
             indices=list(document.sparse_embedding.indices), values=list(document.sparse_embedding.values)
         )
-    return chunk_point(document.id, document.content or "", document.meta, dense=document.embedding, sparse=sparse)
+    return chunk_point(
+        document.id,
+        document.content or "",
+        document.meta,
+        dense=document.embedding,
+        sparse=sparse,
+        lexical_text=lexical_text,
+    )
 
 
 @component
@@ -38,21 +46,29 @@ class ChunkWriter:
     The pipeline runs in an anyio worker thread (``anyio.to_thread.run_sync``), so each batch is
     handed to the event loop with ``anyio.from_thread.run``. Points carry
     ``meta.ingest_state = "pending"`` (set by the job's meta): nobody reads them until the run's
-    commit publishes them in one operation.
+    commit publishes them in one operation. Each chunk's BM25 entry is its window of
+    ``lexical_window`` neighbours on either side (the run's documents arrive in reading order).
     """
 
     def __init__(
-        self, write: WriteBatch, *, batch_size: int = WRITE_BATCH_SIZE, observer: StageObserver | None = None
+        self,
+        write: WriteBatch,
+        *,
+        batch_size: int = WRITE_BATCH_SIZE,
+        lexical_window: int = DEFAULT_LEXICAL_WINDOW,
+        observer: StageObserver | None = None,
     ) -> None:
         self.write = write
         self.batch_size = batch_size
+        self.lexical_window = lexical_window
         self.observer = observer
 
     @component.output_types(documents_written=int)
     def run(self, documents: list[Document]) -> dict[str, int]:
         """Write every chunk; report how many points were written."""
         with timed(self.observer, "writer"):
-            points = [to_point(document) for document in documents]
+            windows = lexical_windows([document.content or "" for document in documents], self.lexical_window)
+            points = [to_point(document, window) for document, window in zip(documents, windows, strict=True)]
             for start in range(0, len(points), self.batch_size):
                 batch = points[start : start + self.batch_size]
                 try:

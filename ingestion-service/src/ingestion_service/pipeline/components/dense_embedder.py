@@ -10,7 +10,12 @@ from haystack.dataclasses import SparseEmbedding
 from ingestion_service.errors import EmbeddingFailedError
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from shared_contract import ContractEmbedder, ContractError, MetaKey
+from ingestion_service.pipeline.run_control import checkpoint
+from shared_contract import ContractEmbedder, ContractError, DocumentVectors, MetaKey, SparseVectorData
+
+# Texts per embedder call: a run can only stop between calls (deadline, disconnect, shutdown),
+# so a call must stay short; two of the contract's default 32-text batches keep padding low.
+EMBED_SLICE = 64
 
 
 @component
@@ -39,13 +44,7 @@ class ContractDenseEmbedder:
         """Documents with ``embedding`` (and ``sparse_embedding`` from a fused pass)."""
         with timed(self.observer, "dense_embedder"):
             texts = [self.embed_text.text(doc.content or "", doc.meta.get(MetaKey.HEADERS)) for doc in documents]
-            with_sparse = self.embedder.fused and self.sparse_enabled
-            try:
-                vectors = self.embedder.embed_documents(texts, with_sparse=with_sparse)
-            except ContractError as exc:
-                raise EmbeddingFailedError(str(exc)) from exc
-            except Exception as exc:  # any backend failure means chunks without vectors
-                raise EmbeddingFailedError(f"{type(exc).__name__}: {exc}") from exc
+            vectors = self._embed(texts, with_sparse=self.embedder.fused and self.sparse_enabled)
             if len(vectors.dense) != len(documents):
                 raise EmbeddingFailedError(f"{len(vectors.dense)} vectors for {len(documents)} chunks")
             embedded: list[Document] = []
@@ -56,3 +55,19 @@ class ContractDenseEmbedder:
                     sparse = SparseEmbedding(indices=list(data.indices), values=list(data.values))
                 embedded.append(replace(document, embedding=vectors.dense[index], sparse_embedding=sparse))
         return {"documents": embedded}
+
+    def _embed(self, texts: list[str], *, with_sparse: bool) -> DocumentVectors:
+        dense: list[list[float]] = []
+        sparse: list[SparseVectorData] | None = [] if with_sparse else None
+        for start in range(0, len(texts), EMBED_SLICE):
+            checkpoint()
+            try:
+                part = self.embedder.embed_documents(texts[start : start + EMBED_SLICE], with_sparse=with_sparse)
+            except ContractError as exc:
+                raise EmbeddingFailedError(str(exc)) from exc
+            except Exception as exc:  # any backend failure means chunks without vectors
+                raise EmbeddingFailedError(f"{type(exc).__name__}: {exc}") from exc
+            dense.extend(part.dense)
+            if sparse is not None and part.sparse is not None:
+                sparse.extend(part.sparse)
+        return DocumentVectors(dense=dense, sparse=sparse)

@@ -7,8 +7,9 @@ from typing import Any
 from haystack import Document, component
 
 from ingestion_service.adapters.extractors import ConverterRegistry, SourceFile
-from ingestion_service.errors import ExtractionError, IngestionError, NoExtractableTextError
+from ingestion_service.errors import DocumentTooLargeError, ExtractionError, IngestionError, NoExtractableTextError
 from ingestion_service.pipeline.observe import StageObserver, timed
+from ingestion_service.pipeline.run_control import checkpoint
 
 EXTRACTOR_KEY = "extractor"
 
@@ -19,26 +20,48 @@ def require_text(documents: list[Document]) -> None:
         raise NoExtractableTextError()
 
 
+def check_extracted_size(documents: list[Document], max_chars: int | None) -> None:
+    """DOCUMENT_TOO_LARGE when the extracted text exceeds MAX_EXTRACTED_CHARS."""
+    if max_chars is None:
+        return
+    total = sum(len(document.content or "") for document in documents)
+    if total > max_chars:
+        raise DocumentTooLargeError(
+            f"The document's extracted text ({total} characters) exceeds MAX_EXTRACTED_CHARS ({max_chars})."
+        )
+
+
 @component
 class FileConverter:
     """Runs one engine from the registry (EXTRACTION_ENGINE, or a per-run override)."""
 
-    def __init__(self, registry: ConverterRegistry, default_engine: str, observer: StageObserver | None = None) -> None:
+    def __init__(
+        self,
+        registry: ConverterRegistry,
+        default_engine: str,
+        observer: StageObserver | None = None,
+        *,
+        max_chars: int | None = None,
+    ) -> None:
         self.registry = registry
         self.default_engine = default_engine
         self.observer = observer
+        self.max_chars = max_chars
 
     @component.output_types(documents=list[Document])
     def run(self, source: SourceFile, meta: dict[str, Any], engine: str | None = None) -> dict[str, list[Document]]:
         """Extract ``source``; request ``meta`` wins over extractor metadata on key collisions."""
         with timed(self.observer, "converter"):
             converter = self.registry.get(engine if engine is not None else self.default_engine)
+            checkpoint()
             try:
                 extracted = converter.convert(source)
             except IngestionError:
                 raise
             except Exception as exc:  # an engine bug is still an extraction failure, typed as one
                 raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
+            checkpoint()
+            check_extracted_size(extracted, self.max_chars)
             require_text(extracted)
             documents = [
                 Document(content=document.content or "", meta={**document.meta, EXTRACTOR_KEY: converter.name, **meta})

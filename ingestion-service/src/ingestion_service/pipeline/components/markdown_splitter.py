@@ -7,6 +7,7 @@ from haystack import Document, component
 from ingestion_service.pipeline.chunking import markdown_sections, merge_small_sections, pack_tokens
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
+from ingestion_service.pipeline.run_control import checkpoint
 from shared_contract import MetaKey
 
 
@@ -39,11 +40,13 @@ class MarkdownSplitter:
         with timed(self.observer, "splitter"):
             stack: list[tuple[int, str]] = []
             for document in documents:
+                checkpoint()
                 sections, stack = markdown_sections(document.content or "", stack)
                 merged = merge_small_sections(
                     sections, counter, min_tokens=self.min_tokens, budget_for=self.embed_text.content_budget
                 )
                 for section in merged:
+                    checkpoint()
                     budget = self.embed_text.content_budget(section.headers)
                     for piece in pack_tokens(section.text, counter, budget, self.overlap):
                         chunks.append(

@@ -7,6 +7,7 @@ from haystack import Document, component
 from ingestion_service.pipeline.chunking import pack_tokens
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
+from ingestion_service.pipeline.run_control import checkpoint
 from shared_contract import MetaKey
 
 
@@ -26,6 +27,7 @@ class TokenSplitter:
         budget = self.embed_text.content_budget(None)
         with timed(self.observer, "splitter"):
             for document in documents:
+                checkpoint()
                 for piece in pack_tokens(document.content or "", self.embed_text.counter, budget, self.overlap):
                     chunks.append(Document(content=piece, meta={**document.meta, MetaKey.HEADERS: []}))
         return {"documents": chunks}

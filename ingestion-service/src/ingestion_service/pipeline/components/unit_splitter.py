@@ -8,6 +8,7 @@ from haystack import Document, component
 from haystack.components.preprocessors import DocumentSplitter
 
 from ingestion_service.pipeline.observe import StageObserver, timed
+from ingestion_service.pipeline.run_control import checkpoint
 from shared_contract import MetaKey
 
 # Haystack's "sentence" unit needs NLTK (not a dependency); "period" splits at full stops.
@@ -38,6 +39,7 @@ class UnitSplitter:
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """Split, keeping each input's metadata."""
         with timed(self.observer, "splitter"):
+            checkpoint()
             non_empty = [document for document in documents if (document.content or "").strip()]
             split: list[Document] = self._splitter.run(documents=non_empty)["documents"]
             chunks = [

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, Response
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from retrieval_agent.api.auth import require_api_key
+from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import MetricsDep, SettingsDep
+from shared_contract.http import ERROR_RESPONSES, PROMETHEUS_TEXT_RESPONSE
 
-router = APIRouter(tags=["metrics"], dependencies=[Depends(require_api_key)])
+router = APIRouter(tags=["metrics"], dependencies=[BEARER], responses=ERROR_RESPONSES)
 
 
-@router.get("/metrics", response_model=None)
+@router.get("/metrics", response_model=None, responses=PROMETHEUS_TEXT_RESPONSE)
 async def metrics(settings: SettingsDep, metrics: MetricsDep) -> Response:
     """Stage timings, path taken, rerank failures, query-generation fallbacks."""
     if not settings.metrics_enabled:
-        return JSONResponse(status_code=404, content={"detail": "metrics disabled"})
+        raise HTTPException(status_code=404, detail="metrics disabled")
     return Response(content=metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -5,22 +5,16 @@ from __future__ import annotations
 import logging
 import time
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
-from retrieval_agent.api.auth import require_api_key
+from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import MetricsDep, SearchDep
-from retrieval_agent.api.models import ErrorBody, SearchRequest, SearchResponse
+from retrieval_agent.api.models import SearchRequest, SearchResponse
+from shared_contract.http import ERROR_RESPONSES
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter(tags=["search"], dependencies=[Depends(require_api_key)])
-
-_ERRORS: dict[int | str, dict[str, object]] = {
-    401: {"model": ErrorBody},
-    422: {"model": ErrorBody},
-    500: {"model": ErrorBody},
-    503: {"model": ErrorBody},
-}
+router = APIRouter(tags=["search"], dependencies=[BEARER], responses=ERROR_RESPONSES)
 
 
 async def search(body: SearchRequest, search: SearchDep, metrics: MetricsDep) -> SearchResponse:
@@ -52,7 +46,5 @@ async def search(body: SearchRequest, search: SearchDep, metrics: MetricsDep) ->
     )
 
 
-router.add_api_route("/search", search, methods=["POST"], response_model=SearchResponse, responses=_ERRORS)
-router.add_api_route(
-    "//search", search, methods=["POST"], response_model=SearchResponse, responses=_ERRORS, include_in_schema=False
-)
+router.add_api_route("/search", search, methods=["POST"], response_model=SearchResponse)
+router.add_api_route("//search", search, methods=["POST"], response_model=SearchResponse, include_in_schema=False)

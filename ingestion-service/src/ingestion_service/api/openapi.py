@@ -1,0 +1,65 @@
+"""OpenAPI request bodies of the routes that read their body themselves (JSON or a streamed multipart).
+
+FastAPI documents a body only for a declared body parameter; ingest and extract parse the raw
+stream (to cap it as it arrives), so their bodies are declared here through ``openapi_extra``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingestion_service.api.models import IngestFields, IngestRequestJSON
+
+_FILE_PART: dict[str, Any] = {
+    "type": "string",
+    "format": "binary",
+    "description": "The document (capped by MAX_UPLOAD_BYTES).",
+}
+
+
+def _form_schema(title: str, fields: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "title": title,
+        "type": "object",
+        "properties": {"file": _FILE_PART, **fields},
+        "required": ["file", *required],
+    }
+
+
+def _ingest_form() -> dict[str, Any]:
+    schema = IngestFields.model_json_schema()
+    # Form values arrive as text; overwrite is a strict word (true/false/1/0/yes/no).
+    fields = dict(schema["properties"])
+    fields["overwrite"] = {"type": "string", "default": "true", "description": "true/false/1/0/yes/no"}
+    return _form_schema("IngestForm", fields, list(schema.get("required", [])))
+
+
+INGEST_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "application/json: the document is read from S3/MinIO (body capped at 64 KiB); "
+        "multipart/form-data: the document is uploaded as the `file` part.",
+        "content": {
+            "application/json": {"schema": IngestRequestJSON.model_json_schema()},
+            "multipart/form-data": {"schema": _ingest_form()},
+        },
+    }
+}
+
+EXTRACT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": _form_schema(
+                    "ExtractForm",
+                    {
+                        "engine": {"type": "string", "description": "A concrete engine (default: EXTRACTION_ENGINE)."},
+                        "profile": {"type": "string", "description": "A profile of vision engines."},
+                    },
+                    [],
+                )
+            }
+        },
+    }
+}

@@ -1,0 +1,227 @@
+"""Hostile and malformed inputs: each is a clear 4xx with its code, stores nothing partial, and the
+service stays healthy; the file's previous version stays live throughout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from pypdf import PdfReader, PdfWriter
+
+from shared_contract.store import PointRecord
+
+if TYPE_CHECKING:
+    from ...conftest import AppFactory, Points, Upload  # noqa: TID252
+    from ..conftest import AssertKept, IngestBytes  # noqa: TID252
+
+WIKI = "md/docling__wiki.md"
+SEARCHABLE_PDF = "pdf/kreuzberg__searchable.pdf"
+# A minimal 64-bit little-endian ELF header, padded: what `file` calls an ELF executable.
+ELF = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x02\x00\x3e\x00" + bytes(4000)
+
+
+@pytest.fixture
+def previous(client: TestClient, upload: Upload, docs: Path, points: Points) -> list[Any]:
+    """A committed version of file 'h' that every hostile request below must leave intact."""
+    assert upload(client, docs / WIKI, file_id="h").status_code == 200
+    return points(client, file_id="h")
+
+
+def _error(response: Any) -> tuple[int, str]:
+    return response.status_code, response.json()["code"]
+
+
+# --- content that does not match its name -----------------------------------------------------
+
+
+def test_pdf_named_txt_is_extracted_as_pdf(
+    client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points
+) -> None:
+    response = ingest_bytes(client, (docs / SEARCHABLE_PDF).read_bytes(), "notes.txt", "pdftxt")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="pdftxt")
+    text = " ".join(record.payload["content"] for record in stored)
+    assert "Lorem" in text
+    assert "%PDF" not in text
+    assert "FlateDecode" not in text
+    assert {record.payload["meta"]["mime_type"] for record in stored} == {"application/pdf"}
+    assert {record.payload["meta"]["name"] for record in stored} == {"notes.txt"}
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "fragment"),
+    [
+        (os.urandom(20_000), "random.txt", "named as text (.txt) but its content is binary or not UTF-8"),
+        (os.urandom(20_000), "no-extension", "named as text (without an extension)"),
+        (ELF, "program.txt", "an ELF executable"),
+        (ELF, "program.pdf", "an ELF executable"),
+        # Text with a binary tail: every part of the file is sampled, not only its start.
+        (b"# Title\n\n" + b"plain words " * 10_000 + os.urandom(40_000), "tail.md", "content is binary"),
+    ],
+)
+def test_binary_content_is_415_unsupported_content(
+    client: TestClient,
+    ingest_bytes: IngestBytes,
+    assert_kept: AssertKept,
+    previous: list[PointRecord],
+    data: bytes,
+    filename: str,
+    fragment: str,
+) -> None:
+    response = ingest_bytes(client, data, filename, "h")
+    assert _error(response) == (415, "UNSUPPORTED_CONTENT")
+    assert fragment in response.json()["error"]
+    assert_kept(client, "h", previous)
+
+
+# Latin-1 stays below the undecodable share, so such files are indexed as before.
+def test_legacy_encoded_text_is_still_text(
+    client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points
+) -> None:
+    danish = (docs / "txt/tika__danish_europarl_sample.txt").read_text(encoding="utf-8").encode("latin-1", "replace")
+    response = ingest_bytes(client, danish, "danish.txt", "latin1")
+    assert response.status_code == 200, response.text
+    assert points(client, file_id="latin1")
+
+
+# --- damaged and protected documents ------------------------------------------------------------
+
+
+def test_truncated_pdf_is_422(
+    client: TestClient, ingest_bytes: IngestBytes, assert_kept: AssertKept, docs: Path, previous: list[PointRecord]
+) -> None:
+    data = (docs / SEARCHABLE_PDF).read_bytes()
+    response = ingest_bytes(client, data[: len(data) // 2], "cut.pdf", "h")
+    assert _error(response) == (422, "EXTRACTION_FAILED")
+    assert response.json()["error"] == "The document could not be parsed (damaged or not the format its name suggests)."
+    assert_kept(client, "h", previous)
+
+
+def test_encrypted_pdf_is_422(
+    client: TestClient,
+    ingest_bytes: IngestBytes,
+    assert_kept: AssertKept,
+    docs: Path,
+    previous: list[PointRecord],
+    tmp_path: Path,
+) -> None:
+    writer = PdfWriter(clone_from=PdfReader(docs / SEARCHABLE_PDF))
+    writer.encrypt(user_password="secret", owner_password="owner", algorithm="AES-256")
+    locked = tmp_path / "locked.pdf"
+    writer.write(locked)
+    response = ingest_bytes(client, locked.read_bytes(), "locked.pdf", "h")
+    assert _error(response) == (422, "EXTRACTION_FAILED")
+    assert "encrypted" in response.json()["error"]
+    assert_kept(client, "h", previous)
+
+
+# --- incomplete bodies ------------------------------------------------------------------------------
+
+
+def _multipart(fields: dict[str, str], filename: str, data: bytes) -> tuple[bytes, str]:
+    request = httpx.Request("PUT", "http://test/api/v1/ingest", data=fields, files={"file": (filename, data)})
+    return request.read(), request.headers["Content-Type"]
+
+
+@pytest.mark.parametrize("cut", ["before_closing_boundary", "mid_file"])
+def test_multipart_body_without_its_closing_boundary_is_422(
+    client: TestClient, assert_kept: AssertKept, docs: Path, previous: list[PointRecord], cut: str
+) -> None:
+    fields = {"file_id": "h", "filename": "wiki.md", "collection_name": "file-h", "user_id": "u1"}
+    body, content_type = _multipart(fields, "wiki.md", (docs / WIKI).read_bytes())
+    boundary = content_type.split("boundary=", 1)[1].encode()
+    end = body.rindex(b"--" + boundary + b"--")
+    truncated = body[:end] if cut == "before_closing_boundary" else body[: end // 2 + len(body) // 4]
+    response = client.put("/api/v1/ingest", content=truncated, headers={"Content-Type": content_type})
+    assert _error(response) == (422, "INVALID_REQUEST")
+    assert "ends before its closing boundary" in response.json()["error"]
+    assert_kept(client, "h", previous)
+
+
+# --- names and request types -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("filename", "fragment"),
+    [
+        ("../../etc/passwd", "must be a file name, not a path"),
+        ("..\\windows\\system.ini", "must be a file name, not a path"),
+        ("..", "must be a file name, not a path"),
+        ("report\x00.pdf", "must not contain control characters"),
+        ("report\n.md", "must not contain control characters"),
+        ("a" * 1000 + ".md", "at most 255 characters"),
+    ],
+)
+def test_odd_filenames_are_422(
+    client: TestClient,
+    ingest_bytes: IngestBytes,
+    assert_kept: AssertKept,
+    docs: Path,
+    previous: list[PointRecord],
+    filename: str,
+    fragment: str,
+) -> None:
+    response = ingest_bytes(client, (docs / WIKI).read_bytes(), filename, "h")
+    assert _error(response) == (422, "INVALID_REQUEST")
+    assert fragment in response.json()["error"]
+    assert_kept(client, "h", previous)
+
+
+@pytest.mark.parametrize("filename", ["../../etc/passwd", "..\\boot.ini", "b" * 1000])
+def test_odd_filenames_on_the_extract_probe_are_422(client: TestClient, docs: Path, filename: str) -> None:
+    response = client.post("/api/v1/extract", files={"file": (filename, (docs / WIKI).read_bytes())})
+    assert _error(response) == (422, "INVALID_REQUEST")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("text/plain", 415),
+        ("application/xml", 415),
+        ("application/pdf", 415),
+        ("application/x-www-form-urlencoded", 415),
+        ("", 415),
+        ("multipart/form-data", 422),  # no boundary
+    ],
+)
+def test_wrong_request_content_types(
+    client: TestClient, assert_kept: AssertKept, docs: Path, previous: list[PointRecord], content_type: str, status: int
+) -> None:
+    response = client.put("/api/v1/ingest", content=(docs / WIKI).read_bytes(), headers={"Content-Type": content_type})
+    assert _error(response) == (status, "INVALID_REQUEST")
+    assert_kept(client, "h", previous)
+
+
+def test_json_body_over_its_cap_reports_the_json_limit(client: TestClient) -> None:
+    body = b'{"file_id": "' + b"x" * 70_000 + b'"}'
+    response = client.put("/api/v1/ingest", content=body, headers={"Content-Type": "application/json"})
+    assert _error(response) == (413, "INVALID_REQUEST")
+    message = response.json()["error"]
+    assert "65536 bytes" in message
+    assert "MAX_UPLOAD_BYTES" not in message
+
+
+@pytest.mark.parametrize(
+    "bucket",
+    ["My_Bucket", "ab", "a" * 64, "-leading", "trailing-", "two..dots", "192.168.0.1", "xn--punycode", "x--ol-s3"],
+)
+def test_malformed_bucket_names_are_422_before_any_s3_call(app_client: AppFactory, bucket: str) -> None:
+    # Nothing listens on the endpoint: any S3 call would be a 502.
+    with app_client(s3_endpoint_url="http://127.0.0.1:9") as client:
+        response = client.put(
+            "/api/v1/ingest",
+            json={
+                "s3_bucket": bucket,
+                "s3_key": "k",
+                "file_id": "b1",
+                "filename": "a.md",
+                "collection_name": "file-b1",
+                "user_id": "u1",
+            },
+        )
+    assert _error(response) == (422, "INVALID_REQUEST")
+    assert "not a valid S3 bucket name" in response.json()["error"]

@@ -1,0 +1,190 @@
+"""Per-document limits: unpack size, compression ratio, extracted text, chunk count, wall time.
+
+Each refusal has its code, writes nothing, and leaves the file's previous version live.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from fastapi.testclient import TestClient
+from haystack import Document
+
+from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.runtime import ServiceHooks
+
+if TYPE_CHECKING:
+    from ...conftest import AppFactory, Points, Upload  # noqa: TID252
+    from ..conftest import AssertKept, IngestBytes  # noqa: TID252
+
+WIKI = "md/docling__wiki.md"  # 7 chunks with the default settings
+
+_DOCX_TYPES = (
+    '<?xml version="1.0" encoding="UTF-8"?>'
+    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+    '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+    '<Default Extension="xml" ContentType="application/xml"/>'
+    '<Override PartName="/word/document.xml" '
+    'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+)
+_DOCX_RELS = (
+    '<?xml version="1.0" encoding="UTF-8"?>'
+    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+    'Target="word/document.xml"/></Relationships>'
+)
+
+
+def docx_bomb(paragraphs: int = 200_000) -> bytes:
+    """A well-formed DOCX of a few dozen KB whose one paragraph, repeated, unpacks to ~15 MB of XML."""
+    paragraph = "<w:p><w:r><w:t>All work and no play makes Jack a dull boy.</w:t></w:r></w:p>"
+    body = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+        + paragraph * paragraphs
+        + "</w:body></w:document>"
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", _DOCX_TYPES)
+        archive.writestr("_rels/.rels", _DOCX_RELS)
+        archive.writestr("word/document.xml", body)
+    return buffer.getvalue()
+
+
+def xlsx_bomb() -> bytes:
+    """An XLSX-shaped ZIP of a few KB with one 20 MB, highly compressible worksheet."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+        archive.writestr("xl/worksheets/sheet1.xml", "<sheetData>" + "0" * 20_000_000 + "</sheetData>")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def shared_index() -> str:
+    """One collection for an app with default limits and one with tight limits (like two replicas)."""
+    return f"limits_{uuid.uuid4().hex[:8]}"
+
+
+def _ingest_good_then(
+    app_client: Any, upload: Any, docs: Path, points: Any, shared_index: str, **limits: Any
+) -> tuple[Any, list[Any]]:
+    """Ingest the wiki with default settings, then return an app with ``limits`` on the same collection."""
+    with app_client(qdrant_index=shared_index) as good:
+        assert upload(good, docs / WIKI, file_id="f").status_code == 200
+        before = points(good, file_id="f")
+    return app_client(qdrant_index=shared_index, **limits), before
+
+
+@pytest.mark.parametrize(("bomb", "filename"), [(docx_bomb, "report.docx"), (xlsx_bomb, "sheet.xlsx")])
+def test_zip_bomb_is_413_before_extraction(
+    client: TestClient,
+    upload: Upload,
+    docs: Path,
+    points: Points,
+    ingest_bytes: IngestBytes,
+    assert_kept: AssertKept,
+    bomb: Callable[[], bytes],
+    filename: str,
+) -> None:
+    assert upload(client, docs / WIKI, file_id="bomb").status_code == 200
+    before = points(client, file_id="bomb")
+    data = bomb()
+    assert len(data) < 100_000
+    response = ingest_bytes(client, data, filename, "bomb")
+    assert response.status_code == 413, response.text
+    body = response.json()
+    assert body["code"] == "DOCUMENT_TOO_LARGE"
+    assert "MAX_COMPRESSION_RATIO" in body["error"]
+    assert_kept(client, "bomb", before)
+
+
+def test_archive_above_max_unpacked_bytes_is_413(app_client: AppFactory, docs: Path, ingest_bytes: IngestBytes) -> None:
+    with app_client(max_unpacked_bytes=100_000) as client:
+        data = (docs / "docx/docling__word_tables.docx").read_bytes()  # unpacks to 119,254 bytes
+        response = ingest_bytes(client, data, "tables.docx", "unpacked")
+    assert response.status_code == 413
+    assert response.json() == {
+        "status": False,
+        "code": "DOCUMENT_TOO_LARGE",
+        "error": "The document unpacks to 119254 bytes, more than MAX_UNPACKED_BYTES (100000).",
+        "request_id": response.headers["x-request-id"],
+    }
+
+
+def test_extracted_text_above_max_extracted_chars_is_413(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, assert_kept: AssertKept, shared_index: str
+) -> None:
+    limited, before = _ingest_good_then(app_client, upload, docs, points, shared_index, max_extracted_chars=1000)
+    with limited as client:
+        response = upload(client, docs / WIKI, file_id="f")
+        assert response.status_code == 413
+        body = response.json()
+        assert body["code"] == "DOCUMENT_TOO_LARGE"
+        assert "exceeds MAX_EXTRACTED_CHARS (1000)" in body["error"]
+        assert_kept(client, "f", before)
+
+
+def test_extract_probe_applies_max_extracted_chars(app_client: AppFactory, docs: Path) -> None:
+    with app_client(max_extracted_chars=1000) as client, (docs / WIKI).open("rb") as handle:
+        response = client.post("/api/v1/extract", files={"file": ("wiki.md", handle)})
+    assert response.status_code == 413
+    assert response.json()["code"] == "DOCUMENT_TOO_LARGE"
+
+
+def test_more_chunks_than_max_chunks_per_document_is_413(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, assert_kept: AssertKept, shared_index: str
+) -> None:
+    limited, before = _ingest_good_then(app_client, upload, docs, points, shared_index, max_chunks_per_document=3)
+    with limited as client:
+        response = upload(client, docs / WIKI, file_id="f")
+        assert response.status_code == 413
+        assert response.json() == {
+            "status": False,
+            "code": "DOCUMENT_TOO_LARGE",
+            "error": "The document produces more than MAX_CHUNKS_PER_DOCUMENT (3) chunks.",
+            "request_id": response.headers["x-request-id"],
+        }
+        assert_kept(client, "f", before)
+        assert "ingest_chunks_count 0.0" in client.get("/metrics").text
+
+
+class SlowConverter:
+    """An engine that knows nothing of deadlines and takes 0.5 s for a short text."""
+
+    name = "kreuzberg"
+    profiles: frozenset[str] = frozenset()
+
+    def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:
+        time.sleep(0.5)
+        return [Document(content=source.path.read_text(), meta={})]
+
+
+def test_run_longer_than_ingest_timeout_is_504_and_keeps_the_previous_version(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, assert_kept: AssertKept, shared_index: str
+) -> None:
+    hooks = ServiceHooks(converter_factories={"kreuzberg": lambda _settings: SlowConverter()})
+    limited, before = _ingest_good_then(
+        app_client, upload, docs, points, shared_index, ingest_timeout_seconds=0.1, hooks=hooks
+    )
+    with limited as client:
+        response = upload(client, docs / WIKI, file_id="f")
+        assert response.status_code == 504
+        assert response.json() == {
+            "status": False,
+            "code": "INGEST_TIMEOUT",
+            "error": "Ingesting the document took longer than INGEST_TIMEOUT_SECONDS (0.1 s); "
+            "nothing was stored and the previous version is unchanged.",
+            "request_id": response.headers["x-request-id"],
+        }
+        assert_kept(client, "f", before)
+        assert 'ingest_requests_total{code="INGEST_TIMEOUT",outcome="failure"} 1.0' in client.get("/metrics").text

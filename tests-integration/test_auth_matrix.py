@@ -1,0 +1,50 @@
+"""No way past the API key: every route of both services' OpenAPI x header variants, black-box."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from integration_support import Stack
+
+PUBLIC = {"/health", "/health/ready", "/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"}
+
+
+def _variants(key: str) -> list[dict[str, str]]:
+    return [
+        {},
+        {"Authorization": ""},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer wrong-key-wrong-key-wrong-key-wrong"},
+        {"Authorization": f"Bearer {key[:-1]}"},
+        {"Authorization": f"Bearer {key}x"},
+        {"Authorization": f"Basic {key}"},
+        {"Authorization": key},
+        {"X-API-Key": key},
+    ]
+
+
+@pytest.mark.parametrize("service", ["ingestion", "retrieval"])
+def test_every_protected_route_refuses_every_wrong_key(stack: Stack, service: str) -> None:
+    url, key = (
+        (stack.ingestion_url, stack.ingestion_key)
+        if service == "ingestion"
+        else (stack.retrieval_url, stack.retrieval_key)
+    )
+    schema = httpx.get(f"{url}/openapi.json", timeout=30).json()
+    routes = [
+        (method.upper(), path.replace("{file_id}", "some-file"))
+        for path, operations in schema["paths"].items()
+        for method in operations
+        if path not in PUBLIC
+    ]
+    assert len(routes) >= 2
+    checked = 0
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for method, path in routes:
+            for headers in _variants(key):
+                response = client.request(method, path, headers=headers, content=b'{"queries": ["x"]}')
+                assert response.status_code == 401, (method, path, headers, response.text)
+                assert response.json()["code"] == "UNAUTHORIZED"
+                assert response.headers["www-authenticate"].lower().startswith("bearer")
+                checked += 1
+    assert checked == len(routes) * len(_variants(key))
