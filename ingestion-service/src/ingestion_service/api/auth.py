@@ -7,19 +7,12 @@ from fastapi import FastAPI, Security
 
 from ingestion_service.api.uploads import FORM_OVERHEAD_BYTES
 from ingestion_service.settings import Settings
-from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme
+from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
 
-HEALTH_PATHS = frozenset({"/health", "/health/ready"})
 UPLOAD_PATHS = frozenset({"/api/v1/ingest", "/api/v1/extract"})
 
 # Routes declare the scheme with this (OpenAPI); the middleware has already checked the key.
 BEARER = Security(bearer_scheme)
-
-
-def public_paths(app: FastAPI) -> frozenset[str]:
-    """Served without a key: the probes and FastAPI's own docs pages."""
-    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
-    return HEALTH_PATHS | {path for path in docs if path}
 
 
 def install_edge(app: FastAPI, settings: Settings) -> None:

@@ -6,18 +6,10 @@ from __future__ import annotations
 from fastapi import FastAPI, Security
 
 from retrieval_agent.settings import Settings
-from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme
-
-HEALTH_PATHS = frozenset({"/health", "/health/ready"})
+from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
 
 # Routes declare the scheme with this (OpenAPI); the middleware has already checked the key.
 BEARER = Security(bearer_scheme)
-
-
-def public_paths(app: FastAPI) -> frozenset[str]:
-    """Served without a key: the probes and FastAPI's own docs pages."""
-    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
-    return HEALTH_PATHS | {path for path in docs if path}
 
 
 def install_edge(app: FastAPI, settings: Settings) -> None:

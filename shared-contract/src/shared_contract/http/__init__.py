@@ -15,7 +15,13 @@ from shared_contract.http.errors import (
     validation_message,
 )
 from shared_contract.http.logs import JsonFormatter, LogFormat, RequestIdFilter, configure_logging, log_handler
-from shared_contract.http.middleware import BodyLimit, EdgeMiddleware, RequestBodyTooLargeError, bearer_token_matches
+from shared_contract.http.middleware import (
+    BodyLimit,
+    EdgeMiddleware,
+    RequestBodyTooLargeError,
+    bearer_token_matches,
+    public_paths,
+)
 from shared_contract.http.openapi import ERROR_RESPONSES, PROMETHEUS_TEXT_RESPONSE, bearer_scheme
 from shared_contract.http.request_id import REQUEST_ID_HEADER, current_request_id, request_id_of
 
@@ -44,6 +50,7 @@ __all__ = [
     "error_response",
     "install_framework_error_handlers",
     "log_handler",
+    "public_paths",
     "request_id_of",
     "validation_message",
 ]

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from fastapi import FastAPI
 from pydantic import SecretStr
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
@@ -44,6 +45,15 @@ class RequestBodyTooLargeError(HTTPException):
 
     def __init__(self, limit: BodyLimit) -> None:
         super().__init__(status_code=413, detail=limit.message())
+
+
+HEALTH_PATHS = frozenset({"/health", "/health/ready"})
+
+
+def public_paths(app: FastAPI) -> frozenset[str]:
+    """Served without a key: the probes and FastAPI's own docs pages."""
+    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+    return HEALTH_PATHS | {path for path in docs if path}
 
 
 def bearer_token_matches(authorization: bytes | None, expected: SecretStr) -> bool:
