@@ -3,7 +3,7 @@
 Before contract 2.0 the embedded default was qdrant-client's local mode (``meta.json`` and
 ``collection/<name>/storage.sqlite`` under QDRANT_PATH). The services now refuse to open such a
 directory (``LegacyStoreError``) rather than start half-way on it. This command reads every point
-through qdrant-client's public local-mode API, rewrites the payload to the 2.0 layout (the
+from those files (``rag_cli.legacy_store``; local mode itself is never started), rewrites the payload to the 2.0 layout (the
 chunk's text in its language's BM25 field, ``meta.lexical_language``, published state) and writes
 it with the vectors unchanged into a qdrant-edge shard in the same directory. The old files are
 kept, moved into ``legacy-local-mode/``.
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
+from rag_cli.legacy_store import LegacyCollection, LegacyStoreReadError, read_collection
 from shared_contract import (
     DENSE_VECTOR,
     LIVE_STATE,
@@ -83,7 +84,7 @@ def _check_models(stored: dict[str, Any] | None, settings: ContractSettings) -> 
             raise ContractMismatchError(settings.qdrant_index, field, old_value, new_value)
 
 
-def _to_point(record: models.Record) -> ChunkPoint:
+def _to_point(record: models.PointStruct) -> ChunkPoint:
     payload = dict(record.payload or {})
     vectors = record.vector if isinstance(record.vector, dict) else {}
     dense = vectors.get(DENSE_VECTOR)
@@ -102,21 +103,17 @@ def _to_point(record: models.Record) -> ChunkPoint:
     return ChunkPoint(point_id=str(record.id), dense=[float(x) for x in values], sparse=sparse, payload=new_payload)
 
 
-async def _copy(client: QdrantClient, settings: ContractSettings, progress: Callable[[int], None]) -> int:
+async def _copy(legacy: LegacyCollection, settings: ContractSettings, progress: Callable[[int], None]) -> int:
     store = open_store(settings)
     copied = 0
     try:
         await bootstrap_collection(store, settings)
-        offset: models.ExtendedPointId | None = None
-        while True:
-            records, offset = client.scroll(
-                settings.qdrant_index, limit=_PAGE, offset=offset, with_payload=True, with_vectors=True
-            )
+        # sqlite reads are blocking file I/O: each page is read in a worker thread.
+        pages = legacy.points(_PAGE)
+        while (records := await asyncio.to_thread(next, pages, None)) is not None:
             await store.upsert([_to_point(record) for record in records])
             copied += len(records)
             progress(copied)
-            if offset is None:
-                break
     finally:
         await close_store(store)
     return copied
@@ -128,28 +125,26 @@ def migrate(
     """Copy the QDRANT_INDEX collection of the local-mode store at ``root`` into the embedded engine."""
     if not is_legacy_store(root):
         raise MigrationError(f"{root} holds no qdrant-client local-mode store (no meta.json and collection/)")
-    client = QdrantClient(path=str(root))  # the old engine's public API, read-only use
     try:
-        if not client.collection_exists(settings.qdrant_index):
-            raise MigrationError(f"{root} has no collection {settings.qdrant_index!r} (QDRANT_INDEX)")
-        info = client.get_collection(settings.qdrant_index)
-        _check_models((info.config.metadata or {}).get(MANIFEST_METADATA_KEY), settings)
-        # Moved aside first: the new engine refuses to open a directory that still looks legacy.
-        legacy = root / LEGACY_FOLDER
-        legacy.mkdir(exist_ok=False)
+        collection = read_collection(root, settings.qdrant_index)
+    except LegacyStoreReadError as exc:
+        raise MigrationError(f"{exc} (QDRANT_INDEX={settings.qdrant_index!r})") from exc
+    _check_models((collection.metadata or {}).get(MANIFEST_METADATA_KEY), settings)
+    # Moved aside first: the new engine refuses to open a directory that still looks legacy.
+    legacy = root / LEGACY_FOLDER
+    legacy.mkdir(exist_ok=False)
+    for name in ("meta.json", "collection"):
+        shutil.move(str(root / name), str(legacy / name))
+    try:
+        moved = read_collection(legacy, settings.qdrant_index)
+        copied = asyncio.run(_copy(moved, settings, progress))
+    except BaseException:
+        # Put the old store back so nothing is lost and the command can be retried.
         for name in ("meta.json", "collection"):
-            shutil.move(str(root / name), str(legacy / name))
-        try:
-            copied = asyncio.run(_copy(client, settings, progress))
-        except BaseException:
-            # Put the old store back so nothing is lost and the command can be retried.
-            for name in ("meta.json", "collection"):
-                shutil.move(str(legacy / name), str(root / name))
-            legacy.rmdir()
-            shutil.rmtree(root / "collections" / settings.qdrant_index, ignore_errors=True)
-            raise
-    finally:
-        client.close()
+            shutil.move(str(legacy / name), str(root / name))
+        legacy.rmdir()
+        shutil.rmtree(root / "collections" / settings.qdrant_index, ignore_errors=True)
+        raise
     return MigrationReport(collection=settings.qdrant_index, points=copied, legacy_folder=legacy)
 
 
