@@ -12,6 +12,7 @@ from integration_support import BUCKET, FIXTURES, Stack
 
 CONTRACT_PDF = FIXTURES / "kreuzberg__sample_contract.pdf"
 TABLES_DOCX = FIXTURES / "docling__word_tables.docx"
+SCAN_PDF = FIXTURES / "kreuzberg__non_searchable.pdf"
 
 
 def ingest_multipart(stack: Stack, path: Path, file_id: str, collection: str) -> dict[str, Any]:
@@ -159,3 +160,16 @@ def test_wrong_keys_are_refused(stack: Stack) -> None:
     assert bad.status_code == 401
     assert bad.headers["www-authenticate"].lower().startswith("bearer")
     assert httpx.put(f"{stack.ingestion_url}/api/v1/ingest", json={}).status_code == 401
+
+
+def test_a_scan_is_ocrd_and_found_with_its_page(stack: Stack, unique: str) -> None:
+    kb = f"kb-scan-{unique}"
+    file_id = str(uuid.uuid4())
+    ingest_multipart(stack, SCAN_PDF, file_id, kb)
+    body = search(stack, "a PDF created from an image cannot be rendered as plain text", [kb], k=3)
+    assert "non-text-searchable PDF" in body["documents"][0][0]
+    meta = body["metadatas"][0][0]
+    assert meta["file_id"] == file_id
+    # 0-based: Open WebUI shows "page 1" and links #page=1.
+    assert meta["page"] == 0
+    assert meta["ocr"] is True

@@ -69,6 +69,8 @@ def make_settings(**overrides: Any) -> Settings:
         "s3_endpoint_url": None,
         "s3_access_key_id": "test",
         "s3_secret_access_key": "test",
+        # The same OCR set-up on every machine (the wheel's English), whatever the OS has installed.
+        "ocr_languages": "eng",
     }
     values.update(overrides)
     return load_settings(Settings, **values)
@@ -226,3 +228,32 @@ def make_test_settings() -> MakeSettings:
 def make_test_settings_module() -> MakeSettings:
     """Module-scoped twin of ``make_test_settings``."""
     return make_settings
+
+
+# --- Loopback stand-ins for the vision LLM and Gotenberg (tests/scripted_servers.py) -------------
+# Real HTTP servers on 127.0.0.1 (port 0), one per test: ``vision_server.base_url`` is what
+# VISION_LLM_API_BASE_URL should be, ``gotenberg_server.url`` what GOTENBERG_URL should be.
+
+from .scripted_servers import GotenbergStandIn, ScriptedVisionServer  # noqa: E402, TID252
+
+
+@pytest.fixture
+def vision_server() -> Iterator[ScriptedVisionServer]:
+    """An OpenAI-compatible chat-completions server: scripted replies, every request recorded."""
+    server = ScriptedVisionServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def gotenberg_server() -> Iterator[GotenbergStandIn]:
+    """Gotenberg's LibreOffice route: records uploads, answers with a real PDF (or a scripted status)."""
+    server = GotenbergStandIn()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -19,6 +19,8 @@ def test_defaults(make_test_settings: MakeSettings) -> None:
     assert (settings.chunk_size, settings.chunk_overlap, settings.chunk_min_size) == (400, 80, 100)
     assert settings.lexical_window_chunks == 0
     assert settings.extraction_engine == "kreuzberg"
+    assert settings.enable_ocr is True
+    assert settings.vision_llm_api_base_url == settings.gotenberg_url == ""
     assert settings.max_upload_bytes == 100 * 1024 * 1024
     assert settings.allowed_buckets == frozenset()
 
@@ -34,7 +36,10 @@ def test_bucket_list_parsing(make_test_settings: MakeSettings) -> None:
         ({"chunk_overlap": 400}, "CHUNK_OVERLAP"),
         ({"chunk_min_size": 500}, "CHUNK_MIN_SIZE"),
         ({"kreuzberg_url": "ftp://x"}, "KREUZBERG_URL"),
-        ({"extraction_engine": "auto"}, "EXTRACTION_ENGINE"),
+        ({"extraction_engine": "magic"}, "EXTRACTION_ENGINE"),
+        ({"ocr_languages": "eng+../x"}, "OCR_LANGUAGES"),
+        ({"gotenberg_url": "ftp://x"}, "GOTENBERG_URL"),
+        ({"extraction_router_scan_engine": "tesseract"}, "EXTRACTION_ROUTER_SCAN_ENGINE"),
         ({"chunk_split_by": "paragraph"}, "CHUNK_SPLIT_BY"),
     ],
 )
@@ -51,3 +56,26 @@ def test_api_key_is_required(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ContractConfigError) as caught:
         load_settings(Settings, qdrant_uri=":memory:")
     assert caught.value.variable == "API_KEY"
+
+
+def test_engine_names_are_case_insensitive(make_test_settings: MakeSettings) -> None:
+    settings = make_test_settings(extraction_engine=" Kreuzberg ", extraction_router_default="PyPDF")
+    assert (settings.extraction_engine, settings.extraction_router_default) == ("kreuzberg", "pypdf")
+
+
+def test_auto_is_a_valid_engine_setting(make_test_settings: MakeSettings) -> None:
+    assert make_test_settings(extraction_engine="auto").extraction_engine == "auto"
+
+
+def test_ocr_languages_are_normalised(make_test_settings: MakeSettings) -> None:
+    assert make_test_settings(ocr_languages=" eng + dan ").ocr_languages == "eng+dan"
+    assert make_test_settings(ocr_languages="eng,chi_sim").ocr_languages == "eng+chi_sim"
+
+
+def test_vision_is_configured_by_a_base_url_or_a_provider_model(make_test_settings: MakeSettings) -> None:
+    assert make_test_settings().vision_configured is False
+    assert make_test_settings(vision_llm_api_base_url="http://vllm:8000/v1/").vision_llm_api_base_url == (
+        "http://vllm:8000/v1"
+    )
+    assert make_test_settings(vision_llm_api_base_url="http://vllm:8000/v1").vision_configured is True
+    assert make_test_settings(vision_llm_model="anthropic/claude-sonnet-4-5").vision_configured is True

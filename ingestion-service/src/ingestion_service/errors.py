@@ -198,6 +198,24 @@ class ExtractionError(IngestionError):
         return self.public_message
 
 
+class ExtractionDependencyError(ExtractionError):
+    """A service an engine needs (the vision endpoint, Gotenberg) failed or is not configured (500).
+
+    Not the document's fault, and readiness does not depend on it: the message names the
+    dependency and the setting to check, so an operator can act on the error body alone.
+    """
+
+    def __init__(self, dependency: str, problem: str, *, setting: str, internal: str | None = None) -> None:
+        # ``internal`` (logs only) may name hosts; the body names the dependency and the setting.
+        super().__init__(internal or f"{dependency} {problem}")
+        self.dependency = dependency
+        self.problem = problem
+        self.setting = setting
+
+    def detail(self) -> str:
+        return f"Document extraction failed: {self.dependency} {self.problem} (check {self.setting})."
+
+
 NO_TEXT_REASON = "The document contains no extractable text (a scan without a text layer needs OCR)."
 ENCRYPTED_REASON = "The document is encrypted and cannot be read without its password."
 UNSUPPORTED_REASON = "The document format is not supported by the extraction engine."

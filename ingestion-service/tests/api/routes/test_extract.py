@@ -11,6 +11,11 @@ from fastapi.testclient import TestClient
 if TYPE_CHECKING:
     import httpx2
 
+    from ...conftest import AppFactory  # noqa: TID252
+    from ...scripted_servers import GotenbergStandIn, ScriptedVisionServer  # noqa: TID252
+
+from ...scripted_servers import VisionReply  # noqa: TID252
+
 
 def _extract(client: TestClient, path: Path, **fields: str) -> httpx2.Response:
     with path.open("rb") as handle:
@@ -32,13 +37,17 @@ def test_default_engine_returns_documents(client: TestClient, docs: Path) -> Non
 def test_engine_override_pypdf_gives_pages(client: TestClient, docs: Path) -> None:
     body = _extract(client, docs / "pdf/unstructured__list-item-example.pdf", engine="pypdf").json()
     assert body["engine"] == "pypdf"
-    assert [doc["meta"]["page"] for doc in body["documents"]] == [1, 2]
+    assert [doc["meta"]["page"] for doc in body["documents"]] == [0, 1]
+    assert body["pages"] == 2
+    assert body["characters"] == sum(len(doc["content"]) for doc in body["documents"])
 
 
 @pytest.mark.parametrize(
     ("fields", "fragment"),
     [
-        ({"engine": "auto"}, "routing mode"),
+        ({"engine": "kreuzberg", "engines": "pypdf"}, "not both"),
+        ({"engines": "pypdf,kreuzberg,pypdf"}, "twice"),
+        ({"engines": "pypdf,nope"}, "Unknown extraction engine"),
         ({"engine": "nope"}, "Unknown extraction engine"),
         ({"profile": "diagram"}, "takes no profile"),
         ({"engine": "docling"}, "optional extra 'docling'"),
@@ -53,10 +62,80 @@ def test_invalid_choices_are_422(client: TestClient, docs: Path, fields: dict[st
     assert fragment in response.json()["error"]
 
 
-def test_scan_is_422(client: TestClient, docs: Path) -> None:
-    response = _extract(client, docs / "pdf/kreuzberg__non_searchable.pdf")
-    assert response.status_code == 422
-    assert response.json()["code"] == "EXTRACTION_FAILED"
+def test_scan_is_read_with_ocr(client: TestClient, docs: Path) -> None:
+    body = _extract(client, docs / "pdf/kreuzberg__non_searchable.pdf").json()
+    assert "non-text-searchable PDF" in body["documents"][0]["content"]
+    assert body["documents"][0]["meta"]["ocr"] is True
+
+
+def test_engines_are_compared_side_by_side(client: TestClient, docs: Path) -> None:
+    response = _extract(client, docs / "pdf/unstructured__list-item-example.pdf", engines="kreuzberg, PyPDF")
+    assert response.status_code == 200
+    body = response.json()
+    kreuzberg, pypdf = body["results"]
+    assert (kreuzberg["engine"], pypdf["engine"]) == ("kreuzberg", "pypdf")
+    for result in (kreuzberg, pypdf):
+        assert result["error"] is None
+        assert result["pages"] == 2
+        assert result["characters"] == sum(len(doc["content"]) for doc in result["documents"]) > 100
+        assert result["seconds"] >= 0
+    # The top level describes the first engine, as a single-engine probe would.
+    assert body["engine"] == "kreuzberg"
+    assert body["documents"] == kreuzberg["documents"]
+
+
+def test_a_failing_engine_is_reported_in_its_row(
+    app_client: AppFactory, docs: Path, vision_server: ScriptedVisionServer
+) -> None:
+    vision_server.script(VisionReply(status=503))
+    with app_client(vision_llm_api_base_url=vision_server.base_url) as client:
+        response = _extract(client, docs / "pdf/kreuzberg__searchable.pdf", engines="kreuzberg,vision-llm")
+    assert response.status_code == 200
+    kreuzberg, vision = response.json()["results"]
+    assert kreuzberg["error"] is None
+    assert vision["documents"] == []
+    assert vision["error"]["code"] == "EXTRACTION_FAILED"
+    assert vision["error"]["error"].startswith("Document extraction failed: the vision endpoint answered HTTP 503")
+
+
+def test_vision_engine_echoes_its_profile(
+    app_client: AppFactory, docs: Path, vision_server: ScriptedVisionServer
+) -> None:
+    vision_server.script(VisionReply(content="Sample PDF\n\nThis is a simple PDF file."))
+    with app_client(vision_llm_api_base_url=vision_server.base_url) as client:
+        body = _extract(client, docs / "pdf/kreuzberg__searchable.pdf", engine="vision-llm", profile="ocr").json()
+    assert (body["engine"], body["profile"]) == ("vision-llm", "ocr")
+    [document] = body["documents"]
+    assert document["content"] == "Sample PDF\n\nThis is a simple PDF file."
+    assert document["meta"]["vision_profile"] == "ocr"
+    assert len(vision_server.requests) == 1
+
+
+def test_vision_endpoint_down_is_500_naming_it(app_client: AppFactory, docs: Path) -> None:
+    with app_client(vision_llm_api_base_url="http://127.0.0.1:9/v1") as client:
+        response = _extract(client, docs / "pdf/kreuzberg__searchable.pdf", engine="vision-llm")
+    assert response.status_code == 500
+    body = response.json()
+    assert body["code"] == "EXTRACTION_FAILED"
+    assert "the vision endpoint is unreachable" in body["error"]
+    assert "VISION_LLM_API_BASE_URL" in body["error"]
+
+
+def test_auto_shows_its_routing_decision(
+    app_client: AppFactory, docs: Path, vision_server: ScriptedVisionServer, gotenberg_server: GotenbergStandIn
+) -> None:
+    vision_server.script(VisionReply(content="```mermaid\nflowchart TD\n  A[Start] --> B[End]\n```"))
+    with app_client(vision_llm_api_base_url=vision_server.base_url, gotenberg_url=gotenberg_server.url) as client:
+        body = _extract(client, docs / "docx/docling__textbox.docx", engine="auto").json()
+    assert (body["engine"], body["profile"], body["route"]) == ("hybrid-diagram", "diagram-topology", "diagram:vector")
+    assert "flowchart TD" in body["documents"][0]["content"]
+    assert len(gotenberg_server.uploads) == 1
+
+
+def test_auto_without_a_vision_endpoint_reads_diagrams_with_the_default_engine(client: TestClient, docs: Path) -> None:
+    body = _extract(client, docs / "docx/docling__textbox.docx", engine="auto").json()
+    assert (body["engine"], body["route"]) == ("kreuzberg", "diagram:vision-unconfigured")
+    assert body["characters"] > 0
 
 
 def test_json_is_415(client: TestClient) -> None:

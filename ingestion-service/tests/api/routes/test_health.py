@@ -22,7 +22,11 @@ def test_liveness_needs_no_auth(client: TestClient) -> None:
 
 
 def test_ready_after_warm_up(client: TestClient) -> None:
-    assert client.get("/health/ready").json() == {"status": "ok"}
+    body = client.get("/health/ready").json()
+    assert body["status"] == "ok"
+    assert body["ocr"]["enabled"] is True
+    assert body["ocr"]["languages"] == ["eng"]
+    assert "eng" in body["ocr"]["available"]
 
 
 class SlowEmbedder(ContractEmbedder):

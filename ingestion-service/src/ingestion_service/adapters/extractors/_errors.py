@@ -6,6 +6,7 @@ from ingestion_service.errors import (
     CORRUPT_REASON,
     ENCRYPTED_REASON,
     UNSUPPORTED_REASON,
+    ExtractionDependencyError,
     ExtractionError,
     NoExtractableTextError,
 )
@@ -38,3 +39,12 @@ def needs_ocr(engine: str, detail: str) -> ExtractionError:
 def engine_fault(engine: str, detail: str) -> ExtractionError:
     """The engine itself failed (500)."""
     return ExtractionError(f"{engine}: {detail}")
+
+
+def dependency_fault(
+    engine: str, dependency: str, problem: str, *, setting: str, internal: str = ""
+) -> ExtractionError:
+    """A service the engine needs failed or is not configured (500, the body names it and the setting)."""
+    return ExtractionDependencyError(
+        dependency, problem, setting=setting, internal=f"{engine}: {internal or f'{dependency} {problem}'}"
+    )

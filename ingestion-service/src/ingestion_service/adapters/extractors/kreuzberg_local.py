@@ -1,20 +1,68 @@
-"""Kreuzberg in-process (the default engine): Markdown output with tables, metadata, languages."""
+"""Kreuzberg in-process (the default engine): Markdown with tables, metadata, languages, pages, OCR.
+
+OCR runs only where it is needed: image files and PDFs with pages that lack a text layer (a
+pypdfium2 survey decides before kreuzberg runs), each holding one of OCR_CONCURRENCY slots so a
+batch of scans cannot take every core. A scan whose text layer is measurably garbage is OCR'd
+again and the better reading kept (``text_quality``). Formats kreuzberg rejects (ODP) fall back
+to Gotenberg when configured, else to the in-process OpenDocument reader; chart and drawing
+text kreuzberg skips in DOCX/XLSX/PPTX is added from the package XML.
+"""
 
 from __future__ import annotations
 
+import io
+import logging
+import threading
+from pathlib import Path
 from typing import Any
 
 from haystack import Document
 
-from ingestion_service.adapters.extractors import _errors
+from ingestion_service.adapters.extractors import _errors, tessdata
 from ingestion_service.adapters.extractors.base import SourceFile
 from ingestion_service.adapters.extractors.languages import to_iso639_1
+from ingestion_service.adapters.extractors.page_split import (
+    PAGE_MARKER_FORMAT,
+    Page,
+    split_by_page_text,
+    split_markers,
+    strip_markers,
+)
+from ingestion_service.adapters.extractors.pdf_survey import PdfSurvey, survey_pdf
+from ingestion_service.adapters.extractors.pdfium_lock import PDFIUM_LOCK
+from ingestion_service.adapters.extractors.text_quality import word_quality
+from ingestion_service.errors import UNSUPPORTED_REASON, ExtractionError
 from ingestion_service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 ENGINE = "kreuzberg"
 
 
 LANGUAGE_MIN_CONFIDENCE = 0.1
+# Garbage-text-layer rule (measured on the eval PDFs, see text_quality): a scan's text layer
+# scoring below this is OCR'd again, and the OCR replaces it only when it reads clearly better.
+GARBAGE_TEXT_BELOW = 0.97
+MIN_OCR_GAIN = 0.01
+# Tesseract reads best at about 300 DPI (kreuzberg's own target for scans).
+OCR_RENDER_DPI = 300
+# Formats whose pages (or slides) are meaningful for citations.
+_PAGED_PREFIXES = ("application/pdf", "image/")
+_PAGED_TYPES = frozenset(
+    {
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "application/vnd.ms-powerpoint",
+        "application/vnd.oasis.opendocument.presentation",
+    }
+)
+_OOXML_TYPES = frozenset(
+    {
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    }
+)
+_ODF_SUFFIXES = frozenset({".odt", ".ods", ".odp", ".odg"})
 
 
 def document_metadata(metadata: Any, languages: list[str] | None) -> dict[str, Any]:
@@ -38,7 +86,7 @@ def document_metadata(metadata: Any, languages: list[str] | None) -> dict[str, A
 
 
 class KreuzbergConverter:
-    """``kreuzberg.extract_file_sync`` with one fixed configuration built at start-up."""
+    """``kreuzberg.extract_file_sync`` with configurations built once at start-up."""
 
     name = ENGINE
     profiles: frozenset[str] = frozenset()
@@ -46,14 +94,45 @@ class KreuzbergConverter:
     def __init__(self, settings: Settings) -> None:
         import kreuzberg
 
-        ocr = kreuzberg.OcrConfig(backend="tesseract", language=settings.ocr_language) if settings.enable_ocr else None
-        self._config = kreuzberg.ExtractionConfig(
+        self._settings = settings
+        self._ocr = tessdata.resolve(
+            enabled=settings.enable_ocr, configured=settings.ocr_languages, extra_dirs=settings.tessdata_dirs
+        )
+        self._ocr_slots = threading.BoundedSemaphore(settings.ocr_concurrency)
+        self._text_config = self._config(ocr=False, force=False)
+        self._ocr_config = self._config(ocr=True, force=False) if self._ocr.enabled else None
+        self._force_ocr_config = self._config(ocr=True, force=True) if self._ocr.enabled else None
+        self._kreuzberg = kreuzberg
+
+    @property
+    def ocr(self) -> tessdata.OcrLanguages:
+        """The resolved OCR set-up."""
+        return self._ocr
+
+    def _config(self, *, ocr: bool, force: bool) -> Any:
+        import kreuzberg
+
+        ocr_config = None
+        if ocr:
+            # kreuzberg's defaults already turn rotated pages upright (osd.traineddata). An explicit
+            # ImagePreprocessingConfig (auto_rotate/deskew) corrupted the heap in kreuzberg 4.10
+            # within a few scans (reproduced in a plain loop), so it is left at the default.
+            ocr_config = kreuzberg.OcrConfig(backend="tesseract", language=self._ocr.tesseract_language)
+        return kreuzberg.ExtractionConfig(
             # The result cache writes to disk and could serve a stale extraction for a reused path.
             use_cache=False,
             output_format="markdown",  # tables come out as Markdown tables, headings as '#'
-            ocr=ocr,
+            ocr=ocr_config,
+            force_ocr=force,
             images=kreuzberg.ImageExtractionConfig(extract_images=False),
             pdf_options=kreuzberg.PdfConfig(extract_metadata=True),
+            # Per-page text (extract_pages) only without OCR: with OCR'd images, reading kreuzberg
+            # 4.10's page list corrupted the heap (reproduced with a JPEG then a TIFF). OCR output
+            # carries the page markers instead.
+            pages=kreuzberg.PageConfig(
+                extract_pages=not ocr, insert_page_markers=True, marker_format=PAGE_MARKER_FORMAT
+            ),
+            concurrency=kreuzberg.ConcurrencyConfig(max_threads=self._settings.ocr_threads) if ocr else None,
             # One primary language: multi-language detection tags most long documents with
             # several spurious languages (measured on ../shared/eval/docs), which would make the
             # meta.languages filter match wrongly.
@@ -63,10 +142,8 @@ class KreuzbergConverter:
                 enabled=True, detect_multiple=False, min_confidence=LANGUAGE_MIN_CONFIDENCE
             ),
         )
-        self._ocr_enabled = settings.enable_ocr
 
-    def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:  # noqa: ARG002 - protocol signature; text engines take no profile
-        import kreuzberg
+    def _extract(self, path: Path, config: Any, *, ocr: bool) -> Any:
         from kreuzberg.exceptions import (
             KreuzbergError,
             MissingDependencyError,
@@ -76,11 +153,14 @@ class KreuzbergConverter:
         )
 
         try:
-            result = kreuzberg.extract_file_sync(str(source.path), config=self._config)
+            if ocr:
+                with self._ocr_slots:
+                    return self._kreuzberg.extract_file_sync(str(path), config=config)
+            return self._kreuzberg.extract_file_sync(str(path), config=config)
         except OCRError as exc:
-            if self._ocr_enabled:
+            if self._ocr.enabled:
                 raise _errors.engine_fault(ENGINE, f"OCR failed: {exc.message}") from exc
-            raise _errors.needs_ocr(ENGINE, "image content needs OCR, which is disabled") from exc
+            raise _errors.needs_ocr(ENGINE, "image content needs OCR, which is disabled (ENABLE_OCR=false)") from exc
         except ParsingError as exc:
             raise _errors.unparseable(ENGINE, exc.message) from exc
         except ValidationError as exc:
@@ -90,6 +170,197 @@ class KreuzbergConverter:
             raise _errors.engine_fault(ENGINE, exc.message) from exc
         except KreuzbergError as exc:
             raise _errors.engine_fault(ENGINE, f"{type(exc).__name__}: {exc.message}") from exc
+
+    def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:  # noqa: ARG002 - protocol signature; text engines take no profile
+        mime = source.mime_type or ""
+        if source.path.suffix.lower() in _ODF_SUFFIXES or Path(source.filename).suffix.lower() in _ODF_SUFFIXES:
+            try:
+                return self._convert(source, mime)
+            except ExtractionError as exc:
+                if exc.reason != UNSUPPORTED_REASON:
+                    raise
+                return self._opendocument_fallback(source, exc)
+        return self._convert(source, mime)
+
+    def _convert(self, source: SourceFile, mime: str) -> list[Document]:
+        survey = survey_pdf(source.path) if mime == "application/pdf" else None
+        ocr_on = self._ocr_config is not None
+        if not ocr_on and mime.startswith("image/"):
+            # kreuzberg OCRs images even without an OCR config once language data is found.
+            raise _errors.needs_ocr(ENGINE, "an image needs OCR, which is disabled (ENABLE_OCR=false)")
+        ocr_meta: dict[str, Any] = {}
+        blank_pages: list[int] = []
+        if ocr_on and (mime.startswith("image/") or (survey is not None and survey.all_pages_need_ocr)):
+            result = self._extract(source.path, self._ocr_config, ocr=True)
+            ocr_meta = self._ocr_meta()
+        else:
+            result = self._extract(source.path, self._text_config, ocr=False)
+            if survey is not None and survey.needs_ocr and ocr_on:
+                # A mixed PDF: kreuzberg reads the text layer; only the pages without one are OCR'd.
+                blank_pages = [index for index, page in enumerate(survey.pages) if not page.has_text]
+            elif ocr_on and not strip_markers(result.content):
+                # Nothing readable without OCR although the survey saw no scan (a format it does not survey).
+                retried = self._extract(source.path, self._ocr_config, ocr=True)
+                if strip_markers(retried.content):
+                    result, ocr_meta = retried, self._ocr_meta()
+        result, replaced = self._maybe_replace_text_layer(source, survey, result)
+        if replaced is not None:
+            ocr_meta = {**self._ocr_meta(), **replaced}
         meta = document_metadata(result.metadata, result.detected_languages)
         meta["mime_type"] = result.mime_type
-        return [Document(content=result.content, meta=meta)]
+        meta.update(ocr_meta)
+        extras = self._office_extras(source, result.mime_type, result.content)
+        documents = self._documents(result, meta, paged=self._paged(result.mime_type), extras=extras)
+        if blank_pages:
+            documents = self._with_ocr_pages(source.path, documents, blank_pages, meta)
+        return documents
+
+    def _ocr_meta(self) -> dict[str, Any]:
+        return {"ocr": True, "ocr_languages": self._ocr.tesseract_language}
+
+    def _with_ocr_pages(
+        self, path: Path, documents: list[Document], page_numbers: list[int], meta: dict[str, Any]
+    ) -> list[Document]:
+        """Insert OCR'd text for the pages of a mixed PDF that have no text layer."""
+        import pypdfium2 as pdfium
+        from kreuzberg.exceptions import KreuzbergError
+
+        added: list[Document] = []
+        with PDFIUM_LOCK:
+            pdf = pdfium.PdfDocument(str(path))
+        try:
+            for number in page_numbers:
+                with PDFIUM_LOCK:
+                    page = pdf[number]
+                    try:
+                        image = page.render(scale=OCR_RENDER_DPI / 72).to_pil()
+                    finally:
+                        page.close()
+                buffer = io.BytesIO()
+                image.save(buffer, format="PNG")
+                try:
+                    with self._ocr_slots:
+                        result = self._kreuzberg.extract_bytes_sync(
+                            buffer.getvalue(), "image/png", config=self._ocr_config
+                        )
+                except KreuzbergError as exc:
+                    raise _errors.engine_fault(ENGINE, f"OCR of page {number + 1} failed: {exc.message}") from exc
+                text = strip_markers(result.content)
+                if text:
+                    added.append(Document(content=text, meta={**meta, **self._ocr_meta(), "page": number}))
+        finally:
+            with PDFIUM_LOCK:
+                pdf.close()
+        if not added:
+            return documents
+        if len(documents) == 1 and "page" not in documents[0].meta:
+            documents = [Document(content=documents[0].content, meta={**documents[0].meta, "page": 0})]
+        return sorted([*documents, *added], key=lambda document: int(document.meta["page"]))
+
+    def _maybe_replace_text_layer(
+        self, source: SourceFile, survey: PdfSurvey | None, result: Any
+    ) -> tuple[Any, dict[str, Any] | None]:
+        if (
+            survey is None
+            or self._force_ocr_config is None
+            or not self._settings.ocr_garbage_text_layer
+            or not survey.scanned_with_text_layer
+        ):
+            return result, None
+        layer_quality = word_quality(strip_markers(result.content))
+        if layer_quality >= GARBAGE_TEXT_BELOW:
+            return result, None
+        ocr_result = self._extract(source.path, self._force_ocr_config, ocr=True)
+        ocr_quality = word_quality(strip_markers(ocr_result.content))
+        logger.info(
+            "scan with a text layer: quality %.3f, OCR %.3f",
+            layer_quality,
+            ocr_quality,
+            extra={"file_name": source.filename, "text_layer_quality": layer_quality, "ocr_quality": ocr_quality},
+        )
+        if ocr_quality < layer_quality + MIN_OCR_GAIN:
+            return result, None
+        return ocr_result, {
+            "text_layer": "replaced-by-ocr",
+            "text_layer_quality": round(layer_quality, 3),
+            "ocr_quality": round(ocr_quality, 3),
+        }
+
+    @staticmethod
+    def _paged(mime: str) -> bool:
+        return mime.startswith(_PAGED_PREFIXES) or mime in _PAGED_TYPES
+
+    def _office_extras(self, source: SourceFile, mime: str, content: str) -> str:
+        if mime not in _OOXML_TYPES:
+            return ""
+        from ingestion_service.adapters.extractors.office_extras import (
+            OfficeExtrasError,
+            dedupe_against,
+            office_extra_markdown,
+        )
+
+        try:
+            return dedupe_against(content, office_extra_markdown(source.path, mime))
+        except OfficeExtrasError as exc:
+            # The main text is already read; a damaged chart part costs only the chart's text.
+            logger.warning(
+                "chart and drawing text skipped: %s", exc, extra={"file_name": source.filename, "error": str(exc)}
+            )
+            return ""
+
+    @staticmethod
+    def _documents(result: Any, meta: dict[str, Any], *, paged: bool, extras: str = "") -> list[Document]:
+        content: str = result.content
+        pages: list[Page] | None = None
+        if paged:
+            pages = split_markers(content)
+            if pages is None:
+                page_texts = [str(page.get("content") or "") for page in (result.pages or [])]
+                pages = split_by_page_text(content, page_texts)
+        if not pages:
+            text = strip_markers(content)
+            if extras:
+                text = f"{text}\n\n{extras}".strip()
+            return [Document(content=text, meta=meta)]
+        if extras:
+            last = pages[-1]
+            pages[-1] = Page(last.number, f"{last.markdown}\n\n{extras}")
+        return [Document(content=page.markdown, meta={**meta, "page": page.number}) for page in pages]
+
+    def _opendocument_fallback(self, source: SourceFile, rejected: ExtractionError) -> list[Document]:
+        """An OpenDocument file kreuzberg rejects: Gotenberg to PDF when configured, else read in-process."""
+        if self._settings.gotenberg_url:
+            from ingestion_service.adapters.gotenberg import GotenbergClient
+
+            client = GotenbergClient(self._settings)
+            try:
+                pdf = client.to_pdf(source.path, source.filename)
+            finally:
+                client.close()
+            pdf_path = source.path.with_name(source.path.stem + ".gotenberg.pdf")
+            pdf_path.write_bytes(pdf)
+            try:
+                documents = self._convert(SourceFile(pdf_path, source.filename, "application/pdf"), "application/pdf")
+            finally:
+                pdf_path.unlink(missing_ok=True)
+            for document in documents:
+                document.meta["converted_by"] = "gotenberg"
+            return documents
+        from ingestion_service.adapters.extractors.opendocument import read_opendocument, read_opendocument_title
+
+        pages = read_opendocument(source.path)
+        if not pages:
+            raise rejected
+        meta: dict[str, Any] = {
+            "mime_type": source.mime_type or "application/vnd.oasis.opendocument",
+            "reader": "opendocument",
+        }
+        title = read_opendocument_title(source.path)
+        if title:
+            meta["title"] = title
+        paged = len(pages) > 1 or source.path.suffix.lower() == ".odp"
+        return [
+            Document(content=page.markdown, meta={**meta, "page": page.number} if paged else dict(meta))
+            for page in pages
+            if page.markdown.strip()
+        ]

@@ -1,4 +1,4 @@
-"""pypdf in-process: PDF only, one Document per page with ``meta.page`` (1-based)."""
+"""pypdf in-process: PDF only, one Document per page with ``meta.page`` (0-based, as Open WebUI expects)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class PypdfConverter:
             meta = self._metadata(reader)
             documents = [
                 Document(content=page.extract_text() or "", meta={**meta, "page": number})
-                for number, page in enumerate(reader.pages, start=1)
+                for number, page in enumerate(reader.pages)
             ]
         except FileNotDecryptedError as exc:
             raise _errors.encrypted(ENGINE, str(exc)) from exc

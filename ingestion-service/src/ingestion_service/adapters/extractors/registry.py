@@ -11,7 +11,16 @@ from ingestion_service.settings import Settings
 
 ConverterFactory = Callable[[Settings], Converter]
 
-CONCRETE_ENGINES: tuple[str, ...] = ("kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured")
+CONCRETE_ENGINES: tuple[str, ...] = (
+    "kreuzberg",
+    "kreuzberg-http",
+    "tika",
+    "pypdf",
+    "docling",
+    "unstructured",
+    "vision-llm",
+    "hybrid-diagram",
+)
 # Routing modes pick a concrete engine per document; the extract probe never accepts them.
 ROUTING_MODES: frozenset[str] = frozenset({"auto"})
 
@@ -49,7 +58,13 @@ def default_factories() -> dict[str, ConverterFactory]:
 
         return UnstructuredConverter()
 
+    def vision_llm(settings: Settings) -> Converter:
+        from ingestion_service.adapters.extractors.vision_llm import VisionLlmConverter
+
+        return VisionLlmConverter(settings)
+
     return {
+        "vision-llm": vision_llm,
         "kreuzberg": kreuzberg,
         "kreuzberg-http": kreuzberg_http,
         "tika": tika,
@@ -65,8 +80,23 @@ class ConverterRegistry:
     def __init__(self, settings: Settings, factories: Mapping[str, ConverterFactory] | None = None) -> None:
         self._settings = settings
         self._factories: dict[str, ConverterFactory] = dict(default_factories() if factories is None else factories)
+        if factories is None:
+            # Engines built from other engines look them up here, so an injected replacement
+            # (a scripted vision engine in tests) is what they wrap.
+            self._factories["hybrid-diagram"] = self._hybrid_diagram
+            self._factories["auto"] = self._auto
         self._instances: dict[str, Converter] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+
+    def _hybrid_diagram(self, settings: Settings) -> Converter:
+        from ingestion_service.adapters.extractors.hybrid_diagram import HybridDiagramConverter
+
+        return HybridDiagramConverter(settings, vision=lambda: self.get("vision-llm"))
+
+    def _auto(self, settings: Settings) -> Converter:
+        from ingestion_service.adapters.extractors.router import AutoRouter
+
+        return AutoRouter(settings, engines=self.get)
 
     @property
     def names(self) -> list[str]:

@@ -1,27 +1,113 @@
-"""POST /api/v1/extract: run only the converter on an upload (developer probe)."""
+"""POST /api/v1/extract: run only the converter on an upload (developer probe, engine comparison)."""
 
 from __future__ import annotations
 
+import time
+
 import anyio.to_thread
 from fastapi import APIRouter, Request
+from haystack import Document
 
-from ingestion_service.adapters.extractors import ROUTING_MODES
+from ingestion_service.adapters.extractors import Converter, SourceFile
 from ingestion_service.api.deps import RuntimeDep
-from ingestion_service.api.models import ExtractedDocument, ExtractResponse, check_filename
+from ingestion_service.api.errors import error_message
+from ingestion_service.api.models import EngineError, EngineResult, ExtractedDocument, ExtractResponse, check_filename
 from ingestion_service.api.openapi import EXTRACT_BODY
 from ingestion_service.api.uploads import parse_multipart
 from ingestion_service.errors import ExtractionError, IngestionError, InvalidRequestError, UnsupportedMediaTypeError
 from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, upload_path
-from ingestion_service.pipeline.components.file_converter import check_extracted_size, require_text
+from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, check_extracted_size, require_text
+from ingestion_service.runtime import ServiceRuntime
 
 router = APIRouter(prefix="/api/v1", tags=["extract"])
 
-_FIELDS = frozenset({"engine", "profile"})
+_FIELDS = frozenset({"engine", "engines", "profile"})
+# A comparison runs every engine on the same upload one after another; keep it a probe.
+MAX_COMPARED_ENGINES = 8
+ROUTE_KEY = "extraction_route"
+
+
+def _engine_names(engine: str, engines: str, default: str) -> list[str]:
+    if engine and engines:
+        raise InvalidRequestError("Invalid request: send either 'engine' or 'engines', not both.")
+    if engines:
+        names = [name.strip().lower() for name in engines.split(",") if name.strip()]
+        if not names:
+            raise InvalidRequestError("Invalid request: 'engines' names no engine.")
+        if len(set(names)) != len(names):
+            raise InvalidRequestError("Invalid request: 'engines' names an engine twice.")
+        if len(names) > MAX_COMPARED_ENGINES:
+            raise InvalidRequestError(f"Invalid request: at most {MAX_COMPARED_ENGINES} engines per comparison.")
+        return names
+    return [(engine or default).strip().lower()]
+
+
+def _check_profile(profile: str | None, converters: list[Converter]) -> None:
+    if profile is None or any(profile in converter.profiles for converter in converters):
+        return
+    aware = [converter for converter in converters if converter.profiles]
+    if not aware:
+        names = ", ".join(repr(converter.name) for converter in converters)
+        raise InvalidRequestError(f"Invalid request: engine {names} takes no profile.")
+    known = sorted({name for converter in aware for name in converter.profiles})
+    raise InvalidRequestError(f"Invalid request: unknown profile {profile!r}; known: {', '.join(known)}.")
+
+
+def _run(converter: Converter, source: SourceFile, profile: str | None, max_chars: int) -> list[Document]:
+    """One engine on the file (a worker thread); the same checks as the ingest pipeline."""
+    try:
+        documents = converter.convert(source, profile=profile if profile in converter.profiles else None)
+    except IngestionError:
+        raise
+    except Exception as exc:  # an engine bug is still an extraction failure, typed as one
+        raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
+    check_extracted_size(documents, max_chars)
+    require_text(documents)
+    return documents
+
+
+def _result(converter: Converter, documents: list[Document], seconds: float, profile: str | None) -> EngineResult:
+    first = documents[0].meta if documents else {}
+    used_profile = first.get("vision_profile") or (profile if profile in converter.profiles else None)
+    return EngineResult(
+        engine=str(first.get(EXTRACTOR_KEY) or converter.name),
+        profile=used_profile,
+        route=first.get(ROUTE_KEY),
+        seconds=round(seconds, 3),
+        characters=sum(len(document.content or "") for document in documents),
+        pages=len({document.meta["page"] for document in documents if "page" in document.meta}),
+        documents=[ExtractedDocument(content=doc.content or "", meta=dict(doc.meta)) for doc in documents],
+    )
+
+
+async def _compare(
+    runtime: ServiceRuntime, converters: list[Converter], source: SourceFile, profile: str | None, *, debug: bool
+) -> list[EngineResult]:
+    results: list[EngineResult] = []
+    for converter in converters:
+        started = time.perf_counter()
+        try:
+            documents = await anyio.to_thread.run_sync(
+                _run, converter, source, profile, runtime.settings.max_extracted_chars, limiter=runtime.limiter
+            )
+        except IngestionError as exc:
+            results.append(
+                EngineResult(
+                    engine=converter.name,
+                    profile=profile if profile in converter.profiles else None,
+                    seconds=round(time.perf_counter() - started, 3),
+                    error=EngineError(code=exc.code, error=error_message(exc, debug=debug)),
+                )
+            )
+            continue
+        results.append(_result(converter, documents, time.perf_counter() - started, profile))
+    return results
 
 
 @router.post("/extract", response_model=ExtractResponse, openapi_extra=EXTRACT_BODY)
 async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
-    """Multipart ``file`` plus optional ``engine`` (a concrete engine) and ``profile`` (vision engines)."""
+    """Multipart ``file`` plus ``engine`` (one engine, or ``auto``) or ``engines`` (a comma-separated
+    list compared side by side), and ``profile`` (vision engines)."""
     content_type = request.headers.get("content-type", "").lower()
     if not content_type.startswith("multipart/form-data"):
         raise UnsupportedMediaTypeError(content_type)
@@ -33,17 +119,14 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
         unknown = sorted(set(form.fields) - _FIELDS)
         if unknown:
             raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(unknown)}.")
-        engine = (form.fields.get("engine") or "").strip() or runtime.settings.extraction_engine
-        profile = (form.fields.get("profile") or "").strip() or None
-        if engine in ROUTING_MODES:
-            raise InvalidRequestError(f"Invalid request: {engine!r} is a routing mode; name a concrete engine.")
-        converter = runtime.registry.get(engine)
-        if profile is not None and profile not in converter.profiles:
-            if not converter.profiles:
-                raise InvalidRequestError(f"Invalid request: engine {engine!r} takes no profile.")
-            raise InvalidRequestError(
-                f"Invalid request: unknown profile {profile!r} for {engine!r}; known: {', '.join(sorted(converter.profiles))}."
-            )
+        names = _engine_names(
+            (form.fields.get("engine") or "").strip(),
+            (form.fields.get("engines") or "").strip(),
+            runtime.settings.extraction_engine,
+        )
+        profile = (form.fields.get("profile") or "").strip().lower() or None
+        converters = [runtime.registry.get(name) for name in names]
+        _check_profile(profile, converters)
         filename = form.upload_filename or "upload"
         try:
             check_filename(filename)
@@ -52,20 +135,25 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
         source_path = upload_path(workdir, filename)
         form.file_path.rename(source_path)
         source = await prepare_source(runtime, source_path, filename)
-        try:
+        if len(converters) == 1:
+            # One engine: its failure is the response's error, as on ingest.
+            started = time.perf_counter()
             documents = await anyio.to_thread.run_sync(
-                lambda: converter.convert(source, profile=profile), limiter=runtime.limiter
+                _run, converters[0], source, profile, runtime.settings.max_extracted_chars, limiter=runtime.limiter
             )
-        except IngestionError:
-            raise
-        except Exception as exc:  # an engine bug is still an extraction failure, typed as one
-            raise ExtractionError(f"{engine}: {type(exc).__name__}: {exc}") from exc
-        check_extracted_size(documents, runtime.settings.max_extracted_chars)
-        require_text(documents)
+            results = [_result(converters[0], documents, time.perf_counter() - started, profile)]
+        else:
+            results = await _compare(runtime, converters, source, profile, debug=runtime.settings.debug)
     finally:
         await remove_workdir(runtime, workdir)
+    lead = next((result for result in results if result.error is None), results[0])
     return ExtractResponse(
-        engine=converter.name,
-        profile=profile,
-        documents=[ExtractedDocument(content=doc.content or "", meta=dict(doc.meta)) for doc in documents],
+        engine=lead.engine,
+        profile=lead.profile,
+        route=lead.route,
+        seconds=lead.seconds,
+        characters=lead.characters,
+        pages=lead.pages,
+        documents=lead.documents,
+        results=results if len(results) > 1 else None,
     )

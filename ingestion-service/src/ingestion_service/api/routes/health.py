@@ -18,14 +18,19 @@ async def health() -> dict[str, str]:
 
 @router.get("/health/ready")
 async def ready(runtime: RuntimeDep) -> JSONResponse:
-    """503 until the pipeline is warm and the collection is reachable, bootstrapped and matches the contract."""
+    """503 until the pipeline is warm and the collection is reachable, bootstrapped and matches the contract.
+
+    The body also says which OCR languages are in use and installed. Vision endpoints and
+    Gotenberg are not probed: a document that needs them fails on its own, the service stays ready.
+    """
     readiness = runtime.readiness
     collection_ok = await runtime.ensure_collection()
     problems: dict[str, str] = {}
+    ocr = runtime.ocr.report()
     if not readiness.pipeline_ready:
         problems["pipeline"] = readiness.pipeline_error or "warming up"
     if not collection_ok:
         problems["qdrant"] = readiness.collection_error or "not ready"
     if problems:
-        return JSONResponse(status_code=503, content={"status": "error", "detail": problems})
-    return JSONResponse(status_code=200, content={"status": "ok"})
+        return JSONResponse(status_code=503, content={"status": "error", "detail": problems, "ocr": ocr})
+    return JSONResponse(status_code=200, content={"status": "ok", "ocr": ocr})

@@ -64,7 +64,11 @@ class FileConverter:
             check_extracted_size(extracted, self.max_chars)
             require_text(extracted)
             documents = [
-                Document(content=document.content or "", meta={**document.meta, EXTRACTOR_KEY: converter.name, **meta})
+                # A router (auto) records the concrete engine it chose; others are their own extractor.
+                Document(
+                    content=document.content or "",
+                    meta={EXTRACTOR_KEY: converter.name, **document.meta, **meta},
+                )
                 for document in extracted
             ]
         return {"documents": documents}

@@ -1,0 +1,94 @@
+"""Cut kreuzberg's Markdown into pages, so each chunk can cite the page it comes from.
+
+kreuzberg inserts page markers into its Markdown for slides and OCR'd pages but not for PDFs
+with a text layer; for those it gives each page's plain text, and the Markdown is cut where the
+next page's text begins. Pages are 0-based (Open WebUI shows ``page + 1``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Letters and digits only: kreuzberg's Markdown output escapes punctuation in what it inserts.
+PAGE_MARKER_FORMAT = "\n\nRAGPAGEMARK{page_num}X\n\n"
+_MARKER = re.compile(r"\s*RAGPAGEMARK(\d+)X\s*")
+# Characters of a page's start looked for in the Markdown; long enough to be unique on a page.
+_ANCHOR_CHARS = 24
+
+
+@dataclass(frozen=True)
+class Page:
+    """Markdown of one page; ``number`` is 0-based."""
+
+    number: int
+    markdown: str
+
+
+def split_markers(markdown: str) -> list[Page] | None:
+    """Pages from inserted markers, or None when there are none."""
+    parts = _MARKER.split(markdown)
+    if len(parts) < 3:
+        return None
+    pages: list[Page] = []
+    if parts[0].strip():
+        pages.append(Page(0, parts[0].strip()))
+    for index in range(1, len(parts), 2):
+        number = max(int(parts[index]) - 1, 0)
+        text = parts[index + 1].strip()
+        if not text:
+            continue
+        if pages and pages[-1].number == number:
+            pages[-1] = Page(number, f"{pages[-1].markdown}\n\n{text}")
+        else:
+            pages.append(Page(number, text))
+    return pages
+
+
+def strip_markers(markdown: str) -> str:
+    """The Markdown without page markers."""
+    return _MARKER.sub("\n\n", markdown).strip()
+
+
+def _alnum_index(text: str) -> tuple[str, list[int]]:
+    """Case-folded letters and digits of ``text`` plus each one's index in ``text``."""
+    chars: list[str] = []
+    positions: list[int] = []
+    for index, char in enumerate(text):
+        if char.isalnum():
+            folded = char.casefold()
+            chars.append(folded)
+            positions.extend([index] * len(folded))
+    return "".join(chars), positions
+
+
+def split_by_page_text(markdown: str, page_texts: Sequence[str]) -> list[Page]:
+    """Cut ``markdown`` at the line where each page's own text starts.
+
+    A page whose start is not found (its text was rearranged, or it is empty) stays joined to
+    the page before it, so no text is lost or reordered.
+    """
+    if len(page_texts) <= 1:
+        return [Page(0, markdown.strip())] if markdown.strip() else []
+    folded, positions = _alnum_index(markdown)
+    cuts: list[tuple[int, int]] = [(0, 0)]
+    search_from = 0
+    for number, text in enumerate(page_texts[1:], start=1):
+        anchor = _alnum_index(text)[0][:_ANCHOR_CHARS]
+        if len(anchor) < _ANCHOR_CHARS // 2:
+            continue
+        found = folded.find(anchor, search_from)
+        if found < 0:
+            continue
+        line_start = markdown.rfind("\n", 0, positions[found]) + 1
+        if line_start <= cuts[-1][1]:
+            continue
+        cuts.append((number, line_start))
+        search_from = found + len(anchor)
+    pages: list[Page] = []
+    for (number, start), (_, end) in zip(cuts, [*cuts[1:], (0, len(markdown))], strict=True):
+        text = markdown[start:end].strip()
+        if text:
+            pages.append(Page(number, text))
+    return pages
