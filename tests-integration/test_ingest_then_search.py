@@ -173,3 +173,17 @@ def test_a_scan_is_ocrd_and_found_with_its_page(stack: Stack, unique: str) -> No
     # 0-based: Open WebUI shows "page 1" and links #page=1.
     assert meta["page"] == 0
     assert meta["ocr"] is True
+
+
+def test_stock_open_webui_document_loader_gets_pages(stack: Stack) -> None:
+    # What Open WebUI's ExternalDocumentLoader sends to EXTERNAL_DOCUMENT_LOADER_URL + "/process".
+    response = stack.ingestion().put(
+        "/process",
+        content=SCAN_PDF.read_bytes(),
+        headers={"Content-Type": "application/pdf", "X-Filename": "scan%20copy.pdf"},
+    )
+    assert response.status_code == 200, response.text
+    [page] = response.json()
+    assert "non-text-searchable PDF" in page["page_content"]
+    assert page["metadata"]["source"] == "scan copy.pdf"
+    assert page["metadata"]["page"] == 0

@@ -17,6 +17,12 @@ class IngestMetrics:
         self.ingest_requests = Counter(
             "ingest_requests_total", "Ingest requests by outcome and code.", ["outcome", "code"], registry=self.registry
         )
+        self.loader_requests = Counter(
+            "loader_requests_total",
+            "Open WebUI document-loader requests (PUT /process) by outcome and code.",
+            ["outcome", "code"],
+            registry=self.registry,
+        )
         self.delete_requests = Counter(
             "delete_requests_total", "Delete requests by outcome and code.", ["outcome", "code"], registry=self.registry
         )

@@ -9,7 +9,7 @@ from ingestion_service.api.uploads import FORM_OVERHEAD_BYTES
 from ingestion_service.settings import Settings
 from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
 
-UPLOAD_PATHS = frozenset({"/api/v1/ingest", "/api/v1/extract"})
+UPLOAD_PATHS = frozenset({"/api/v1/ingest", "/api/v1/extract", "/process", "/api/v1/process"})
 
 # Routes declare the scheme with this (OpenAPI); the middleware has already checked the key.
 BEARER = Security(bearer_scheme)

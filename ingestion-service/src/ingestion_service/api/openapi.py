@@ -73,3 +73,20 @@ EXTRACT_BODY: dict[str, Any] = {
         },
     }
 }
+
+LOADER_BODY: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": "X-Filename",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": "The file's name, URL-quoted (Open WebUI sends its basename).",
+        }
+    ],
+    "requestBody": {
+        "required": True,
+        "description": "The file's raw bytes (capped by MAX_UPLOAD_BYTES); Content-Type is its MIME type.",
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+    },
+}

@@ -190,6 +190,33 @@ async def parse_multipart(
     return collector.form
 
 
+async def save_raw_body(request: Request, destination: Path, *, max_bytes: int) -> int:
+    """Stream a raw (non-multipart) body to ``destination``, capped at ``max_bytes``; returns its size."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > max_bytes:
+        raise PayloadTooLargeError(max_bytes)
+    size = 0
+    pending = bytearray()
+    handle = destination.open("wb")
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise PayloadTooLargeError(max_bytes)
+            pending += chunk
+            if len(pending) >= FLUSH_BYTES:
+                data = bytes(pending)
+                pending.clear()
+                await anyio.to_thread.run_sync(handle.write, data)
+        if pending:
+            await anyio.to_thread.run_sync(handle.write, bytes(pending))
+    except ClientDisconnect as exc:
+        raise ClientDisconnectedError("client disconnected during the upload") from exc
+    finally:
+        await anyio.to_thread.run_sync(handle.close)
+    return size
+
+
 TRUE_WORDS = frozenset({"true", "1", "yes", "y"})
 FALSE_WORDS = frozenset({"false", "0", "no", "n"})
 

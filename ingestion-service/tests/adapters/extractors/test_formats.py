@@ -222,3 +222,23 @@ def test_pypdf_engine_records_pages(app_client: AppFactory, upload: Upload, docs
         assert response.json()["extraction"]["engine"] == "pypdf"
         pages = {record.payload["meta"]["page"] for record in points(client, file_id="pages")}
         assert pages == {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("name", "word"),
+    [
+        ("pdf/kreuzberg__searchable.pdf", "Lorem ipsum"),
+        ("docx/docling__word_tables.docx", "Header 0.0"),
+        ("pdf/tika__testOCR.pdf", "Happy New Year"),
+    ],
+)
+def test_a_file_without_an_extension_is_read_as_what_its_bytes_are(
+    client: TestClient, upload: Upload, docs: Path, points: Points, tmp_path: Path, name: str, word: str
+) -> None:
+    bare = tmp_path / "scan-from-the-copier"
+    bare.write_bytes((docs / name).read_bytes())
+    response = upload(client, bare, file_id="bare")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="bare")
+    assert word in "\n".join(record.payload["content"] for record in stored)
+    assert stored[0].payload["meta"]["name"] == "scan-from-the-copier"

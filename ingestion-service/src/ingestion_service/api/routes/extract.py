@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import anyio.to_thread
@@ -14,9 +15,9 @@ from ingestion_service.api.errors import error_message
 from ingestion_service.api.models import EngineError, EngineResult, ExtractedDocument, ExtractResponse, check_filename
 from ingestion_service.api.openapi import EXTRACT_BODY
 from ingestion_service.api.uploads import parse_multipart
-from ingestion_service.errors import ExtractionError, IngestionError, InvalidRequestError, UnsupportedMediaTypeError
+from ingestion_service.errors import IngestionError, InvalidRequestError, UnsupportedMediaTypeError
 from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, upload_path
-from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, check_extracted_size, require_text
+from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
 from ingestion_service.runtime import ServiceRuntime
 
 router = APIRouter(prefix="/api/v1", tags=["extract"])
@@ -53,19 +54,6 @@ def _check_profile(profile: str | None, converters: list[Converter]) -> None:
     raise InvalidRequestError(f"Invalid request: unknown profile {profile!r}; known: {', '.join(known)}.")
 
 
-def _run(converter: Converter, source: SourceFile, profile: str | None, max_chars: int) -> list[Document]:
-    """One engine on the file (a worker thread); the same checks as the ingest pipeline."""
-    try:
-        documents = converter.convert(source, profile=profile if profile in converter.profiles else None)
-    except IngestionError:
-        raise
-    except Exception as exc:  # an engine bug is still an extraction failure, typed as one
-        raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
-    check_extracted_size(documents, max_chars)
-    require_text(documents)
-    return documents
-
-
 def _result(converter: Converter, documents: list[Document], seconds: float, profile: str | None) -> EngineResult:
     first = documents[0].meta if documents else {}
     used_profile = first.get("vision_profile") or (profile if profile in converter.profiles else None)
@@ -88,7 +76,10 @@ async def _compare(
         started = time.perf_counter()
         try:
             documents = await anyio.to_thread.run_sync(
-                _run, converter, source, profile, runtime.settings.max_extracted_chars, limiter=runtime.limiter
+                functools.partial(
+                    convert_checked, converter, source, profile=profile, max_chars=runtime.settings.max_extracted_chars
+                ),
+                limiter=runtime.limiter,
             )
         except IngestionError as exc:
             results.append(
@@ -139,7 +130,10 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
             # One engine: its failure is the response's error, as on ingest.
             started = time.perf_counter()
             documents = await anyio.to_thread.run_sync(
-                _run, converters[0], source, profile, runtime.settings.max_extracted_chars, limiter=runtime.limiter
+                lambda: convert_checked(
+                    converters[0], source, profile=profile, max_chars=runtime.settings.max_extracted_chars
+                ),
+                limiter=runtime.limiter,
             )
             results = [_result(converters[0], documents, time.perf_counter() - started, profile)]
         else:

@@ -6,7 +6,7 @@ from typing import Any
 
 from haystack import Document, component
 
-from ingestion_service.adapters.extractors import ConverterRegistry, SourceFile
+from ingestion_service.adapters.extractors import Converter, ConverterRegistry, SourceFile
 from ingestion_service.errors import DocumentTooLargeError, ExtractionError, IngestionError, NoExtractableTextError
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.pipeline.run_control import checkpoint
@@ -29,6 +29,24 @@ def check_extracted_size(documents: list[Document], max_chars: int | None) -> No
         raise DocumentTooLargeError(
             f"The document's extracted text ({total} characters) exceeds MAX_EXTRACTED_CHARS ({max_chars})."
         )
+
+
+def convert_checked(
+    converter: Converter, source: SourceFile, *, profile: str | None = None, max_chars: int | None = None
+) -> list[Document]:
+    """One engine on ``source`` with the pipeline's checks (blocking: a worker thread).
+
+    The profile goes only to an engine that has it; an engine bug is still a typed extraction error.
+    """
+    try:
+        documents = converter.convert(source, profile=profile if profile in converter.profiles else None)
+    except IngestionError:
+        raise
+    except Exception as exc:  # an engine bug is still an extraction failure, typed as one
+        raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
+    check_extracted_size(documents, max_chars)
+    require_text(documents)
+    return documents
 
 
 @component
