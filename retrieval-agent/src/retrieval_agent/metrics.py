@@ -40,6 +40,12 @@ class SearchMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.request_adjustments = Counter(
+            "search_request_adjustments_total",
+            "Search requests brought within the limits (truncated text, list content, trimmed chat, clamped k).",
+            ["adjustment"],
+            registry=self.registry,
+        )
         self.query_generation_fallbacks = Counter(
             "query_generation_fallbacks_total",
             "Query generations that failed and fell back to the last user message.",

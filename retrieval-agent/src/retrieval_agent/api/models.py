@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Self
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from retrieval_agent.search.queries import ChatMessage
 from shared_contract import CollectionName
 
-QueryText = Annotated[str, StringConstraints(max_length=2000)]
 
-
-class SearchRequest(BaseModel):
-    """Open WebUI's body. ``queries`` may be ``[""]``: blank queries count as absent."""
+class WireMessage(BaseModel):
+    """A chat message as Open WebUI forwards it: text, or OpenAI-style parts (text and images)."""
 
     model_config = ConfigDict(extra="ignore")
 
-    queries: list[QueryText] | None = Field(default=None, max_length=10)
-    messages: list[ChatMessage] | None = Field(default=None, max_length=50)
+    role: str = Field(max_length=32)
+    content: str | list[Any] | None = None
+
+
+class SearchRequest(BaseModel):
+    """Open WebUI's body. ``queries`` may be ``[""]``: blank queries count as absent.
+
+    Long queries and messages, list content, long chats and a large k are accepted and brought
+    within the limits by ``api.leniency`` (the response says what changed).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    queries: list[str] | None = None
+    messages: list[WireMessage] | None = None
     collection_names: list[CollectionName] = Field(min_length=1, max_length=20)
-    k: int = Field(default=5, ge=1, le=100)
+    k: int = Field(default=5, ge=1, description="Above 100 it is clamped to 100.")
     retrieval_query_generation_prompt_template: str | None = Field(default=None, max_length=8000)
 
     @model_validator(mode="after")

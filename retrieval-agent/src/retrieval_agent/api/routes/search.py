@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import time
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import MetricsDep, SearchDep
+from retrieval_agent.api.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.api.models import SearchRequest, SearchResponse
 from shared_contract.http import ERROR_RESPONSES
 
@@ -17,14 +18,24 @@ logger = logging.getLogger(__name__)
 router = APIRouter(tags=["search"], dependencies=[BEARER], responses=ERROR_RESPONSES)
 
 
-async def search(body: SearchRequest, search: SearchDep, metrics: MetricsDep) -> SearchResponse:
+async def search(body: SearchRequest, response: Response, search: SearchDep, metrics: MetricsDep) -> SearchResponse:
     """Hybrid search over the tenants in ``collection_names``; one merged result list by default."""
     started = time.perf_counter()
+    adjusted = adjust(
+        body.queries,
+        None if body.messages is None else [(message.role, message.content) for message in body.messages],
+        body.k,
+    )
+    if adjusted.changes:
+        response.headers[ADJUSTED_HEADER] = ",".join(adjusted.changes)
+        for change in adjusted.changes:
+            metrics.request_adjustments.labels(adjustment=change).inc()
+        logger.info("search request adjusted to the limits: %s", ",".join(adjusted.changes))
     outcome = await search.search(
-        queries=body.queries,
-        messages=body.messages,
+        queries=adjusted.queries,
+        messages=adjusted.messages,
         collection_names=body.collection_names,
-        k=body.k,
+        k=adjusted.k,
         template=body.retrieval_query_generation_prompt_template,
     )
     elapsed = time.perf_counter() - started

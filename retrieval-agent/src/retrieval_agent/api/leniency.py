@@ -1,0 +1,94 @@
+"""Take what Open WebUI sends, within limits, instead of refusing it.
+
+In bypass mode Open WebUI forwards the raw last user message as the query and the raw chat. A
+long pasted text, a multimodal turn (a list of text and image parts), a long chat or a large k
+used to be a 422, which Open WebUI shows as "no sources". Here they are brought within the limits
+and the response says what was changed (``X-RAG-Request-Adjusted``), counted in
+``search_request_adjustments_total``. Requests that are malformed (no collections, a k below 1,
+a message without a role) still get 422.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval_agent.search.queries import ChatMessage
+
+# Characters, not tokens: the query model reads at most 256 tokens (about 1,000 characters of
+# prose) and BM25 needs no more; the budgets stay above that so nothing the model sees is cut.
+MAX_QUERY_CHARS = 2000
+MAX_MESSAGE_CHARS = 10_000
+MAX_QUERIES = 10
+MAX_MESSAGES = 50
+MAX_K = 100
+# A cut keeps the start and, mostly, the end: a pasted text usually ends with the question.
+_HEAD_SHARE = 0.25
+_CUT_MARK = "\n…\n"
+ADJUSTED_HEADER = "X-RAG-Request-Adjusted"
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its head and tail around a cut mark."""
+    if len(text) <= limit:
+        return text
+    room = limit - len(_CUT_MARK)
+    head = int(room * _HEAD_SHARE)
+    return text[:head].rstrip() + _CUT_MARK + text[len(text) - (room - head) :].lstrip()
+
+
+def message_text(content: str | list[Any] | None) -> str:
+    """The text of a message: a string, or the text parts of OpenAI-style content (images dropped)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            parts.append(part["text"])
+    return "\n".join(piece for piece in parts if piece.strip())
+
+
+@dataclass
+class Adjusted:
+    """The request within limits, and what was changed to get there."""
+
+    queries: list[str] | None
+    messages: list[ChatMessage] | None
+    k: int
+    changes: list[str] = field(default_factory=lambda: list[str]())
+
+
+def adjust(queries: list[str] | None, messages: list[tuple[str, Any]] | None, k: int) -> Adjusted:
+    """Bring ``queries`` (texts), ``messages`` ((role, content) pairs) and ``k`` within the limits."""
+    changes: list[str] = []
+    kept_queries = queries
+    if queries is not None:
+        if len(queries) > MAX_QUERIES:
+            kept_queries = queries[:MAX_QUERIES]
+            changes.append("queries-dropped")
+        shortened = [shorten(query, MAX_QUERY_CHARS) for query in kept_queries or []]
+        if shortened != kept_queries:
+            changes.append("query-truncated")
+        kept_queries = shortened
+    kept_messages: list[ChatMessage] | None = None
+    if messages is not None:
+        window = messages
+        if len(messages) > MAX_MESSAGES:
+            window = messages[-MAX_MESSAGES:]
+            changes.append("messages-trimmed")
+        kept_messages = []
+        for role, content in window:
+            if isinstance(content, list) and "message-parts" not in changes:
+                changes.append("message-parts")
+            text = message_text(content)
+            short = shorten(text, MAX_MESSAGE_CHARS)
+            if short != text and "message-truncated" not in changes:
+                changes.append("message-truncated")
+            kept_messages.append(ChatMessage(role=role, content=short))
+    if k > MAX_K:
+        changes.append("k-clamped")
+    return Adjusted(queries=kept_queries, messages=kept_messages, k=min(k, MAX_K), changes=changes)
