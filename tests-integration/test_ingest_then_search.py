@@ -172,7 +172,10 @@ def test_a_scan_is_ocrd_and_found_with_its_page(stack: Stack, unique: str) -> No
     assert meta["file_id"] == file_id
     # 0-based: Open WebUI shows "page 1" and links #page=1.
     assert meta["page"] == 0
-    assert meta["ocr"] is True
+    assert meta["extractor"] == "kreuzberg"
+    # Internal fields stay internal (SEARCH_METADATA_FIELDS).
+    assert "user_id" not in meta
+    assert "ingest_version" not in meta
 
 
 def test_stock_open_webui_document_loader_gets_pages(stack: Stack) -> None:

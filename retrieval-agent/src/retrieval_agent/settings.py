@@ -40,6 +40,11 @@ class Settings(ContractSettings):
 
     # Response shape: one merged list (what Open WebUI reads) or one list per resolved query.
     search_result_sets: ResultSets = "merged"
+    search_metadata_fields: str = Field(
+        default="name,source,file_id,collection_name,page,headers,title,authors,languages,extractor,data",
+        description="Comma-separated meta keys /search returns (what citations need); * returns the stored meta "
+        "verbatim, with the uploader's user_id, version fields and hashes.",
+    )
     multi_query_rrf_k: int = Field(default=60, ge=1, description="RRF constant when merging several queries.")
 
     # Hybrid search: one Query API call, weighted RRF over a dense leg, a sparse (BM42) leg and one
@@ -98,6 +103,12 @@ class Settings(ContractSettings):
     agent_api_base_url: str | None = None
     agent_api_key: SecretStr | None = None
     query_generation_timeout: float = Field(default=10.0, gt=0)
+
+    @property
+    def public_metadata_fields(self) -> frozenset[str] | None:
+        """The meta keys /search returns; None means every stored key."""
+        fields = [part.strip() for part in self.search_metadata_fields.split(",") if part.strip()]
+        return None if "*" in fields else frozenset(fields)
 
     @field_validator("api_key")
     @classmethod

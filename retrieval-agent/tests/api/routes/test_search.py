@@ -249,7 +249,8 @@ def test_search_never_mixes_two_versions_of_a_file(
     for index, text in enumerate(new_chunks):
         meta = chunk_meta("kb-a", "paris.pdf", index + 1, index, ingest_version="v2", ingest_seq=2)
         anyio.run(add_chunk, seeded, embedder, f"paris-v2-{index}", text, meta)
-    api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
+    # The version fields are internal: returned only with SEARCH_METADATA_FIELDS=*.
+    api = app_factory(make_settings(enable_hybrid_search=hybrid, search_metadata_fields="*"), seeded)
     data = api.post("/search", json=body(k=10), headers=AUTH).json()
     paris = [meta for meta in data["metadatas"][0] if meta["file_id"] == "file-paris.pdf"]
     assert len(paris) == 2
@@ -338,3 +339,30 @@ def test_a_large_k_is_clamped(api: TestClient) -> None:
 
 def test_a_request_within_the_limits_is_not_marked(api: TestClient) -> None:
     assert ADJUSTED not in api.post("/search", json=body(), headers=AUTH).headers
+
+
+def test_metadata_carries_what_citations_need_and_nothing_internal(api: TestClient) -> None:
+    meta = api.post("/search", json=body(), headers=AUTH).json()["metadatas"][0][0]
+    assert {"name", "source", "file_id", "page", "headers"} <= set(meta)
+    assert not {"user_id", "ingest_version", "ingest_seq", "ingest_state", "content_hash", "indexed_at"} & set(meta)
+    assert set(meta) <= {
+        "name",
+        "source",
+        "file_id",
+        "collection_name",
+        "page",
+        "headers",
+        "title",
+        "authors",
+        "languages",
+        "extractor",
+        "data",
+    }
+
+
+def test_a_star_returns_the_stored_meta_verbatim(
+    app_factory: Callable[..., TestClient], settings: Settings, seeded: ChunkStore
+) -> None:
+    api = app_factory(settings.model_copy(update={"search_metadata_fields": "*"}), seeded)
+    meta = api.post("/search", json=body(), headers=AUTH).json()["metadatas"][0][0]
+    assert (meta["ingest_version"], meta["ingest_state"], meta["split_id"]) == ("v1", "live", 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from fastapi import APIRouter, Response
 
@@ -16,6 +17,13 @@ from shared_contract.http import ERROR_RESPONSES
 logger = logging.getLogger(__name__)
 
 router = APIRouter(tags=["search"], dependencies=[BEARER], responses=ERROR_RESPONSES)
+
+
+def public_meta(meta: dict[str, Any], fields: frozenset[str] | None) -> dict[str, Any]:
+    """What the browser gets: the citation keys (SEARCH_METADATA_FIELDS), not the uploader or versions."""
+    if fields is None:
+        return meta
+    return {key: value for key, value in meta.items() if key in fields}
 
 
 async def search(body: SearchRequest, response: Response, search: SearchDep, metrics: MetricsDep) -> SearchResponse:
@@ -50,9 +58,10 @@ async def search(body: SearchRequest, response: Response, search: SearchDep, met
         [len(hits) for hits in outcome.result_sets],
         elapsed * 1000,
     )
+    fields = search.settings.public_metadata_fields
     return SearchResponse(
         documents=[[hit.content for hit in hits] for hits in outcome.result_sets],
-        metadatas=[[hit.meta for hit in hits] for hits in outcome.result_sets],
+        metadatas=[[public_meta(hit.meta, fields) for hit in hits] for hits in outcome.result_sets],
         distances=[[hit.score for hit in hits] for hits in outcome.result_sets],
     )
 
