@@ -5,7 +5,8 @@
 
 Per format and engine: documents read, pages, seconds per page; for OCR the character error rate
 (CER) on the scans whose text was established by reading their page images
-(benchmarks/extraction_truth.json). `--load` ingests a 21-page scan (the German scan's 3 pages
+(benchmarks/extraction_truth.json), and the word quality (`text_quality.word_quality`) of each
+reading, the measure of the garbage-text-layer rule. `--load` ingests a 21-page scan (the German scan's 3 pages
 seven times) while 4 clients search another tenant, and reports /search p50/p95 before and during.
 Results go to benchmarks/results/<stamp>-extraction-summary.json and are printed as Markdown.
 """
@@ -30,6 +31,7 @@ from benchmarks.client import ServiceClient
 from benchmarks.quality import RESULTS_DIR, WORK_DIR, machine
 from benchmarks.realdocs import DEFAULT_DOCS_DIR, doc_paths
 from benchmarks.stack import Stack, running_stack
+from ingestion_service.adapters.extractors.text_quality import word_quality
 
 TRUTH_PATH = Path(__file__).resolve().parent / "extraction_truth.json"
 SCAN_SOURCE = "pdf/kreuzberg__image_only_german_pdf.pdf"
@@ -131,6 +133,13 @@ async def run_extraction(stack: Stack, docs_dir: Path) -> dict[str, Any]:
                         document["meta"].get("text_layer") == "replaced-by-ocr" for document in documents
                     ),
                 }
+                if row["ok"]:
+                    # The measure behind the garbage-text-layer rule, on what the engine returned.
+                    row["word_quality"] = round(word_quality(text), 3)
+                    layer = next((d["meta"] for d in documents if "text_layer_quality" in d["meta"]), None)
+                    if layer is not None:
+                        row["text_layer_quality"] = layer["text_layer_quality"]
+                        row["ocr_quality"] = layer["ocr_quality"]
                 if relative in truth and row["ok"]:
                     row["cer"] = round(cer(text, truth[relative]), 4)
                 rows.append(row)

@@ -116,25 +116,44 @@ def _zip_type(path: Path) -> Detected:
     return Detected("application/zip", ".zip")
 
 
+_IMAGE_SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png", ".png"),
+    (b"\xff\xd8\xff", "image/jpeg", ".jpg"),
+    (b"GIF87a", "image/gif", ".gif"),
+    (b"GIF89a", "image/gif", ".gif"),
+    (b"II*\x00", "image/tiff", ".tif"),
+    (b"MM\x00*", "image/tiff", ".tif"),
+    (b"II+\x00", "image/tiff", ".tif"),  # BigTIFF
+    (b"MM\x00+", "image/tiff", ".tif"),
+)
+# BMP starts with just "BM", so the DIB header's size (offset 14) must be one of the known ones.
+_BMP_DIB_SIZES = frozenset({12, 40, 52, 56, 64, 108, 124})
+# PDF readers accept junk before the header (some real PDFs carry it); pypdf_engine uses the same window.
+PDF_HEADER_WINDOW = 1024
+
+
 def _signature(path: Path, head: bytes) -> Detected | None:
-    # PDF readers accept junk before the header; pypdf_engine uses the same window.
-    if b"%PDF-" in head[:1024]:
+    if b"%PDF-" in head[:PDF_HEADER_WINDOW]:
         return Detected("application/pdf", ".pdf")
     if head.startswith(b"PK\x03\x04"):
         return _zip_type(path)
     if head.startswith(b"{\\rtf"):
         return Detected("application/rtf", ".rtf")
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return Detected("image/png", ".png")
-    if head.startswith(b"\xff\xd8\xff"):
-        return Detected("image/jpeg", ".jpg")
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return Detected("image/gif", ".gif")
-    if head.startswith((b"II*\x00", b"MM\x00*")):
-        return Detected("image/tiff", ".tif")
+    for signature, media_type, suffix in _IMAGE_SIGNATURES:
+        if head.startswith(signature):
+            return Detected(media_type, suffix)
     if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
         return Detected("image/webp", ".webp")
+    if head[:2] == b"BM" and len(head) >= 18 and int.from_bytes(head[14:18], "little") in _BMP_DIB_SIZES:
+        return Detected("image/bmp", ".bmp")
     return None
+
+
+def sniff(path: Path) -> Detected | None:
+    """The document type ``path``'s bytes show (its signature), whatever its name (blocking)."""
+    with path.open("rb") as handle:
+        head = handle.read(PDF_HEADER_WINDOW)
+    return _signature(path, head)
 
 
 def _samples(path: Path, size: int) -> list[bytes]:

@@ -242,3 +242,20 @@ def test_a_file_without_an_extension_is_read_as_what_its_bytes_are(
     stored = points(client, file_id="bare")
     assert word in "\n".join(record.payload["content"] for record in stored)
     assert stored[0].payload["meta"]["name"] == "scan-from-the-copier"
+
+
+def test_a_damaged_chart_part_costs_only_the_chart_text_and_says_so(
+    client: TestClient, upload: Upload, docs: Path, points: Points, tmp_path: Path
+) -> None:
+    import zipfile
+
+    damaged = tmp_path / "tables-with-a-broken-chart.docx"
+    with zipfile.ZipFile(docs / "docx/docling__word_tables.docx") as source, zipfile.ZipFile(damaged, "w") as target:
+        for item in source.infolist():
+            target.writestr(item, source.read(item.filename))
+        target.writestr("word/charts/chart1.xml", b"<c:chartSpace xmlns:c='x'><unclosed>")
+    response = upload(client, damaged, file_id="charts")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="charts")
+    assert "Header 0.0" in "\n".join(record.payload["content"] for record in stored)
+    assert "chart1.xml" in stored[0].payload["meta"]["office_extras_skipped"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,16 @@ class KreuzbergConverter:
         )
 
     def _extract(self, path: Path, config: Any, *, ocr: bool) -> Any:
+        return self._run(lambda: self._kreuzberg.extract_file_sync(str(path), config=config), ocr=ocr)
+
+    def _extract_png(self, png: bytes) -> Any:
+        """OCR one rendered page (a mixed PDF's page without a text layer)."""
+        return self._run(
+            lambda: self._kreuzberg.extract_bytes_sync(png, "image/png", config=self._ocr_config), ocr=True
+        )
+
+    def _run(self, extraction: Callable[[], Any], *, ocr: bool) -> Any:
+        """One kreuzberg call (holding an OCR slot when it OCRs), its errors typed."""
         from kreuzberg.exceptions import (
             KreuzbergError,
             MissingDependencyError,
@@ -155,8 +166,8 @@ class KreuzbergConverter:
         try:
             if ocr:
                 with self._ocr_slots:
-                    return self._kreuzberg.extract_file_sync(str(path), config=config)
-            return self._kreuzberg.extract_file_sync(str(path), config=config)
+                    return extraction()
+            return extraction()
         except OCRError as exc:
             if self._ocr.enabled:
                 raise _errors.engine_fault(ENGINE, f"OCR failed: {exc.message}") from exc
@@ -209,7 +220,9 @@ class KreuzbergConverter:
         meta = document_metadata(result.metadata, result.detected_languages)
         meta["mime_type"] = result.mime_type
         meta.update(ocr_meta)
-        extras = self._office_extras(source, result.mime_type, result.content)
+        extras, extras_error = self._office_extras(source, result.mime_type, result.content)
+        if extras_error is not None:
+            meta["office_extras_skipped"] = extras_error
         documents = self._documents(result, meta, paged=self._paged(result.mime_type), extras=extras)
         if blank_pages:
             documents = self._with_ocr_pages(source.path, documents, blank_pages, meta)
@@ -223,7 +236,6 @@ class KreuzbergConverter:
     ) -> list[Document]:
         """Insert OCR'd text for the pages of a mixed PDF that have no text layer."""
         import pypdfium2 as pdfium
-        from kreuzberg.exceptions import KreuzbergError
 
         added: list[Document] = []
         with PDFIUM_LOCK:
@@ -238,13 +250,7 @@ class KreuzbergConverter:
                         page.close()
                 buffer = io.BytesIO()
                 image.save(buffer, format="PNG")
-                try:
-                    with self._ocr_slots:
-                        result = self._kreuzberg.extract_bytes_sync(
-                            buffer.getvalue(), "image/png", config=self._ocr_config
-                        )
-                except KreuzbergError as exc:
-                    raise _errors.engine_fault(ENGINE, f"OCR of page {number + 1} failed: {exc.message}") from exc
+                result = self._extract_png(buffer.getvalue())
                 text = strip_markers(result.content)
                 if text:
                     added.append(Document(content=text, meta={**meta, **self._ocr_meta(), "page": number}))
@@ -290,9 +296,10 @@ class KreuzbergConverter:
     def _paged(mime: str) -> bool:
         return mime.startswith(_PAGED_PREFIXES) or mime in _PAGED_TYPES
 
-    def _office_extras(self, source: SourceFile, mime: str, content: str) -> str:
+    def _office_extras(self, source: SourceFile, mime: str, content: str) -> tuple[str, str | None]:
+        """Chart/drawing/SmartArt Markdown kreuzberg skipped, and why it could not be read (if so)."""
         if mime not in _OOXML_TYPES:
-            return ""
+            return "", None
         from ingestion_service.adapters.extractors.office_extras import (
             OfficeExtrasError,
             dedupe_against,
@@ -300,13 +307,14 @@ class KreuzbergConverter:
         )
 
         try:
-            return dedupe_against(content, office_extra_markdown(source.path, mime))
+            return dedupe_against(content, office_extra_markdown(source.path, mime)), None
         except OfficeExtrasError as exc:
-            # The main text is already read; a damaged chart part costs only the chart's text.
+            # The main text is already read; a damaged chart part costs only the chart's text, and
+            # the chunks say so (meta.office_extras_skipped) besides the log line.
             logger.warning(
                 "chart and drawing text skipped: %s", exc, extra={"file_name": source.filename, "error": str(exc)}
             )
-            return ""
+            return "", str(exc)
 
     @staticmethod
     def _documents(result: Any, meta: dict[str, Any], *, paged: bool, extras: str = "") -> list[Document]:

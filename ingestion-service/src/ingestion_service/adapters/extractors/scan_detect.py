@@ -14,28 +14,15 @@ from pathlib import Path
 
 from ingestion_service.adapters.extractors.base import SourceFile
 from ingestion_service.adapters.extractors.pdf_survey import MIN_TEXT_CHARS, survey_pdf
+from ingestion_service.content import sniff
 
 SAMPLE_PAGES = 5
-# Some real PDFs carry junk before the header (see the eval docs); PDF readers accept that.
-_PDF_HEADER_WINDOW = 1024
-_SIGNATURES: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "png"),
-    (b"\xff\xd8\xff", "jpeg"),
-    (b"II*\x00", "tiff"),
-    (b"MM\x00*", "tiff"),
-    (b"II+\x00", "tiff"),  # BigTIFF
-    (b"MM\x00+", "tiff"),
-    (b"GIF87a", "gif"),
-    (b"GIF89a", "gif"),
-)
-# BMP starts with just "BM", so the DIB header's size (offset 14) must be one of the known ones.
-_BMP_DIB_SIZES = frozenset({12, 40, 52, 56, 64, 108, 124})
 
 
 def is_pdf(path: Path) -> bool:
     """Whether the file starts (within its first KiB) with a PDF header."""
-    with path.open("rb") as handle:
-        return b"%PDF-" in handle.read(_PDF_HEADER_WINDOW)
+    detected = sniff(path)
+    return detected is not None and detected.media_type == "application/pdf"
 
 
 def pdf_text_chars(path: Path, max_pages: int = SAMPLE_PAGES) -> list[int] | None:
@@ -58,16 +45,10 @@ def is_image_only_pdf(path: Path) -> bool:
 
 def image_format(path: Path) -> str | None:
     """png / jpeg / tiff / gif / webp / bmp from the file's signature, else None."""
-    with path.open("rb") as handle:
-        head = handle.read(32)
-    for signature, name in _SIGNATURES:
-        if head.startswith(signature):
-            return name
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "webp"
-    if head[:2] == b"BM" and len(head) >= 18 and int.from_bytes(head[14:18], "little") in _BMP_DIB_SIZES:
-        return "bmp"
-    return None
+    detected = sniff(path)
+    if detected is None or not detected.media_type.startswith("image/"):
+        return None
+    return detected.media_type.removeprefix("image/")
 
 
 def is_image_file(source: SourceFile) -> bool:

@@ -72,15 +72,8 @@ class FileConverter:
         with timed(self.observer, "converter"):
             converter = self.registry.get(engine if engine is not None else self.default_engine)
             checkpoint()
-            try:
-                extracted = converter.convert(source)
-            except IngestionError:
-                raise
-            except Exception as exc:  # an engine bug is still an extraction failure, typed as one
-                raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
+            extracted = convert_checked(converter, source, max_chars=self.max_chars)
             checkpoint()
-            check_extracted_size(extracted, self.max_chars)
-            require_text(extracted)
             documents = [
                 # A router (auto) records the concrete engine it chose; others are their own extractor.
                 Document(
