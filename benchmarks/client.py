@@ -106,14 +106,25 @@ class ServiceClient:
         return IngestResult(file_id=file_id, chunks=int(body.get("chunks_count", 0)), seconds=elapsed)
 
     async def search(self, query: str, collection_names: list[str], k: int) -> SearchResult:
+        return await self.search_body({"queries": [query], "collection_names": collection_names, "k": k})
+
+    async def search_body(self, body: dict[str, Any]) -> SearchResult:
         started = time.perf_counter()
-        response = await self._search.post(
-            "/search", json={"queries": [query], "collection_names": collection_names, "k": k}
-        )
+        response = await self._search.post("/search", json=body)
         elapsed = time.perf_counter() - started
         if response.status_code != 200:
             raise BenchmarkHTTPError("search", response.status_code, response.text)
         return SearchResult(hits=parse_search(response.json()), seconds=elapsed)
+
+
+async def search_chat(
+    client: ServiceClient, messages: list[dict[str, str]], collection_names: list[str], k: int
+) -> SearchResult:
+    """A search as Open WebUI's bypass mode sends it: the last user message as the query, plus the chat."""
+    last_user = next(message["content"] for message in reversed(messages) if message["role"] == "user")
+    return await client.search_body(
+        {"queries": [last_user], "messages": messages, "collection_names": collection_names, "k": k}
+    )
 
 
 def parse_search(body: dict[str, Any]) -> list[Hit]:

@@ -18,6 +18,9 @@ ErrorCode = Literal[
     "INGEST_TIMEOUT",
     "CLIENT_DISCONNECTED",
     "SHUTTING_DOWN",
+    "JOB_NOT_FOUND",
+    "JOB_QUEUE_FULL",
+    "JOB_CANCELLED",
 ]
 
 
@@ -165,6 +168,43 @@ class ShuttingDownError(IngestAbortedError):
     code = "SHUTTING_DOWN"
     public_message = "The service is shutting down; the ingest was aborted. Retry it."
     status_code = 503
+
+
+class JobCancelledError(IngestAbortedError):
+    """An async ingest job was cancelled with DELETE on its resource; never an HTTP answer, only a job's error."""
+
+    code = "JOB_CANCELLED"
+    public_message = "The ingest job was cancelled; nothing was stored and the previous version is kept."
+    status_code = 499
+
+
+class JobNotFoundError(IngestionError):
+    """No async ingest job with this id in this process: never created, expired, or lost in a restart (404)."""
+
+    code = "JOB_NOT_FOUND"
+    public_message = (
+        "No ingest job with this id: unknown, finished longer than INGEST_JOB_TTL_SECONDS ago, "
+        "or created by another process or before a restart (jobs live in memory)."
+    )
+    status_code = 404
+    server_fault = False
+
+
+class JobQueueFullError(IngestionError):
+    """INGEST_JOBS_MAX jobs are queued or running, none finished to drop (503: retry later or elsewhere)."""
+
+    code = "JOB_QUEUE_FULL"
+    public_message = "Too many ingest jobs are queued or running; retry later."
+    status_code = 503
+    # Load, not a fault: the registry logs it at WARNING.
+    server_fault = False
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"{limit} unfinished ingest jobs")
+        self.limit = limit
+
+    def detail(self) -> str:
+        return f"{self.limit} ingest jobs (INGEST_JOBS_MAX) are queued or running; retry later."
 
 
 class S3FetchError(IngestionError):

@@ -13,7 +13,7 @@ from prometheus_client import ProcessCollector
 
 from ingestion_service.api.auth import BEARER, install_edge
 from ingestion_service.api.errors import install_error_handlers
-from ingestion_service.api.routes import documents, extract, health, ingest, loader, metrics
+from ingestion_service.api.routes import documents, extract, health, ingest, jobs, loader, metrics
 from ingestion_service.runtime import ServiceHooks, ServiceRuntime
 from ingestion_service.settings import Settings, get_settings
 from shared_contract.http import ERROR_RESPONSES
@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
     install_error_handlers(app)
     install_edge(app, resolved)
     app.include_router(health.router)
-    for router in (ingest.router, extract.router, loader.router, documents.router, metrics.router):
+    for router in (ingest.router, jobs.router, extract.router, loader.router, documents.router, metrics.router):
         app.include_router(router, dependencies=[BEARER], responses=ERROR_RESPONSES)
     return app
 

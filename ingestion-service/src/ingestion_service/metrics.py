@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _BYTES_BUCKETS = (1e3, 1e4, 1e5, 1e6, 5e6, 1e7, 5e7, 1e8, 5e8)
 _CHUNK_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000)
@@ -53,6 +53,17 @@ class IngestMetrics:
         self.cleanup_failures = Counter(
             "ingest_cleanup_failures_total", "Failed removals of a failed run's own points.", registry=self.registry
         )
+        self.ingest_jobs = Counter(
+            "ingest_jobs_total",
+            "Async ingest jobs by final state (succeeded, failed, aborted).",
+            ["state"],
+            registry=self.registry,
+        )
+        self.ingest_jobs_active = Gauge(
+            "ingest_jobs_active", "Async ingest jobs now queued or running.", ["state"], registry=self.registry
+        )
+        for state in ("queued", "running"):
+            self.ingest_jobs_active.labels(state=state).set(0)
         self.stage_duration = Histogram(
             "pipeline_stage_duration_seconds",
             "Wall time per pipeline stage.",

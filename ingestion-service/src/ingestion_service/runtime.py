@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -13,6 +14,7 @@ from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.extractors import ConverterFactory, ConverterRegistry, tessdata
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.adapters.tokenizer import load_token_counter
+from ingestion_service.jobs import JobRegistry
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
@@ -46,6 +48,7 @@ class ServiceHooks:
     (fault injection). ``before_commit``: called between write and commit (interleaving tests).
     ``index_factory``: wrap the chunk index (store faults in commit/cleanup/delete).
     ``store``: an already-open store to use instead of opening one from the settings.
+    ``job_clock``: the monotonic clock async ingest jobs expire by (TTL tests).
     """
 
     embedder: ContractEmbedder | None = None
@@ -55,6 +58,7 @@ class ServiceHooks:
     before_commit: BeforeCommitHook | None = None
     index_factory: Callable[[ChunkStore], ChunkIndex] | None = None
     store: ChunkStore | None = None
+    job_clock: Callable[[], float] | None = None
 
 
 @dataclass
@@ -95,6 +99,13 @@ class ServiceRuntime:
         self.runner: IndexingRunner | None = None
         self.scratch = ScratchSpace(settings.scratch_dir if settings.scratch_dir is not None else default_root())
         self._bootstrap_lock = anyio.Lock()
+        self.jobs = JobRegistry(
+            max_jobs=settings.ingest_jobs_max,
+            ttl_seconds=settings.ingest_job_ttl_seconds,
+            timeout_seconds=settings.ingest_timeout_seconds,
+            metrics=self.metrics,
+            clock=self.hooks.job_clock or time.monotonic,
+        )
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -181,8 +192,12 @@ class ServiceRuntime:
         """Abort running ingests, then release the staging area, HTTP clients and store (unless handed in).
 
         The server has already waited SHUTDOWN_GRACE_SECONDS for running requests; what is left is
-        aborted (pending points removed, previous versions kept) within ABORT_WAIT_SECONDS.
+        aborted (pending points removed, previous versions kept) within ABORT_WAIT_SECONDS. Async
+        jobs are no requests the server waits for, so they get SHUTDOWN_GRACE_SECONDS here first.
         """
+        await self.jobs.shutdown(
+            grace_seconds=self.settings.shutdown_grace_seconds, abort_wait_seconds=ABORT_WAIT_SECONDS
+        )
         if self.runner is not None and self.runner.abort_all():
             logger.warning("shutting down: aborting running ingests; their previous versions are kept")
             if not await self.runner.wait_idle(ABORT_WAIT_SECONDS):

@@ -69,6 +69,18 @@ class Settings(ContractSettings):
         ge=0,
         description="On SIGTERM, running ingests get this long before they are aborted (below Kubernetes' 30 s).",
     )
+    ingest_jobs_max: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="Async ingest jobs held in memory; the oldest finished go first, all unfinished: 503.",
+    )
+    ingest_job_ttl_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        le=7 * 24 * 3600,
+        description="How long a finished async ingest job stays readable (GET /api/v1/ingest/jobs/{job_id}).",
+    )
     scratch_dir: Path | None = Field(
         default=None, description="Where uploads are staged (default: <system temp>/ingestion-service)."
     )

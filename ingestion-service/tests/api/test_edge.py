@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from starlette.types import Message, Scope
 
 from ingestion_service.api.uploads import FORM_OVERHEAD_BYTES
+from shared_contract.http import hint_for
 
 if TYPE_CHECKING:
     from ..conftest import AppFactory  # noqa: TID252
@@ -84,8 +85,9 @@ def test_malformed_json_without_a_key_is_401(client: TestClient) -> None:
     assert response.headers["www-authenticate"] == "Bearer"
     assert response.json() == {
         "status": False,
-        "error": "Invalid API key",
+        "error": "Missing or wrong API key.",
         "code": "UNAUTHORIZED",
+        "hint": hint_for("UNAUTHORIZED"),
         "request_id": response.headers["x-request-id"],
     }
 
@@ -126,6 +128,7 @@ def test_unknown_route_and_wrong_method_are_flat(client: TestClient) -> None:
         "status": False,
         "error": "Not Found",
         "code": "NOT_FOUND",
+        "hint": hint_for("NOT_FOUND"),
         "request_id": missing.headers["x-request-id"],
     }
     wrong = client.get("/api/v1/ingest")

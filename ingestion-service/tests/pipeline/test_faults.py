@@ -23,6 +23,7 @@ from ingestion_service.pipeline.indexing import PipelineParts
 from ingestion_service.runtime import ServiceHooks
 from shared_contract import ContractEmbedder, EmbeddingError, QdrantUnavailableError, SparseEmbeddingError
 from shared_contract.embedding.types import DocumentVectors
+from shared_contract.http import hint_for
 from shared_contract.store import ChunkPoint
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ def test_converter_failure(app_client: AppFactory, upload: Upload, docs: Path, p
         "status": False,
         "error": "Document extraction failed.",
         "code": "EXTRACTION_FAILED",
+        "hint": hint_for("EXTRACTION_FAILED"),
         "request_id": response.headers["x-request-id"],
     }
     _assert_intact(before, after)
@@ -169,6 +171,7 @@ def test_writer_failing_mid_write_leaves_no_partial_chunks(
         "status": False,
         "error": "Writing to Qdrant failed.",
         "code": "QDRANT_WRITE_FAILED",
+        "hint": hint_for("QDRANT_WRITE_FAILED"),
         "request_id": response.headers["x-request-id"],
     }
     _assert_intact(before, after)

@@ -46,6 +46,11 @@ class SearchMetrics:
             ["adjustment"],
             registry=self.registry,
         )
+        self.follow_ups = Counter(
+            "search_follow_ups_total",
+            "Follow-up turns searched with the previous user turn (no LLM rewrote them).",
+            registry=self.registry,
+        )
         self.query_generation_fallbacks = Counter(
             "query_generation_fallbacks_total",
             "Query generations that failed and fell back to the last user message.",

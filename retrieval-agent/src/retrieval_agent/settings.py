@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Literal, Self
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
+from retrieval_agent.search.queries import FollowUpMode
+from retrieval_agent.search.relevance import DEFAULT_MODELS, ModelName, PlattModel, RerankerScale, parse_models
 from shared_contract import ContractConfigError, ContractSettings, load_settings
 from shared_contract.http import LogFormat
 from shared_contract.settings import check_api_key, check_http_url
@@ -31,8 +35,9 @@ class Settings(ContractSettings):
     log_level: LogLevel = "INFO"
     log_format: LogFormat = Field(default="json", description="json: one JSON object per line; text: plain lines.")
     metrics_enabled: bool = True
-    # /search's largest valid body (10 queries, 50 messages of 10,000 characters, escaped) is ~3 MB.
-    max_request_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="Request body cap of every route.")
+    # Open WebUI's bypass mode forwards chat turns verbatim, pasted images as base64 parts included
+    # (only their text is used): a 4 MiB cap turned a pasted photo into "no sources".
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, gt=0, description="Request body cap of every route.")
 
     query_embedding_threads: int = Field(
         default=1, ge=0, description="ONNX threads of the query embedding model; 0 = EMBEDDING_THREADS."
@@ -94,6 +99,18 @@ class Settings(ContractSettings):
     reranker_api_key: SecretStr | None = None
     reranker_timeout: float = Field(default=10.0, gt=0)
     initial_retrieval_multiplier: int = Field(default=3, ge=1, le=20)
+    reranker_score_scale: Literal["auto", "logit", "probability"] = Field(
+        default="auto",
+        description="What the reranker returns: logits (fastembed) or probabilities in [0, 1] (TEI, Infinity, "
+        "Cohere); auto picks by RERANKER_PROVIDER. Reranked relevance is sigmoid(logit) or the probability.",
+    )
+
+    # Calibrated relevance (the /search distances).
+    relevance_calibration: str = Field(
+        default="",
+        description='JSON {"native_hybrid"|"native_hybrid_other_languages"|"dense"|"bm25_fallback": [intercept, '
+        "cosine, fused]} overriding the fitted Platt coefficients (python -m benchmarks.calibration fits your own).",
+    )
 
     # Query generation (linear mode).
     enable_query_generation: bool = True
@@ -103,6 +120,28 @@ class Settings(ContractSettings):
     agent_api_base_url: str | None = None
     agent_api_key: SecretStr | None = None
     query_generation_timeout: float = Field(default=10.0, gt=0)
+    followup_context: FollowUpMode = Field(
+        default="both",
+        description="Without an LLM, a follow-up turn is searched with the previous user turn: both (the "
+        "follow-up alone and previous + follow-up, fused), combined (previous + follow-up only), off.",
+    )
+    followup_max_words: int = Field(
+        default=6, ge=0, le=50, description="A user turn of at most this many words counts as a follow-up."
+    )
+
+    @property
+    def relevance_models(self) -> Mapping[ModelName, PlattModel]:
+        """The Platt models per retrieval path: the defaults, with RELEVANCE_CALIBRATION's overrides."""
+        if not self.relevance_calibration.strip():
+            return DEFAULT_MODELS
+        return parse_models(json.loads(self.relevance_calibration))
+
+    @property
+    def effective_reranker_score_scale(self) -> RerankerScale:
+        """RERANKER_SCORE_SCALE, with auto resolved: fastembed returns logits, HTTP rerankers probabilities."""
+        if self.reranker_score_scale != "auto":
+            return self.reranker_score_scale
+        return "logit" if self.reranker_provider == "fastembed" else "probability"
 
     @property
     def public_metadata_fields(self) -> frozenset[str] | None:
@@ -119,6 +158,19 @@ class Settings(ContractSettings):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return check_http_url(value)
+
+    @field_validator("relevance_calibration")
+    @classmethod
+    def _calibration(cls, value: str) -> str:
+        if value.strip():
+            try:
+                raw = json.loads(value)
+                if not isinstance(raw, dict):
+                    raise ValueError("expected a JSON object")
+                parse_models(raw)
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                raise ContractConfigError("RELEVANCE_CALIBRATION", str(exc)) from exc
+        return value
 
     @model_validator(mode="after")
     def _check_reranker(self) -> Self:

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.types import Message, Scope
 
-from shared_contract.http import log_handler
+from shared_contract.http import hint_for, log_handler
 from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, make_settings  # noqa: TID252
@@ -83,8 +83,9 @@ def test_malformed_json_without_a_key_is_401(api: TestClient) -> None:
     assert response.headers["www-authenticate"] == "Bearer"
     assert response.json() == {
         "status": False,
-        "error": "Invalid API key",
+        "error": "Missing or wrong API key.",
         "code": "UNAUTHORIZED",
+        "hint": hint_for("UNAUTHORIZED"),
         "request_id": response.headers["x-request-id"],
     }
 
@@ -97,6 +98,7 @@ def test_a_body_that_is_not_utf8_is_422_in_the_flat_shape(api: TestClient) -> No
         "status": False,
         "error": "Invalid request: the body could not be decoded.",
         "code": "INVALID_REQUEST",
+        "hint": hint_for("INVALID_REQUEST"),
         "request_id": response.headers["x-request-id"],
     }
 
@@ -108,6 +110,7 @@ def test_malformed_json_with_the_key_is_422_in_the_flat_shape(api: TestClient) -
         "status": False,
         "error": "Invalid request: the body is not valid JSON.",
         "code": "INVALID_REQUEST",
+        "hint": hint_for("INVALID_REQUEST"),
         "request_id": response.headers["x-request-id"],
     }
 
@@ -147,6 +150,7 @@ def test_unknown_route_and_wrong_method_are_flat(api: TestClient) -> None:
         "status": False,
         "error": "Not Found",
         "code": "NOT_FOUND",
+        "hint": hint_for("NOT_FOUND"),
         "request_id": missing.headers["x-request-id"],
     }
     wrong = api.get("/search", headers=AUTH)
@@ -213,7 +217,7 @@ def test_openapi_declares_bearer_and_the_error_model(api: TestClient) -> None:
         for status in ("401", "413", "415", "422"):
             schema = operation["responses"][status]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}
-    assert set(spec["components"]["schemas"]["ErrorBody"]["required"]) == {"error", "code", "request_id"}
+    assert set(spec["components"]["schemas"]["ErrorBody"]["required"]) == {"error", "code", "hint", "request_id"}
     assert "security" not in spec["paths"]["/health"]["get"]
 
 
@@ -241,5 +245,6 @@ def test_an_unexpected_error_is_500_with_the_request_id(
         "status": False,
         "error": "Unexpected search failure.",
         "code": "SEARCH_FAILED",
+        "hint": hint_for("SEARCH_FAILED"),
         "request_id": "bug-1",
     }

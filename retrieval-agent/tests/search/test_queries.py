@@ -13,8 +13,10 @@ from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.queries import (
     DEFAULT_TEMPLATE,
     ChatMessage,
+    FollowUpPolicy,
     QueryGenerator,
     ResolvedQueries,
+    is_follow_up,
     render_prompt,
     resolve_queries,
 )
@@ -88,3 +90,103 @@ def test_render_prompt_substitutes_dollar_placeholders_only() -> None:
     )
     assert "2026-11-21" in render_prompt("", [LAST], now=now)
     assert "$chat_history" in DEFAULT_TEMPLATE
+
+
+FIRST = ChatMessage(role="user", content="Which symptoms must the kindergarten report?")
+ANSWER = ChatMessage(role="assistant", content="Fever and blisters.")
+
+
+def resolve_follow_up(queries: Any, messages: Any, policy: FollowUpPolicy, metrics: SearchMetrics) -> ResolvedQueries:
+    return anyio.run(lambda: resolve_queries(queries, messages, generator=None, metrics=metrics, follow_up=policy))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How soon?",  # short
+        "And how soon must it be reported to the ministry of education?",  # opens with "and"
+        "What about the reporting deadline for the private kindergartens in Taipei?",  # "what about"
+        "How quickly does the school have to send them to the campus safety network?",  # pronoun
+        "Hvad med de private børnehaver i Aarhus og resten af Jylland?",  # Danish opener
+    ],
+)
+def test_follow_up_turns_are_recognised(text: str) -> None:
+    assert is_follow_up(text, max_words=6)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How many people received the first spam message on ARPANET?",
+        "Hvilken dag blev Europa-Parlamentets session afbrudt i december?",
+        "",
+    ],
+)
+def test_self_contained_questions_are_not_follow_ups(text: str) -> None:
+    assert not is_follow_up(text, max_words=6)
+
+
+def test_a_follow_up_is_searched_with_the_previous_user_turn() -> None:
+    metrics = SearchMetrics()
+    follow = ChatMessage(role="user", content="And how soon?")
+    resolved = resolve_follow_up([follow.content], [FIRST, ANSWER, follow], FollowUpPolicy("combined"), metrics)
+    combined = f"{FIRST.content} {follow.content}"
+    assert resolved == ResolvedQueries([combined], primary=combined, source="follow_up")
+    assert metrics.registry.get_sample_value("search_follow_ups_total") == 1
+
+
+def test_both_mode_also_searches_the_follow_up_alone() -> None:
+    follow = ChatMessage(role="user", content="And how soon?")
+    resolved = resolve_follow_up(None, [FIRST, ANSWER, follow], FollowUpPolicy("both"), SearchMetrics())
+    assert resolved.queries == [follow.content, f"{FIRST.content} {follow.content}"]
+
+
+def test_off_mode_and_first_turns_search_the_message_alone() -> None:
+    follow = ChatMessage(role="user", content="And how soon?")
+    off = resolve_follow_up(None, [FIRST, ANSWER, follow], FollowUpPolicy("off"), SearchMetrics())
+    assert off == ResolvedQueries([follow.content], primary=follow.content, source="last_user_message")
+    alone = resolve_follow_up(None, [follow], FollowUpPolicy("combined"), SearchMetrics())
+    assert alone.source == "last_user_message"
+
+
+def test_a_self_contained_turn_after_another_topic_is_searched_alone() -> None:
+    switch = ChatMessage(role="user", content="How many people received the first spam message on ARPANET?")
+    resolved = resolve_follow_up([switch.content], [FIRST, ANSWER, switch], FollowUpPolicy("combined"), SearchMetrics())
+    assert resolved.queries == [switch.content]
+
+
+def test_explicit_queries_that_are_not_the_echo_are_not_combined() -> None:
+    follow = ChatMessage(role="user", content="And how soon?")
+    resolved = resolve_follow_up(["reporting deadline"], [FIRST, ANSWER, follow], FollowUpPolicy(), SearchMetrics())
+    assert resolved == ResolvedQueries(["reporting deadline"], primary=follow.content, source="explicit")
+
+
+def test_a_failed_llm_still_gets_the_follow_up_context() -> None:
+    follow = ChatMessage(role="user", content="And how soon?")
+
+    async def run() -> ResolvedQueries:
+        return await resolve_queries(
+            [follow.content],
+            [FIRST, ANSWER, follow],
+            generator=generator_returning(["late"], delay=2.0),
+            metrics=SearchMetrics(),
+            follow_up=FollowUpPolicy(),
+        )
+
+    resolved = anyio.run(run)
+    assert resolved.source == "follow_up"
+    # The default: the follow-up alone and with its context, fused.
+    assert resolved.queries == [follow.content, f"{FIRST.content} {follow.content}"]
+
+
+def test_open_webui_template_variables_are_filled() -> None:
+    chat = [ChatMessage(role="user", content=f"turn {index}") for index in range(6)]
+    template = "{{CURRENT_DATE}} | {{MESSAGES:END:2}} | {{MESSAGES:START:1}} | {{prompt:start:4}} | {{prompt}}"
+    rendered = render_prompt(template, chat, now=datetime(2026, 11, 23, tzinfo=UTC))
+    assert rendered == "2026-11-23 | USER: turn 4\nUSER: turn 5 | USER: turn 0 | turn | turn 5"
+
+
+def test_open_webui_middletruncate_keeps_both_ends() -> None:
+    chat = [ChatMessage(role="user", content=f"turn {index}") for index in range(5)]
+    assert render_prompt("{{MESSAGES:MIDDLETRUNCATE:2}}", chat) == "USER: turn 0\nUSER: turn 4"
+    assert render_prompt("{{MESSAGES}}", chat[:2]) == "USER: turn 0\nUSER: turn 1"

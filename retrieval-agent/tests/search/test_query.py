@@ -84,6 +84,7 @@ def test_hybrid_request_has_every_leg_filtered_idf_scoped_and_weighted() -> None
         query=models.RrfQuery(rrf=models.Rrf(k=60, weights=[1.0, 0.5, 2.0])),
         limit=10,
         with_payload=["content", "meta"],
+        with_vector=["text-dense"],
     )
 
 

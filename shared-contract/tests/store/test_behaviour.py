@@ -621,3 +621,17 @@ async def test_queries_return_the_payload_as_written(shared: Opened, tenant: Cal
     )
     assert hit.point_id == written.point_id
     assert hit.payload == dict(written.payload)
+
+
+async def test_a_query_returns_the_named_vectors_it_asks_for(shared: Opened, tenant: Callable[[], str]) -> None:
+    name = tenant()
+    written = point(name, "c0", text="Hundene løp", languages=["nn"], file_id="f")
+    await shared.store.upsert([written])
+    request = models.QueryRequest(
+        query=[1.0, 0.0, 0.0, 0.0], using="text-dense", filter=tenant_filter([name]), with_vector=["text-dense"]
+    )
+    [hit] = await shared.store.query(request)
+    assert hit.vectors is not None
+    assert hit.vectors["text-dense"] == pytest.approx(list(written.dense))
+    [plain] = await shared.store.query(request.model_copy(update={"with_vector": None}))
+    assert plain.vectors is None

@@ -466,6 +466,20 @@ async def test_a_hybrid_query_goes_out_as_one_query_request(created: ScriptedQdr
     ]
 
 
+async def test_a_query_asking_for_the_dense_vector_sends_with_vector_and_reads_it(
+    created: ScriptedQdrant, store: ServerStore
+) -> None:
+    created.results["points/query"] = {
+        "points": [{"id": POINT_A, "version": 3, "score": 0.5, "payload": {}, "vector": {"text-dense": [0.6, 0.8]}}]
+    }
+    hits = await store.query(
+        models.QueryRequest(query=[0.6, 0.8], using="text-dense", limit=1, with_vector=["text-dense"])
+    )
+    [sent] = created.sent("POST", "/points/query")
+    assert sent.body["with_vector"] == ["text-dense"]
+    assert hits == [PointRecord(point_id=POINT_A, payload={}, score=0.5, vectors={"text-dense": [0.6, 0.8]})]
+
+
 async def test_a_text_query_names_its_field_with_using(created: ScriptedQdrant, store: ServerStore) -> None:
     created.results["points/query"] = {"points": []}
     await store.query(models.QueryRequest(query=models.TextQuery(text="broene"), using="lexical_no", limit=5))

@@ -1,18 +1,107 @@
-"""The one place typed errors become wire bodies, in the shared flat shape (``shared_contract.http``)."""
+"""The one place typed errors become wire bodies, in the shared flat shape (``shared_contract.http``),
+with a hint per code (or per error class, where one code covers causes with different remedies)."""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from ingestion_service.errors import IngestionError, PipelineFailedError
-from shared_contract.http import error_response, install_framework_error_handlers
-
-logger = logging.getLogger(__name__)
+from ingestion_service.errors import (
+    EngineUnavailableError,
+    ErrorCode,
+    ExtractionDependencyError,
+    ForbiddenRequestError,
+    IngestionError,
+    JsonBodyTooLargeError,
+    NoExtractableTextError,
+    NotReadyError,
+    PayloadTooLargeError,
+    PipelineFailedError,
+    UnsupportedMediaTypeError,
+)
+from shared_contract.http import error_response, install_framework_error_handlers, register_hints
 
 CLEANUP_NOTE = " Removing this run's partial chunks failed too; the next ingest of this file removes them."
+
+# The codes only this service emits. INVALID_REQUEST, EMBEDDING_FAILED and SPARSE_EMBEDDING_FAILED
+# have their hints in shared_contract.http (both services report them).
+CODE_HINTS: Mapping[ErrorCode, str] = {
+    "EXTRACTION_FAILED": (
+        "Check that the file opens in its own application (not encrypted, not damaged); compare engines "
+        "with POST /api/v1/extract (form field engines=kreuzberg,tika,pypdf); the service's request_failed "
+        "log line with this request_id has the cause."
+    ),
+    "QDRANT_WRITE_FAILED": (
+        "Check QDRANT_URI (or QDRANT_PATH) and that Qdrant is up with disk to spare (GET /health/ready), "
+        "then ingest the file again; the previous version is kept."
+    ),
+    "S3_FETCH_FAILED": (
+        "Check that s3_bucket/s3_key name an existing object and the service's S3_ENDPOINT_URL, "
+        "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY; the request_failed log line has the S3 error."
+    ),
+    "PIPELINE_FAILED": (
+        "A fault inside the service: the request_failed log line with this request_id has the cause and "
+        "traceback. Retry once; report it if it repeats."
+    ),
+    "DELETE_FAILED": "Check that Qdrant is up (GET /health/ready) and send the delete again; it is idempotent.",
+    "DOCUMENT_TOO_LARGE": (
+        "Split the document, or raise the limit the error names (MAX_UNPACKED_BYTES, MAX_EXTRACTED_CHARS, "
+        "MAX_CHUNKS_PER_DOCUMENT) on the ingestion service."
+    ),
+    "UNSUPPORTED_CONTENT": (
+        "Send a document (PDF, Office, OpenDocument, HTML, text, image): the bytes were read as something "
+        "else, whatever the file name says."
+    ),
+    "INGEST_TIMEOUT": (
+        "Raise INGEST_TIMEOUT_SECONDS on the ingestion service (and Open WebUI's EXTERNAL_INGESTION_TIMEOUT "
+        "above it), or split the document; OCR of a long scan is slow."
+    ),
+    "CLIENT_DISCONNECTED": (
+        "The client closed the connection before the answer: raise its timeout (Open WebUI: "
+        "EXTERNAL_INGESTION_TIMEOUT) and send the file again."
+    ),
+    "SHUTTING_DOWN": "The service was stopping: send the request again (another replica, or once it is back).",
+    "JOB_NOT_FOUND": (
+        "Poll the job on the replica that accepted it, within INGEST_JOB_TTL_SECONDS of its end; "
+        "after a restart, submit the ingest again."
+    ),
+    "JOB_QUEUE_FULL": "Retry later, or raise INGEST_JOBS_MAX on the ingestion service.",
+    "JOB_CANCELLED": (
+        "The job was cancelled (DELETE on the job): submit the ingest again if the file is still wanted."
+    ),
+}
+
+# Where one code covers causes with different remedies; the most specific class wins.
+CLASS_HINTS: Mapping[type[IngestionError], str] = {
+    ForbiddenRequestError: (
+        "Use the collection_name the error names ('file-<file_id>' or 'user-memory-<user_id>'), or list "
+        "the bucket in S3_ALLOWED_BUCKETS on the ingestion service."
+    ),
+    PayloadTooLargeError: "Send a smaller file, or raise MAX_UPLOAD_BYTES on the ingestion service.",
+    JsonBodyTooLargeError: (
+        "Send the document as a multipart upload or through S3 (s3_bucket, s3_key); a JSON body carries "
+        "only the fields."
+    ),
+    UnsupportedMediaTypeError: (
+        "Send Content-Type application/json (a document in S3) or multipart/form-data (an upload)."
+    ),
+    EngineUnavailableError: (
+        "Pick another engine (EXTRACTION_ENGINE, or the request's engine field), or install the extra the error names."
+    ),
+    NotReadyError: (
+        "Wait until GET /health/ready answers 200; while it answers 503 its body says what is missing "
+        "(models loading, Qdrant unreachable, collection mismatch)."
+    ),
+    ExtractionDependencyError: (
+        "Check the setting the error names and that the service it points at is up, then retry."
+    ),
+    NoExtractableTextError: (
+        "The document has no text layer: keep ENABLE_OCR=true (the default) on the ingestion service, "
+        "or send a version with text."
+    ),
+}
 
 
 def error_message(exc: IngestionError, *, debug: bool) -> str:
@@ -33,8 +122,17 @@ def error_status(exc: IngestionError) -> int:
     return 422 if exc.status_code == 400 else exc.status_code
 
 
+def hint_of(exc: IngestionError) -> str | None:
+    """The class's own hint, else None (the body then gets the code's registered hint)."""
+    for cls in type(exc).__mro__:
+        if issubclass(cls, IngestionError) and cls in CLASS_HINTS:
+            return CLASS_HINTS[cls]
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers on ``app``: the shared framework handlers plus the domain errors."""
+    register_hints(CODE_HINTS)
     install_framework_error_handlers(app)
 
     def debug_of(request: Request) -> bool:
@@ -42,14 +140,22 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_ingestion_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, IngestionError)
-        if exc.status_code >= 500 and exc.server_fault:
-            logger.error("request failed: %s: %s", exc.code, exc, exc_info=exc)
-        return error_response(request, error_status(exc), exc.code, error_message(exc, debug=debug_of(request)))
+        status = error_status(exc)
+        return error_response(
+            request,
+            status,
+            exc.code,
+            error_message(exc, debug=debug_of(request)),
+            hint=hint_of(exc),
+            cause=exc,
+            # Expected 5xx outcomes (timeout, shutdown) need no traceback; the route says what happened.
+            log_traceback=status >= 500 and exc.server_fault,
+        )
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.exception("unhandled error", exc_info=exc)
         error = PipelineFailedError(f"{type(exc).__name__}: {exc}")
-        return error_response(request, 500, error.code, error_message(error, debug=debug_of(request)))
+        message = error_message(error, debug=debug_of(request))
+        return error_response(request, 500, error.code, message, cause=exc, log_traceback=True)
 
     app.add_exception_handler(IngestionError, on_ingestion_error)
     app.add_exception_handler(Exception, on_unexpected)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
+from ingestion_service.jobs import JobState
 from shared_contract import CollectionName
 
 # Linux and Open WebUI's own storage cap names at 255 bytes; longer ones are not real uploads.
@@ -106,6 +108,39 @@ class IngestResponse(BaseModel):
     collection_name: str
     chunks_count: int
     extraction: ExtractionInfo
+
+
+class IngestAccepted(BaseModel):
+    """202 body of an async ingest (``Prefer: respond-async`` or ``?mode=async``): the document is staged."""
+
+    status: bool = True
+    job_id: str
+    state: JobState
+    file_id: str
+    collection_name: str
+    status_url: str = Field(description="Where to poll the job; also the Location header.")
+
+
+class IngestJobResponse(BaseModel):
+    """GET /api/v1/ingest/jobs/{job_id}: an async ingest and, once finished, what the sync ingest would have answered."""
+
+    job_id: str
+    state: JobState
+    file_id: str
+    collection_name: str
+    created_at: datetime
+    started_at: datetime | None = Field(
+        description="When the pipeline run got its concurrency slot; null if it never got one "
+        "(still queued, cancelled while queued, or overwrite=false with an existing version)."
+    )
+    finished_at: datetime | None
+    result: dict[str, Any] | None = Field(
+        description="succeeded: the sync ingest's 200 body (IngestResponse), exactly; otherwise null."
+    )
+    error: dict[str, Any] | None = Field(
+        description="failed or aborted: the sync ingest's flat error body {status, error, code, request_id}, "
+        "request_id being the submitting request's; otherwise null."
+    )
 
 
 class DeleteResponse(BaseModel):

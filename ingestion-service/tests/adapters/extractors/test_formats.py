@@ -14,6 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 from pypdf import PdfReader, PdfWriter
 
+from ingestion_service.api.errors import hint_of
+from ingestion_service.errors import NoExtractableTextError
+
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
     from ...scripted_servers import GotenbergStandIn  # noqa: TID252
@@ -112,6 +115,7 @@ def test_scans_without_ocr_are_422_and_keep_the_previous_version(
             "status": False,
             "error": NO_TEXT,
             "code": "EXTRACTION_FAILED",
+            "hint": hint_of(NoExtractableTextError()),
             "request_id": response.headers["x-request-id"],
         }
         assert sorted(r.point_id for r in points(client, file_id="scan")) == sorted(r.point_id for r in before)

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.runtime import ServiceHooks
+from shared_contract.http import hint_for
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
@@ -51,6 +52,7 @@ def test_delete_qdrant_error_is_500_delete_failed(app_client: AppFactory) -> Non
             "status": False,
             "error": "Deleting the document's chunks failed.",
             "code": "DELETE_FAILED",
+            "hint": hint_for("DELETE_FAILED"),
             "request_id": response.headers["x-request-id"],
         }
         assert 'delete_requests_total{code="DELETE_FAILED",outcome="failure"} 1.0' in client.get("/metrics").text
@@ -104,6 +106,7 @@ def test_repeated_collection_name_is_422_and_deletes_nothing(
         assert response.json() == {
             "status": False,
             "code": "INVALID_REQUEST",
+            "hint": hint_for("INVALID_REQUEST"),
             "error": "Invalid request: query parameter(s) 'collection_name' given more than once.",
             "request_id": response.headers["x-request-id"],
         }

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared_contract import DENSE_VECTOR, SPARSE_VECTOR
+from shared_contract.http import hint_for
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
@@ -114,6 +115,7 @@ def test_form_booleans_are_strict(client: TestClient, upload: Upload, docs: Path
         assert response.json() == {
             "status": False,
             "code": "INVALID_REQUEST",
+            "hint": hint_for("INVALID_REQUEST"),
             "error": "Form field 'overwrite' must be a boolean (true/false/1/0/yes/no).",
             "request_id": response.headers["x-request-id"],
         }
@@ -223,6 +225,7 @@ def test_multipart_collection_name_outside_the_contract_rule_is_422(
     assert response.json() == {
         "status": False,
         "code": "INVALID_REQUEST",
+        "hint": hint_for("INVALID_REQUEST"),
         "error": "Invalid request: collection_name: Value error, "
         "must be 1-128 characters, each an ASCII letter, digit, '_' or '-'",
         "request_id": response.headers["x-request-id"],
@@ -336,6 +339,7 @@ def test_missing_object_is_s3_fetch_failed_without_details(
             "status": False,
             "error": "S3 object fetch failed.",
             "code": "S3_FETCH_FAILED",
+            "hint": hint_for("S3_FETCH_FAILED"),
             "request_id": response.headers["x-request-id"],
         }
     with app_client(s3_endpoint_url=s3_endpoint, s3_secret_access_key="super-secret-value", debug=True) as client:

@@ -19,6 +19,7 @@ from haystack import Document
 
 from ingestion_service.adapters.extractors import SourceFile
 from ingestion_service.runtime import ServiceHooks
+from shared_contract.http import hint_for
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
@@ -116,6 +117,7 @@ def test_archive_above_max_unpacked_bytes_is_413(app_client: AppFactory, docs: P
     assert response.json() == {
         "status": False,
         "code": "DOCUMENT_TOO_LARGE",
+        "hint": hint_for("DOCUMENT_TOO_LARGE"),
         "error": "The document unpacks to 119254 bytes, more than MAX_UNPACKED_BYTES (100000).",
         "request_id": response.headers["x-request-id"],
     }
@@ -151,6 +153,7 @@ def test_more_chunks_than_max_chunks_per_document_is_413(
         assert response.json() == {
             "status": False,
             "code": "DOCUMENT_TOO_LARGE",
+            "hint": hint_for("DOCUMENT_TOO_LARGE"),
             "error": "The document produces more than MAX_CHUNKS_PER_DOCUMENT (3) chunks.",
             "request_id": response.headers["x-request-id"],
         }
@@ -182,6 +185,7 @@ def test_run_longer_than_ingest_timeout_is_504_and_keeps_the_previous_version(
         assert response.json() == {
             "status": False,
             "code": "INGEST_TIMEOUT",
+            "hint": hint_for("INGEST_TIMEOUT"),
             "error": "Ingesting the document took longer than INGEST_TIMEOUT_SECONDS (0.1 s); "
             "nothing was stored and the previous version is unchanged.",
             "request_id": response.headers["x-request-id"],

@@ -1,8 +1,12 @@
-"""The one place domain errors become wire errors, in the shared flat shape (``shared_contract.http``)."""
+"""The one place domain errors become wire errors, in the shared flat shape (``shared_contract.http``).
+
+The contract-layer codes (QDRANT_UNAVAILABLE, EMBEDDING_FAILED, ...) have their hints in
+``shared_contract.http``; SEARCH_FAILED, this service's own, is registered here.
+"""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -18,31 +22,62 @@ from shared_contract import (
     StoreIncompatibleError,
     StoreRequestError,
 )
-from shared_contract.http import error_response, install_framework_error_handlers
+from shared_contract.http import (
+    COLLECTION_MISMATCH,
+    COLLECTION_MISSING,
+    EMBEDDING_FAILED,
+    QDRANT_UNAVAILABLE,
+    SPARSE_EMBEDDING_FAILED,
+    STORE_INCOMPATIBLE,
+    error_response,
+    install_framework_error_handlers,
+    register_hints,
+)
 
-logger = logging.getLogger(__name__)
+SEARCH_FAILED = "SEARCH_FAILED"
 
+CODE_HINTS: Mapping[str, str] = {
+    SEARCH_FAILED: (
+        "A fault inside the retrieval agent: the request_failed log line with this request_id has the "
+        "cause and traceback. Retry once; report it if it repeats."
+    ),
+}
 
-# (status, code, message shown to the caller); the log gets the exception text.
-_MAPPING: list[tuple[type[Exception], int, str, str | None]] = [
-    (QdrantUnavailableError, 503, "QDRANT_UNAVAILABLE", "Qdrant is unreachable or failed."),
-    (CollectionMissingError, 503, "COLLECTION_MISSING", None),
-    (ContractMismatchError, 503, "COLLECTION_MISMATCH", None),
-    (ManifestMissingError, 503, "COLLECTION_MISMATCH", None),
-    (ModelUnavailableError, 503, "EMBEDDING_FAILED", "The query embedding model is unavailable."),
-    (SparseEmbeddingError, 503, "SPARSE_EMBEDDING_FAILED", "Sparse query embedding failed."),
-    (EmbeddingError, 503, "EMBEDDING_FAILED", "Query embedding failed."),
-    (StoreIncompatibleError, 503, "STORE_INCOMPATIBLE", None),
-    (StoreRequestError, 500, "SEARCH_FAILED", "Qdrant rejected the search request."),
+STORE_REJECTED_HINT = (
+    "The collection lacks a vector, field or index this version searches (written by an older ingestion "
+    "service?): the request_failed log line has Qdrant's answer; re-ingest into a new collection if it persists."
+)
+
+# (status, code, message shown to the caller, hint when the code's own is too broad); the log gets
+# the exception text.
+_MAPPING: list[tuple[type[Exception], int, str, str | None, str | None]] = [
+    (QdrantUnavailableError, 503, QDRANT_UNAVAILABLE, "Qdrant is unreachable or failed.", None),
+    (CollectionMissingError, 503, COLLECTION_MISSING, None, None),
+    (ContractMismatchError, 503, COLLECTION_MISMATCH, None, None),
+    (ManifestMissingError, 503, COLLECTION_MISMATCH, None, None),
+    (ModelUnavailableError, 503, EMBEDDING_FAILED, "The query embedding model is unavailable.", None),
+    (SparseEmbeddingError, 503, SPARSE_EMBEDDING_FAILED, "Sparse query embedding failed.", None),
+    (EmbeddingError, 503, EMBEDDING_FAILED, "Query embedding failed.", None),
+    (StoreIncompatibleError, 503, STORE_INCOMPATIBLE, None, None),
+    (StoreRequestError, 500, SEARCH_FAILED, "Qdrant rejected the search request.", STORE_REJECTED_HINT),
 ]
 
 
 def classify(exc: Exception) -> tuple[int, str, str]:
     """Status, code and caller-facing message for ``exc``."""
-    for error_type, status, code, message in _MAPPING:
+    status, code, message, _ = _classify(exc)
+    return status, code, message
+
+
+def _classify(exc: Exception) -> tuple[int, str, str, str | None]:
+    for error_type, status, code, message, hint in _MAPPING:
         if isinstance(exc, error_type):
-            return status, code, message or str(exc)
-    return 500, "SEARCH_FAILED", "Unexpected search failure."
+            return status, code, message or str(exc), hint
+    return 500, SEARCH_FAILED, "Unexpected search failure.", None
+
+
+def _expected(exc: Exception) -> bool:
+    return any(isinstance(exc, error_type) for error_type, *_ in _MAPPING)
 
 
 def _count(request: Request, code: str) -> None:
@@ -53,13 +88,14 @@ def _count(request: Request, code: str) -> None:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers on ``app``: the shared framework handlers plus the domain errors."""
+    register_hints(CODE_HINTS)
     install_framework_error_handlers(app, observe=_count)
 
     async def on_domain(request: Request, exc: Exception) -> JSONResponse:
-        status, code, message = classify(exc)
-        logger.error("%s %s failed with %s: %s", request.method, request.url.path, code, exc)
+        status, code, message, hint = _classify(exc)
         _count(request, code)
-        return error_response(request, status, code, message)
+        # A typed dependency failure needs its text, not a traceback; a bug needs the traceback.
+        return error_response(request, status, code, message, hint=hint, cause=exc, log_traceback=not _expected(exc))
 
     for error_type, *_ in _MAPPING:
         app.add_exception_handler(error_type, on_domain)

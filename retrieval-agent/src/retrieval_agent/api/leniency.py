@@ -6,6 +6,11 @@ used to be a 422, which Open WebUI shows as "no sources". Here they are brought 
 and the response says what was changed (``X-RAG-Request-Adjusted``), counted in
 ``search_request_adjustments_total``. Requests that are malformed (no collections, a k below 1,
 a message without a role) still get 422.
+
+Bypass mode sends the last user message twice, as the query and in the chat, and the search
+recognises it by the two being equal. When that query is too long, the message is cut exactly as
+the query is, so the request still reads as bypass mode (and an LLM, if configured, writes the
+queries) instead of as an explicit, pasted query.
 """
 
 from __future__ import annotations
@@ -52,6 +57,14 @@ def message_text(content: str | list[Any] | None) -> str:
     return "\n".join(piece for piece in parts if piece.strip())
 
 
+def _last_user_index(window: list[tuple[str, Any]], window_texts: list[str]) -> int | None:
+    """The position of the newest user message with text (the one bypass mode repeats as the query)."""
+    for index in range(len(window) - 1, -1, -1):
+        if window[index][0] == "user" and window_texts[index].strip():
+            return index
+    return None
+
+
 @dataclass
 class Adjusted:
     """The request within limits, and what was changed to get there."""
@@ -66,6 +79,7 @@ def adjust(queries: list[str] | None, messages: list[tuple[str, Any]] | None, k:
     """Bring ``queries`` (texts), ``messages`` ((role, content) pairs) and ``k`` within the limits."""
     changes: list[str] = []
     kept_queries = queries
+    cut_queries: set[str] = set()
     if queries is not None:
         if len(queries) > MAX_QUERIES:
             kept_queries = queries[:MAX_QUERIES]
@@ -73,6 +87,7 @@ def adjust(queries: list[str] | None, messages: list[tuple[str, Any]] | None, k:
         shortened = [shorten(query, MAX_QUERY_CHARS) for query in kept_queries or []]
         if shortened != kept_queries:
             changes.append("query-truncated")
+            cut_queries = {query for query in kept_queries or [] if len(query) > MAX_QUERY_CHARS}
         kept_queries = shortened
     kept_messages: list[ChatMessage] | None = None
     if messages is not None:
@@ -80,12 +95,16 @@ def adjust(queries: list[str] | None, messages: list[tuple[str, Any]] | None, k:
         if len(messages) > MAX_MESSAGES:
             window = messages[-MAX_MESSAGES:]
             changes.append("messages-trimmed")
+        window_texts = [message_text(content) for _, content in window]
+        last_user = _last_user_index(window, window_texts)
         kept_messages = []
-        for role, content in window:
+        for index, (role, content) in enumerate(window):
             if isinstance(content, list) and "message-parts" not in changes:
                 changes.append("message-parts")
-            text = message_text(content)
-            short = shorten(text, MAX_MESSAGE_CHARS)
+            text = window_texts[index]
+            # The bypass-mode pair (see the module docstring): cut the message as its query was cut.
+            limit = MAX_QUERY_CHARS if index == last_user and text in cut_queries else MAX_MESSAGE_CHARS
+            short = shorten(text, limit)
             if short != text and "message-truncated" not in changes:
                 changes.append("message-truncated")
             kept_messages.append(ChatMessage(role=role, content=short))

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared_contract import CollectionName
+
+DEFAULT_K = 5
+# Open WebUI's knowledge tool searches every knowledge base the user can read (up to 50) when the
+# model has none attached, else one name per attached file and knowledge base: a cap of 20 refused
+# real requests. A tenant is never dropped (its sources would vanish), so the cap only bounds abuse.
+MAX_COLLECTION_NAMES = 1000
 
 
 class WireMessage(BaseModel):
@@ -29,9 +35,16 @@ class SearchRequest(BaseModel):
 
     queries: list[str] | None = None
     messages: list[WireMessage] | None = None
-    collection_names: list[CollectionName] = Field(min_length=1, max_length=20)
-    k: int = Field(default=5, ge=1, description="Above 100 it is clamped to 100.")
+    collection_names: list[CollectionName] = Field(min_length=1, max_length=MAX_COLLECTION_NAMES)
+    k: int = Field(default=DEFAULT_K, ge=1, description="Above 100 it is clamped to 100; null means the default.")
     retrieval_query_generation_prompt_template: str | None = Field(default=None, max_length=8000)
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _null_k_is_the_default(cls, value: object) -> object:
+        # The knowledge tool sends the LLM's ``count`` as it came, and models that fill every
+        # optional argument send null.
+        return DEFAULT_K if value is None else value
 
     @model_validator(mode="after")
     def _needs_input(self) -> Self:

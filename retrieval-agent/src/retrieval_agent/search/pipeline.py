@@ -28,7 +28,13 @@ from retrieval_agent.metrics import SearchMetrics, SearchPath
 from retrieval_agent.search.embed import embed_query
 from retrieval_agent.search.lexical import Bm25Cache
 from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
-from retrieval_agent.search.queries import ChatMessage, QueryGenerator, ResolvedQueries, resolve_queries
+from retrieval_agent.search.queries import (
+    ChatMessage,
+    FollowUpPolicy,
+    QueryGenerator,
+    ResolvedQueries,
+    resolve_queries,
+)
 from retrieval_agent.search.query import (
     FusionParams,
     dense_request,
@@ -36,6 +42,7 @@ from retrieval_agent.search.query import (
     hybrid_request,
     lexical_fields_for,
 )
+from retrieval_agent.search.relevance import RelevanceCalibrator
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, StoreRequestError
@@ -93,6 +100,12 @@ class LinearSearch:
         # When the store said a text index is missing, skip the BM25 legs for a while.
         self._lexical_unsupported_at: float | None = None
         self._dense_languages = dense_model_languages(settings.embedding_model)
+        self.follow_up = FollowUpPolicy(mode=settings.followup_context, max_words=settings.followup_max_words)
+        self.calibrator = RelevanceCalibrator(
+            settings.relevance_models,
+            reranker_scale=settings.effective_reranker_score_scale,
+            dense_languages=self._dense_languages,
+        )
 
     def fusion(self, limit: int, language_mix: Mapping[str, int] | None = None) -> FusionParams:
         """RRF parameters for one hybrid request returning ``limit`` hits over tenants with this language mix."""
@@ -155,7 +168,7 @@ class LinearSearch:
                 return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
             with self.metrics.time_stage("qdrant"):
                 points = await self.store.query(request)
-        hits = newest_versions([point_to_hit(point) for point in points])
+        hits = newest_versions([point_to_hit(point, cosine_to=vectors.dense) for point in points])
         return self._done(query, hits, "native_hybrid", exhausted=len(points) < limit)
 
     async def _dense(
@@ -165,7 +178,7 @@ class LinearSearch:
             dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics)).dense
         with self.metrics.time_stage("qdrant"):
             points = await self.store.query(dense_request(dense, collection_names, limit))
-        hits = [point_to_hit(point, dense_score(point.score)) for point in points]
+        hits = [point_to_hit(point, dense_score(point.score), known_cosine=point.score) for point in points]
         return self._done(query, newest_versions(hits), "dense", exhausted=len(points) < limit)
 
     async def _bm25_fallback(
@@ -176,7 +189,7 @@ class LinearSearch:
         prefetch = limit * self.settings.hybrid_prefetch_multiplier
         with self.metrics.time_stage("qdrant"):
             points = await self.store.query(dense_request(dense, collection_names, prefetch))
-        dense_hits = [point_to_hit(point, dense_score(point.score)) for point in points]
+        dense_hits = [point_to_hit(point, dense_score(point.score), known_cosine=point.score) for point in points]
         with self.metrics.time_stage("bm25"):
             index = await self.bm25.index_for(
                 collection_names, lambda max_docs: self._load_corpus(collection_names, max_docs)
@@ -208,7 +221,8 @@ class LinearSearch:
 
     def _done(self, query: str, hits: list[Hit], path: SearchPath, *, exhausted: bool) -> RetrievedList:
         self.metrics.path.labels(path=path).inc()
-        return RetrievedList(query=query, hits=hits, path=path, exhausted=exhausted)
+        calibrated = self.calibrator.retrieved(hits, path, rrf_k=self.settings.hybrid_rrf_k)
+        return RetrievedList(query=query, hits=calibrated, path=path, exhausted=exhausted)
 
     async def search(
         self,
@@ -226,6 +240,7 @@ class LinearSearch:
             generator=self.generator,
             metrics=self.metrics,
             template=template or self.settings.retrieval_query_generation_prompt_template,
+            follow_up=self.follow_up,
         )
         if not resolved.queries:
             return SearchOutcome(result_sets=[[]], resolved=resolved, paths=[])
@@ -282,7 +297,8 @@ class LinearSearch:
         # Lists of several queries may hold two versions of one file: narrowed once more here.
         unique = top_k(newest_versions(candidates), len(candidates))
         if self.reranker is not None:
-            return top_k(await rerank(self.reranker, query, unique, k, self.metrics), k)
+            reranked = await rerank(self.reranker, query, unique, k, self.metrics, calibrator=self.calibrator)
+            return top_k(reranked, k)
         return unique[:k]
 
 

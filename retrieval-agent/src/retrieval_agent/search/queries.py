@@ -9,11 +9,17 @@ Precedence (documented in the README):
    AGENT_API_BASE_URL), the LLM writes up to MAX_GENERATED_QUERIES queries from the chat.
    Any failure falls back to the last user message and is counted.
 3. Otherwise the remaining explicit queries, else the last user message.
+
+Without an LLM (or when it fails), a follow-up turn (short, or opening with "and", "what about",
+... or leaning on a pronoun) is searched together with the previous user turn, per
+FOLLOWUP_CONTEXT: ``combined`` searches "previous + follow-up", ``both`` fuses that with the
+follow-up alone, ``off`` searches the follow-up alone.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,7 +70,130 @@ class ResolvedQueries:
     queries: list[str]
     # The question rerankers score against: the user's own words when known.
     primary: str | None
-    source: Literal["explicit", "generated", "fallback", "last_user_message", "none"]
+    source: Literal["explicit", "generated", "fallback", "last_user_message", "follow_up", "none"]
+
+
+FollowUpMode = Literal["off", "combined", "both"]
+
+# Openers and pronouns that lean on an earlier turn (en, da, no, sv, de, fr). Words common in
+# self-contained questions too ("det", "der", "that") are left out: they would pull in context
+# after a change of topic.
+_CONTINUATIONS = frozenset(
+    [
+        "and",
+        "also",
+        "but",
+        "so",
+        "then",
+        "or",
+        "og",
+        "men",
+        "så",
+        "samt",
+        "och",
+        "und",
+        "aber",
+        "auch",
+        "dann",
+        "et",
+        "mais",
+        "puis",
+    ]
+)
+_OPENING_PHRASES = (
+    "what about",
+    "how about",
+    "hvad med",
+    "hva med",
+    "hur är det med",
+    "vad gäller",
+    "was ist mit",
+    "und was",
+    "et pour",
+    "qu'en est-il",
+)
+_ANAPHORS = frozenset(
+    [
+        "it",
+        "its",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "he",
+        "she",
+        "him",
+        "his",
+        "her",
+        "those",
+        "these",
+        "dens",
+        "dets",
+        "dem",
+        "deres",
+        "hende",
+        "hendes",
+        "hennes",
+        "honom",
+        "henne",
+        "dess",
+        "deras",
+        "ihm",
+        "ihn",
+        "ihnen",
+        "ihrer",
+        "dort",
+        "ses",
+        "leur",
+        "leurs",
+        "ils",
+        "elles",
+    ]
+)
+_WORD = re.compile(r"\w+(?:'\w+)?")
+
+
+def is_follow_up(text: str, *, max_words: int) -> bool:
+    """Whether a user turn likely needs the previous one to be understood."""
+    folded = text.casefold().strip()
+    words = _WORD.findall(folded)
+    if not words:
+        return False
+    if len(words) <= max_words or words[0] in _CONTINUATIONS or folded.startswith(_OPENING_PHRASES):
+        return True
+    return any(word in _ANAPHORS for word in words)
+
+
+def previous_user_message(messages: Sequence[ChatMessage]) -> str | None:
+    """The non-blank user message before the newest one."""
+    seen_last = False
+    for message in reversed(messages):
+        if message.role != "user" or not message.content.strip():
+            continue
+        if seen_last:
+            return message.content.strip()
+        seen_last = True
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpPolicy:
+    """How a follow-up turn borrows the previous user turn when no LLM rewrites it."""
+
+    mode: FollowUpMode = "both"
+    max_words: int = 6
+    # The previous turn's share of a combined query (its head: questions put the topic first).
+    context_chars: int = 1000
+
+    def queries_for(self, messages: Sequence[ChatMessage], last_user: str) -> list[str] | None:
+        """The queries for a follow-up ``last_user``, or None when it is not one (or the mode is off)."""
+        if self.mode == "off" or not is_follow_up(last_user, max_words=self.max_words):
+            return None
+        previous = previous_user_message(messages)
+        if previous is None:
+            return None
+        combined = f"{previous[: self.context_chars]} {last_user}"
+        return [combined] if self.mode == "combined" else [last_user, combined]
 
 
 def last_user_message(messages: Sequence[ChatMessage]) -> str | None:
@@ -75,11 +204,54 @@ def last_user_message(messages: Sequence[ChatMessage]) -> str | None:
     return None
 
 
+# Open WebUI's own template variables, which the older fork sends in its template.
+_OPEN_WEBUI_MESSAGES = re.compile(r"\{\{MESSAGES(?::(START|END|MIDDLETRUNCATE):(\d+))?\}\}")
+_OPEN_WEBUI_PROMPT = re.compile(r"\{\{prompt(?::(start|end|middletruncate):(\d+))?\}\}")
+
+
+def _history(messages: Sequence[ChatMessage]) -> str:
+    return "\n".join(f"{message.role.upper()}: {message.content}" for message in messages)
+
+
+def _select_messages(messages: Sequence[ChatMessage], how: str | None, count: int) -> list[ChatMessage]:
+    if how == "START":
+        return list(messages[:count])
+    if how == "END":
+        return list(messages[-count:]) if count else []
+    if how == "MIDDLETRUNCATE" and len(messages) > count:
+        head = (count + 1) // 2
+        return [*messages[:head], *messages[len(messages) - (count - head) :]] if count else []
+    return list(messages)
+
+
+def _cut_text(text: str, how: str | None, count: int) -> str:
+    if how == "start":
+        return text[:count]
+    if how == "end":
+        return text[-count:] if count else ""
+    if how == "middletruncate" and len(text) > count:
+        head = (count + 1) // 2
+        return f"{text[:head]}...{text[len(text) - (count - head) :]}"
+    return text
+
+
 def render_prompt(template: str, messages: Sequence[ChatMessage], *, now: datetime | None = None) -> str:
-    """The template with ``$current_date`` and ``$chat_history`` filled in; other ``$`` text kept."""
-    history = "\n".join(f"{message.role.upper()}: {message.content}" for message in messages)
+    """The template with its variables filled in; other ``$`` and ``{{...}}`` text kept.
+
+    Ours: ``$current_date`` and ``$chat_history``. Open WebUI's: ``{{CURRENT_DATE}}``,
+    ``{{MESSAGES}}`` (optionally ``:START:n``, ``:END:n``, ``:MIDDLETRUNCATE:n``) and ``{{prompt}}``
+    (the last user message, optionally ``:start:n``, ``:end:n``, ``:middletruncate:n``).
+    """
     current = (now or datetime.now(UTC)).date().isoformat()
-    return string.Template(template or DEFAULT_TEMPLATE).safe_substitute(current_date=current, chat_history=history)
+    text = string.Template(template or DEFAULT_TEMPLATE).safe_substitute(
+        current_date=current, chat_history=_history(messages)
+    )
+    text = text.replace("{{CURRENT_DATE}}", current)
+    text = _OPEN_WEBUI_MESSAGES.sub(
+        lambda match: _history(_select_messages(messages, match.group(1), int(match.group(2) or 0))), text
+    )
+    prompt = last_user_message(messages) or ""
+    return _OPEN_WEBUI_PROMPT.sub(lambda match: _cut_text(prompt, match.group(1), int(match.group(2) or 0)), text)
 
 
 def _clean(queries: Sequence[str], limit: int) -> list[str]:
@@ -130,6 +302,7 @@ async def resolve_queries(
     metrics: SearchMetrics,
     template: str = "",
     max_queries: int = 10,
+    follow_up: FollowUpPolicy | None = None,
 ) -> ResolvedQueries:
     """Apply the precedence in this module's docstring."""
     chat = list(messages or [])
@@ -147,6 +320,13 @@ async def resolve_queries(
                 logger.warning("query generation fell back to the last user message (%s): %s", exc.reason, exc)
             else:
                 return ResolvedQueries(generated, primary=last_user or generated[0], source="generated")
+    if last_user is not None and follow_up is not None and (not explicit or explicit == [last_user]):
+        borrowed = follow_up.queries_for(chat, last_user)
+        if borrowed is not None:
+            metrics.follow_ups.inc()
+            # The reranker scores against the question with its context, not the bare follow-up.
+            return ResolvedQueries(_clean(borrowed, max_queries), primary=borrowed[-1], source="follow_up")
+    if chat and generator is not None:
         fallback = explicit or ([last_user] if last_user else [])
         return ResolvedQueries(
             fallback, primary=fallback[0] if fallback else None, source="fallback" if fallback else "none"

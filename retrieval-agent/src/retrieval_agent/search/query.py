@@ -165,4 +165,6 @@ def hybrid_request(
         query=models.RrfQuery(rrf=models.Rrf(k=params.k, weights=weights)),
         limit=limit,
         with_payload=list(RESULT_PAYLOAD),
+        # The dense vector of each fused hit: its cosine to the query feeds the calibrated relevance.
+        with_vector=[DENSE_VECTOR],
     )

@@ -10,14 +10,22 @@ from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.errors import RerankerError
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.postprocess import Hit
+from retrieval_agent.search.relevance import RelevanceCalibrator
 
 logger = logging.getLogger(__name__)
 
 
 async def rerank(
-    reranker: Reranker, query: str, candidates: Sequence[Hit], k: int, metrics: SearchMetrics
+    reranker: Reranker,
+    query: str,
+    candidates: Sequence[Hit],
+    k: int,
+    metrics: SearchMetrics,
+    *,
+    calibrator: RelevanceCalibrator,
 ) -> list[Hit]:
-    """The ``k`` best candidates by cross-encoder score (scores replaced by the reranker's).
+    """The ``k`` best candidates by cross-encoder score (scores replaced by the reranker's, and
+    relevance by the cross-encoder's probability).
 
     On a reranker failure the first ``k`` candidates are returned in retrieval order with their
     retrieval scores; the failure is counted in ``reranker_failures_total`` and logged.
@@ -32,4 +40,4 @@ async def rerank(
             logger.warning("reranker failed (%s), returning unranked candidates: %s", exc.reason, exc)
             return list(candidates[:k])
     order = sorted(range(len(candidates)), key=lambda index: (-scores[index], index))
-    return [replace(candidates[index], score=scores[index]) for index in order[:k]]
+    return calibrator.reranked([replace(candidates[index], score=scores[index]) for index in order[:k]])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,7 +16,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from retrieval_agent.adapters.reranker import HttpReranker
+from retrieval_agent.api.errors import STORE_REJECTED_HINT
 from shared_contract import ContractEmbedder, StoreRequestError
+from shared_contract.http import hint_for
 from shared_contract.store import ChunkStore
 
 from ...conftest import AUTH, RecordingStore, make_settings  # noqa: TID252
@@ -42,6 +45,7 @@ def test_qdrant_down_is_503_qdrant_unavailable(app_factory: Callable[..., TestCl
         "status": False,
         "error": "Qdrant is unreachable or failed.",
         "code": "QDRANT_UNAVAILABLE",
+        "hint": hint_for("QDRANT_UNAVAILABLE"),
         "request_id": "probe-1",
     }
     ready = api.get("/health/ready")
@@ -75,6 +79,7 @@ def test_a_request_the_store_rejects_is_500_search_failed(
         "status": False,
         "error": "Qdrant rejected the search request.",
         "code": "SEARCH_FAILED",
+        "hint": STORE_REJECTED_HINT,
         "request_id": request_id,
     }
     assert metric(api, 'search_requests_total{code="SEARCH_FAILED"') == 1
@@ -142,8 +147,8 @@ def test_reranker_reorders_candidates(
     async def rerank(request: Request) -> JSONResponse:
         payload = await request.json()
         seen.append(payload)
-        # Prefer anything about cells, whatever retrieval thought.
-        scores = [9.0 if "cell" in doc else 0.1 * index for index, doc in enumerate(payload["documents"])]
+        # Prefer anything about cells, whatever retrieval thought (probabilities, as TEI answers).
+        scores = [0.97 if "cell" in doc else 0.01 * index for index, doc in enumerate(payload["documents"])]
         return JSONResponse({"results": [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]})
 
     base = serve(Starlette(routes=[Route("/v1/rerank", rerank, methods=["POST"])]))
@@ -151,12 +156,28 @@ def test_reranker_reorders_candidates(
     api = app_factory(settings, seeded)
     data = api.post("/search", json=BODY, headers=AUTH).json()
     assert "Mitochondria" in data["documents"][0][0]
-    assert data["distances"][0][0] == 9.0
+    # An HTTP reranker's score is already a probability: it is the relevance.
+    assert data["distances"][0][0] == 0.97
     assert seen[0]["model"] == "my-reranker"
     assert seen[0]["query"] == QUERY
     # k x INITIAL_RETRIEVAL_MULTIPLIER candidates were fetched (kb-a holds 5 chunks).
     assert len(seen[0]["documents"]) == 5
     assert seen[0]["top_n"] == 5
+
+
+def test_a_reranker_returning_logits_gets_sigmoid_relevance(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, serve: Callable[[Any], str]
+) -> None:
+    async def rerank(request: Request) -> JSONResponse:
+        documents = (await request.json())["documents"]
+        scores = [9.0 if "cell" in doc else -4.0 for doc in documents]
+        return JSONResponse({"results": [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]})
+
+    base = serve(Starlette(routes=[Route("/v1/rerank", rerank, methods=["POST"])]))
+    settings = make_settings(enable_reranking=True, reranker_api_base_url=base, reranker_score_scale="logit")
+    distances = app_factory(settings, seeded).post("/search", json=BODY, headers=AUTH).json()["distances"][0]
+    assert distances[0] == pytest.approx(1 / (1 + math.exp(-9.0)))
+    assert distances[-1] == pytest.approx(1 / (1 + math.exp(4.0)))
 
 
 def test_llm_failure_falls_back_to_last_user_message_and_is_counted(

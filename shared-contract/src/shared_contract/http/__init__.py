@@ -1,20 +1,45 @@
-"""The HTTP edge both services share: error shape and status policy, request ids, the API-key and
-body-cap middleware, log formatting and the OpenAPI declarations (see docs/contract.md, Errors)."""
+"""The HTTP edge both services share: error shape, hints and status policy, request ids, the API-key
+and body-cap middleware, log formatting (with the one ``request_failed`` line per failure) and the
+OpenAPI declarations (see docs/contract.md, Errors)."""
 
 from shared_contract.http.errors import (
+    COLLECTION_MISMATCH,
+    COLLECTION_MISSING,
+    CONTRACT_HINTS,
+    EDGE_HINTS,
+    EMBEDDING_FAILED,
+    FALLBACK_HINT,
+    FORBIDDEN,
     INVALID_REQUEST,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     PAYLOAD_TOO_LARGE,
+    QDRANT_UNAVAILABLE,
+    SPARSE_EMBEDDING_FAILED,
+    STORE_INCOMPATIBLE,
     UNAUTHORIZED,
     UNSUPPORTED_MEDIA_TYPE,
     ErrorBody,
     error_content,
     error_response,
+    hint_for,
     install_framework_error_handlers,
+    register_hints,
+    registered_hints,
     validation_message,
 )
-from shared_contract.http.logs import JsonFormatter, LogFormat, RequestIdFilter, configure_logging, log_handler
+from shared_contract.http.logs import (
+    LOGGED_REQUEST_FIELDS,
+    REQUEST_FAILED,
+    JsonFormatter,
+    LogFormat,
+    RequestIdFilter,
+    TextFormatter,
+    configure_logging,
+    log_handler,
+    log_request_failed,
+    note_request_fields,
+)
 from shared_contract.http.middleware import (
     BodyLimit,
     EdgeMiddleware,
@@ -26,13 +51,25 @@ from shared_contract.http.openapi import ERROR_RESPONSES, PROMETHEUS_TEXT_RESPON
 from shared_contract.http.request_id import REQUEST_ID_HEADER, current_request_id, request_id_of
 
 __all__ = [
+    "COLLECTION_MISMATCH",
+    "COLLECTION_MISSING",
+    "CONTRACT_HINTS",
+    "EDGE_HINTS",
+    "EMBEDDING_FAILED",
     "ERROR_RESPONSES",
+    "FALLBACK_HINT",
+    "FORBIDDEN",
     "INVALID_REQUEST",
+    "LOGGED_REQUEST_FIELDS",
     "METHOD_NOT_ALLOWED",
     "NOT_FOUND",
     "PAYLOAD_TOO_LARGE",
     "PROMETHEUS_TEXT_RESPONSE",
+    "QDRANT_UNAVAILABLE",
+    "REQUEST_FAILED",
     "REQUEST_ID_HEADER",
+    "SPARSE_EMBEDDING_FAILED",
+    "STORE_INCOMPATIBLE",
     "UNAUTHORIZED",
     "UNSUPPORTED_MEDIA_TYPE",
     "BodyLimit",
@@ -42,15 +79,21 @@ __all__ = [
     "LogFormat",
     "RequestBodyTooLargeError",
     "RequestIdFilter",
+    "TextFormatter",
     "bearer_scheme",
     "bearer_token_matches",
     "configure_logging",
     "current_request_id",
     "error_content",
     "error_response",
+    "hint_for",
     "install_framework_error_handlers",
     "log_handler",
+    "log_request_failed",
+    "note_request_fields",
     "public_paths",
+    "register_hints",
+    "registered_hints",
     "request_id_of",
     "validation_message",
 ]

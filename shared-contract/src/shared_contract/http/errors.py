@@ -1,41 +1,53 @@
 """The one error shape and status policy of both services' HTTP APIs.
 
-Every failure is the flat body ``{"status": false, "error": <message>, "code": <CODE>,
-"request_id": <id>}``. Framework errors (validation, unknown routes, wrong methods, bodies that are
-not JSON) are mapped here; each service maps its own domain errors and emits them through
-:func:`error_response`.
+Every failure is the flat body ``{"status": false, "error": <message>, "code": <CODE>, "hint":
+<what to do>, "request_id": <id>}``. Framework errors (validation, unknown routes, wrong methods,
+bodies that are not JSON) are mapped here; each service maps its own domain errors and emits them
+through :func:`error_response`, which also writes the request's one ``request_failed`` log line.
+
+Hints are looked up by code in one registry: the edge and contract-layer codes are registered here,
+each service registers its domain codes when it builds its app (:func:`register_hints`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from shared_contract.http.logs import log_request_failed
 from shared_contract.http.request_id import REQUEST_ID_HEADER, request_id_of
 
-logger = logging.getLogger(__name__)
-
-# The codes of the HTTP edge; domain codes (EXTRACTION_FAILED, QDRANT_UNAVAILABLE, ...) are the services'.
+# The codes of the HTTP edge.
 INVALID_REQUEST = "INVALID_REQUEST"
 UNAUTHORIZED = "UNAUTHORIZED"
+FORBIDDEN = "FORBIDDEN"
 NOT_FOUND = "NOT_FOUND"
 METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
 PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
 UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
 
+# Failures of the contract layer (the store and the embedder), which both services report with the
+# same code: their hints live here, once, so the two services cannot give one code two hints.
+QDRANT_UNAVAILABLE = "QDRANT_UNAVAILABLE"
+COLLECTION_MISSING = "COLLECTION_MISSING"
+COLLECTION_MISMATCH = "COLLECTION_MISMATCH"
+STORE_INCOMPATIBLE = "STORE_INCOMPATIBLE"
+EMBEDDING_FAILED = "EMBEDDING_FAILED"
+SPARSE_EMBEDDING_FAILED = "SPARSE_EMBEDDING_FAILED"
+
 _CODE_BY_STATUS: Mapping[int, str] = {
     400: INVALID_REQUEST,
     401: UNAUTHORIZED,
-    403: "FORBIDDEN",
+    403: FORBIDDEN,
     404: NOT_FOUND,
     405: METHOD_NOT_ALLOWED,
     413: PAYLOAD_TOO_LARGE,
@@ -45,30 +57,147 @@ _CODE_BY_STATUS: Mapping[int, str] = {
 
 INVALID_JSON_MESSAGE = "Invalid request: the body is not valid JSON."
 INVALID_BODY_MESSAGE = "Invalid request: the body could not be decoded."
-UNAUTHORIZED_MESSAGE = "Invalid API key"
+# Also sent when no key came at all: "invalid" alone sent operators looking for a typo.
+UNAUTHORIZED_MESSAGE = "Missing or wrong API key."
+
+# For a code nobody registered (``HTTP_<status>``): still somewhere to look.
+FALLBACK_HINT = "The service's request_failed log line with this request_id has the cause."
+
+EDGE_HINTS: Mapping[str, str] = {
+    INVALID_REQUEST: (
+        "Fix the field the error names (location: rule) and send the request again; the service's "
+        "GET /docs shows the request schema."
+    ),
+    UNAUTHORIZED: (
+        "Send 'Authorization: Bearer <key>' with the called service's API_KEY. In Open WebUI: "
+        "EXTERNAL_INGESTION_API_KEY or EXTERNAL_DOCUMENT_LOADER_API_KEY (ingestion), "
+        "RAG_EXTERNAL_RETRIEVAL_API_KEY (retrieval)."
+    ),
+    FORBIDDEN: "The key is valid but the request is not allowed; the error says which rule refused it.",
+    NOT_FOUND: (
+        "Check the URL against the service's GET /openapi.json (ingestion routes are under /api/v1, "
+        "retrieval's is POST /search); a base URL variable with a wrong path is the usual cause."
+    ),
+    METHOD_NOT_ALLOWED: "Use one of the methods the Allow response header lists.",
+    PAYLOAD_TOO_LARGE: (
+        "Send a smaller body, or raise the variable the error names on the service "
+        "(MAX_UPLOAD_BYTES for uploads, MAX_REQUEST_BYTES for other routes)."
+    ),
+    UNSUPPORTED_MEDIA_TYPE: "Send the Content-Type the route documents in GET /openapi.json (usually application/json).",
+}
+
+CONTRACT_HINTS: Mapping[str, str] = {
+    QDRANT_UNAVAILABLE: (
+        "Check QDRANT_URI (or QDRANT_PATH for the embedded store) and that Qdrant is up; "
+        "GET /health/ready shows the store's state."
+    ),
+    COLLECTION_MISSING: (
+        "The collection QDRANT_INDEX does not exist yet: ingest a first document through the ingestion "
+        "service (it creates it), or point QDRANT_INDEX at the collection the ingestion service writes."
+    ),
+    COLLECTION_MISMATCH: (
+        "Give both services the same contract settings (EMBEDDING_MODEL, EMBEDDING_DIM, the prefixes, "
+        "SPARSE_EMBEDDING_MODEL) or point QDRANT_INDEX at a matching collection; GET /health/ready names "
+        "the setting that differs."
+    ),
+    STORE_INCOMPATIBLE: (
+        "Upgrade the Qdrant server (1.20 or newer), or copy an old embedded store with `rag migrate`; "
+        "the error says which."
+    ),
+    EMBEDDING_FAILED: (
+        "Check the embedding settings (EMBEDDING_PROVIDER, EMBEDDING_API_BASE_URL, or the model built "
+        "under LOCAL_MODELS_DIR by `make models`) and GET /health/ready; the request_failed log line "
+        "with this request_id has the cause."
+    ),
+    SPARSE_EMBEDDING_FAILED: (
+        "Check that SPARSE_EMBEDDING_MODEL is built under LOCAL_MODELS_DIR (`make models`) or reachable, "
+        "and GET /health/ready; the request_failed log line with this request_id has the cause."
+    ),
+}
+
+_HINTS: dict[str, str] = {**EDGE_HINTS, **CONTRACT_HINTS}
+# A service's code type (a Literal of its codes, say): Mapping's key type is invariant.
+_Code = TypeVar("_Code", bound=str)
+
+
+def register_hints(hints: Mapping[_Code, str]) -> None:
+    """Add a service's domain codes and their hints (called when it builds its app; idempotent).
+
+    One code has one hint per process (``rag dev`` serves both services from one), so registering
+    another hint for a known code is an error, found by the first test that builds the app.
+    """
+    for code, hint in hints.items():
+        known = _HINTS.get(code)
+        if not hint.strip():
+            raise ValueError(f"the hint of {code} is empty")
+        if known is not None and known != hint:
+            raise ValueError(f"{code} already has another hint: {known!r}")
+    for code, hint in hints.items():
+        _HINTS[code] = hint
+
+
+def registered_hints() -> Mapping[str, str]:
+    """Every registered code and its hint (read-only)."""
+    return MappingProxyType(_HINTS)
+
+
+def hint_for(code: str) -> str:
+    """What the caller or operator should do about ``code`` (the fallback when none is registered)."""
+    return _HINTS.get(code, FALLBACK_HINT)
 
 
 class ErrorBody(BaseModel):
     """Every handled failure of both services (flat, never nested in ``detail``)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": False,
+                    "error": "Qdrant is unreachable or failed.",
+                    "code": QDRANT_UNAVAILABLE,
+                    "hint": CONTRACT_HINTS[QDRANT_UNAVAILABLE],
+                    "request_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                }
+            ]
+        }
+    )
+
     status: bool = False
-    error: str
-    code: str
-    request_id: str
+    error: str = Field(description="What happened, for people. Never submitted values or stack traces.")
+    code: str = Field(description="Stable machine-readable code (docs/contract.md and the services' READMEs).")
+    hint: str = Field(description="What the caller or operator should do next.")
+    request_id: str = Field(description="Also the X-Request-ID header and on the service's request_failed log line.")
 
 
-def error_content(message: str, code: str, request_id: str) -> dict[str, object]:
-    """The flat error body as a JSON-ready dict."""
-    return ErrorBody(error=message, code=code, request_id=request_id).model_dump()
+def error_content(message: str, code: str, request_id: str, *, hint: str | None = None) -> dict[str, object]:
+    """The flat error body as a JSON-ready dict; ``hint`` defaults to the code's registered one."""
+    return ErrorBody(error=message, code=code, hint=hint or hint_for(code), request_id=request_id).model_dump()
 
 
 def error_response(
-    request: Request, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    hint: str | None = None,
+    cause: BaseException | None = None,
+    log_traceback: bool = False,
 ) -> JSONResponse:
-    """The flat error response; carries the request's id in the body and the ``X-Request-ID`` header."""
+    """The flat error response, with the request's id in the body and the ``X-Request-ID`` header.
+
+    Writes the request's one ``request_failed`` log line (``cause``: the exception behind it, whose
+    text goes to the log only; ``log_traceback``: with its traceback, for faults of the service).
+    """
     request_id = request_id_of(request)
+    log_request_failed(
+        request.scope, status, code, message, request_id=request_id, cause=cause, log_traceback=log_traceback
+    )
     all_headers = {REQUEST_ID_HEADER: request_id, **(headers or {})}
-    return JSONResponse(status_code=status, content=error_content(message, code, request_id), headers=all_headers)
+    content = error_content(message, code, request_id, hint=hint)
+    return JSONResponse(status_code=status, content=content, headers=all_headers)
 
 
 def code_for_status(status: int) -> str:
@@ -102,6 +231,7 @@ def install_framework_error_handlers(app: FastAPI, *, observe: ErrorObserver | N
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         note(request, INVALID_REQUEST)
+        # No cause: a validation error's text holds the submitted values.
         return error_response(request, 422, INVALID_REQUEST, validation_message(exc.errors()))
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:

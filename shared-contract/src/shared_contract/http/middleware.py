@@ -25,7 +25,8 @@ from shared_contract.http.errors import (
     UNAUTHORIZED_MESSAGE,
     error_content,
 )
-from shared_contract.http.request_id import REQUEST_ID_HEADER, accept_request_id, current_request_id
+from shared_contract.http.logs import log_request_failed
+from shared_contract.http.request_id import REQUEST_ID_HEADER, accept_request_id, current_request_id, tag_exception
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,11 @@ class EdgeMiddleware:
         token = current_request_id.set(request_id)
         try:
             await self._handle(scope, receive, send, request_id)
+        except Exception as exc:
+            # Starlette's server-error handler and the server ("Exception in ASGI application") log
+            # this exception after it left here, outside the id's context: it carries the id to them.
+            tag_exception(exc, request_id)
+            raise
         finally:
             current_request_id.reset(token)
 
@@ -134,13 +140,19 @@ class EdgeMiddleware:
         path: str = scope["path"]
         if path not in self.public_paths and not bearer_token_matches(_header(scope, b"authorization"), self.api_key):
             await _send_error(
-                send_with_id, 401, UNAUTHORIZED, UNAUTHORIZED_MESSAGE, request_id, [(b"www-authenticate", b"Bearer")]
+                scope,
+                send_with_id,
+                401,
+                UNAUTHORIZED,
+                UNAUTHORIZED_MESSAGE,
+                request_id,
+                [(b"www-authenticate", b"Bearer")],
             )
             return
         limit = self.body_limit(path)
         declared = _declared_length(scope)
         if declared is not None and declared > limit.max_bytes:
-            await _send_error(send_with_id, 413, PAYLOAD_TOO_LARGE, limit.message(), request_id)
+            await _send_error(scope, send_with_id, 413, PAYLOAD_TOO_LARGE, limit.message(), request_id)
             return
         received = 0
 
@@ -159,10 +171,11 @@ class EdgeMiddleware:
             # Normally the app's HTTPException handler answers; this covers code that let it escape.
             if started:
                 raise
-            await _send_error(send_with_id, 413, PAYLOAD_TOO_LARGE, limit.message(), request_id)
+            await _send_error(scope, send_with_id, 413, PAYLOAD_TOO_LARGE, limit.message(), request_id)
 
 
 async def _send_error(
+    scope: Scope,
     send: Send,
     status: int,
     code: str,
@@ -170,6 +183,8 @@ async def _send_error(
     request_id: str,
     extra_headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
+    """An error answered here, before the app: the flat body and the request's request_failed line."""
+    log_request_failed(scope, status, code, message, request_id=request_id)
     body = json.dumps(error_content(message, code, request_id)).encode()
     headers = [
         (b"content-type", b"application/json"),

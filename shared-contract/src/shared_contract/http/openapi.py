@@ -22,7 +22,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: {**_ERROR, "description": "Request body over its cap."},
     415: {**_ERROR, "description": "Unsupported Content-Type."},
     422: {**_ERROR, "description": "Invalid request (validation failure or a body that is not valid JSON)."},
-    500: {**_ERROR, "description": "Unexpected failure."},
+    500: {
+        **_ERROR,
+        "description": "Unexpected failure (the request_failed log line with its request_id has the cause).",
+    },
     503: {**_ERROR, "description": "Not ready, or a dependency (Qdrant, the embedding model) is unavailable."},
 }
 # GET /metrics answers Prometheus' text exposition format, not JSON.

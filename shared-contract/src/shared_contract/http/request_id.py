@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from contextlib import suppress
 from contextvars import ContextVar
 
 from starlette.requests import Request
@@ -14,6 +15,23 @@ _SANE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 # Set by EdgeMiddleware for the request's task; worker threads inherit it (anyio copies the context).
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+
+
+# Set on an exception that escapes a request (see EdgeMiddleware), read by the log filter.
+_EXCEPTION_ATTRIBUTE = "_rag_request_id"
+
+
+def tag_exception(exc: BaseException, request_id: str) -> None:
+    """Remember on ``exc`` the request it escaped from (kept if an inner request tagged it first)."""
+    if getattr(exc, _EXCEPTION_ATTRIBUTE, None) is None:
+        with suppress(AttributeError):  # an exception type with __slots__ cannot carry it
+            setattr(exc, _EXCEPTION_ATTRIBUTE, request_id)
+
+
+def request_id_of_exception(exc: BaseException | None) -> str | None:
+    """The id :func:`tag_exception` put on ``exc``, if any."""
+    value = getattr(exc, _EXCEPTION_ATTRIBUTE, None)
+    return value if isinstance(value, str) else None
 
 
 def new_request_id() -> str:

@@ -277,7 +277,16 @@ class EdgeStore:
     async def query(self, request: models.QueryRequest) -> list[PointRecord]:
         edge_request = to_edge_request(request)
         points = self._read("query", lambda shard: shard.query(edge_request))
-        return [PointRecord(point_id=str(point.id), payload=point.payload or {}, score=point.score) for point in points]
+        with_vectors = edge_request.with_vector is not False
+        return [
+            PointRecord(
+                point_id=str(point.id),
+                payload=point.payload or {},
+                score=point.score,
+                vectors=_read_vectors(point.vector) if with_vectors else None,
+            )
+            for point in points
+        ]
 
     async def scroll(
         self,

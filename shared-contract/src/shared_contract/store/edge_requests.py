@@ -200,6 +200,16 @@ def to_edge_with_payload(with_payload: object) -> Any:
     raise _unsupported("this payload selector", with_payload)
 
 
+def to_edge_with_vector(with_vector: object) -> Any:
+    if with_vector is None:
+        return False
+    if isinstance(with_vector, bool):
+        return with_vector
+    if isinstance(with_vector, list) and all(isinstance(name, str) for name in with_vector):
+        return list(with_vector)
+    raise _unsupported("this vector selector", with_vector)
+
+
 def to_edge_request(request: models.QueryRequest) -> Any:
     """A whole Query API request."""
     filters = _once_per_filter()
@@ -209,7 +219,7 @@ def to_edge_request(request: models.QueryRequest) -> Any:
         query=to_edge_query(request.query, request.using),
         prefetches=to_edge_prefetches(request.prefetch, filters),
         with_payload=to_edge_with_payload(request.with_payload),
-        with_vector=False,
+        with_vector=to_edge_with_vector(request.with_vector),
         filter=filters(request.filter),
         score_threshold=request.score_threshold,
         params=to_edge_params(request.params, filters),

@@ -40,7 +40,7 @@ class PointRecord:
     point_id: str
     payload: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
     score: float = 0.0
-    # Named vectors (dense as a list, sparse as SparseVectorData); only from scroll(with_vectors=True).
+    # Named vectors (dense as a list, sparse as SparseVectorData); only when the read asked for them.
     vectors: dict[str, list[float] | SparseVectorData] | None = None
 
 

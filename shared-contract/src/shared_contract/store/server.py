@@ -219,10 +219,17 @@ class ServerStore:
                 score_threshold=request.score_threshold,
                 limit=request.limit or 10,
                 with_payload=request.with_payload if request.with_payload is not None else True,
+                with_vectors=request.with_vector if request.with_vector is not None else False,
             ),
         )
+        with_vectors = request.with_vector not in (None, False)
         return [
-            PointRecord(point_id=str(point.id), payload=dict(point.payload or {}), score=float(point.score))
+            PointRecord(
+                point_id=str(point.id),
+                payload=dict(point.payload or {}),
+                score=float(point.score),
+                vectors=_read_vectors(point.vector) if with_vectors else None,
+            )
             for point in response.points
         ]
 

@@ -1,19 +1,38 @@
-"""PUT /api/v1/ingest: JSON (S3/MinIO object) or multipart (direct upload)."""
+"""PUT /api/v1/ingest: JSON (S3/MinIO object) or multipart (direct upload).
+
+Synchronous by default: the answer comes when the document is indexed. ``Prefer: respond-async``
+(RFC 7240) or ``?mode=async`` asks for a 202 once the document is staged and checked, with a job
+to poll (``jobs.py``, ``routes/jobs.py``); ``?mode=sync`` keeps the synchronous answer whatever
+the header says.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
 from ingestion_service.api.deps import RuntimeDep
-from ingestion_service.api.models import ExtractionInfo, IngestFields, IngestRequestJSON, IngestResponse
+from ingestion_service.api.errors import error_message, hint_of
+from ingestion_service.api.models import (
+    ExtractionInfo,
+    IngestAccepted,
+    IngestFields,
+    IngestRequestJSON,
+    IngestResponse,
+)
 from ingestion_service.api.openapi import INGEST_BODY
+from ingestion_service.api.routes.jobs import job_url
 from ingestion_service.api.uploads import parse_form_bool, parse_multipart
 from ingestion_service.errors import (
     ClientDisconnectedError,
@@ -35,8 +54,13 @@ from ingestion_service.intake import (
     run_job,
     upload_path,
 )
-from ingestion_service.pipeline.indexing import IngestJob
+from ingestion_service.jobs import JobSnapshot
+from ingestion_service.metrics import IngestMetrics
+from ingestion_service.pipeline.indexing import IndexingRunner, IngestJob, IngestOutcome
+from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
+from ingestion_service.runtime import ServiceRuntime
+from shared_contract.http import error_content, note_request_fields, request_id_of
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +68,15 @@ router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
 MAX_JSON_BYTES = 64 * 1024
 _FORM_FIELDS = frozenset(IngestFields.model_fields)
+RESPOND_ASYNC = "respond-async"
+
+ModeQuery = Annotated[
+    Literal["sync", "async"] | None,
+    Query(
+        description="async: answer 202 with a job to poll once the document is staged (as `Prefer: respond-async`); "
+        "sync: answer when indexed, whatever `Prefer` says. Default: `Prefer`, else sync."
+    ),
+]
 
 
 def _pydantic_message(exc: ValidationError) -> str:
@@ -92,75 +125,54 @@ def _form_fields(fields: dict[str, str]) -> IngestFields:
         raise InvalidRequestError(_pydantic_message(exc)) from exc
 
 
-@router.put("/ingest", response_model=IngestResponse, response_model_exclude_none=True, openapi_extra=INGEST_BODY)
-async def ingest(request: Request, runtime: RuntimeDep) -> IngestResponse:
-    """Extract, chunk, embed and write one file; replaces its previous version atomically."""
-    started = time.perf_counter()
-    metrics = runtime.metrics
-    run = RunVersion.new()  # taken at request start: later requests win
-    workdir = await make_workdir(runtime)
+def prefers_async(prefer_headers: list[str]) -> bool:
+    """Whether ``Prefer`` holds ``respond-async`` (RFC 7240: comma-separated, case-insensitive, may take params)."""
+    for header in prefer_headers:
+        for preference in header.split(","):
+            token = preference.split(";", 1)[0].split("=", 1)[0].strip().lower()
+            if token == RESPOND_ASYNC:
+                return True
+    return False
+
+
+@contextmanager
+def _counted(metrics: IngestMetrics, *, control: RunControl | None = None, warn: bool = True) -> Iterator[None]:
+    """Count a failed or aborted ingest in ``ingest_requests_total`` (and log the expected ones when ``warn``)."""
     try:
-        content_type = request.headers.get("content-type", "").lower()
-        if content_type.startswith("application/json"):
-            body = await _json_fields(request)
-            fields: IngestFields = body
-            check_collection_binding(body.collection_name, file_id=body.file_id, user_id=body.user_id)
-            check_bucket(runtime.settings, body.s3_bucket)
-            runner = await ready_runner(runtime)
-            source_path = upload_path(workdir, body.filename)
-            size = await fetch_from_s3(runtime, body.s3_bucket, body.s3_key, source_path)
-        elif content_type.startswith("multipart/form-data"):
-            runner = await ready_runner(runtime)
-            form = await parse_multipart(
-                request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes
-            )
-            if form.file_path is None:
-                raise InvalidRequestError("Invalid request: the 'file' part is required.")
-            fields = _form_fields(form.fields)
-            check_collection_binding(fields.collection_name, file_id=fields.file_id, user_id=fields.user_id)
-            source_path = upload_path(workdir, fields.filename)
-            form.file_path.rename(source_path)
-            size = form.file_size
-        else:
-            raise UnsupportedMediaTypeError(content_type)
-        metrics.ingest_document_bytes.observe(size)
-        job = IngestJob(
-            source=await prepare_source(runtime, source_path, fields.filename),
-            file_id=fields.file_id,
-            collection_name=fields.collection_name,
-            collection_type=fields.collection_type,
-            user_id=fields.user_id,
-            overwrite=fields.overwrite,
-            run=run,
-        )
-        outcome = await run_job(runtime, runner, job, request.receive)
+        yield
     except IngestAbortedError as exc:
-        # Not a failure of the service: the client left, or the process is stopping.
+        # Not a failure of the service: the client left, the job was cancelled, or the process is stopping.
         metrics.ingest_requests.labels(outcome="aborted", code=exc.code).inc()
-        logger.warning("ingest aborted (%s); nothing was stored, the previous version is kept", exc.code)
+        if warn:
+            logger.warning("ingest aborted (%s); nothing was stored, the previous version is kept", exc.code)
         raise
     except IngestTimeoutError as exc:
         metrics.ingest_requests.labels(outcome="failure", code=exc.code).inc()
-        logger.warning(
-            "ingest stopped after INGEST_TIMEOUT_SECONDS (%g s); the previous version is kept", exc.limit_seconds
-        )
+        if warn:
+            logger.warning(
+                "ingest stopped after INGEST_TIMEOUT_SECONDS (%g s); the previous version is kept", exc.limit_seconds
+            )
         raise
     except IngestionError as exc:
         metrics.ingest_requests.labels(outcome="failure", code=exc.code).inc()
         raise
     except anyio.get_cancelled_exc_class():
-        metrics.ingest_requests.labels(outcome="aborted", code="SHUTTING_DOWN").inc()
+        reason = control.aborted if control is not None else None
+        metrics.ingest_requests.labels(outcome="aborted", code=reason.code if reason else "SHUTTING_DOWN").inc()
         raise
     except Exception:
         metrics.ingest_requests.labels(outcome="failure", code="PIPELINE_FAILED").inc()
         raise
-    finally:
-        metrics.ingest_duration.observe(time.perf_counter() - started)
-        await remove_workdir(runtime, workdir)
+
+
+def _count_success(metrics: IngestMetrics, outcome: IngestOutcome) -> None:
     label = "kept" if outcome.kept_existing else "superseded" if outcome.superseded else "success"
     metrics.ingest_requests.labels(outcome=label, code="OK").inc()
     if not outcome.kept_existing:
         metrics.ingest_chunks.observe(outcome.chunks_count)
+
+
+def _response(fields: IngestFields, outcome: IngestOutcome, run: RunVersion) -> IngestResponse:
     return IngestResponse(
         collection_name=fields.collection_name,
         chunks_count=outcome.chunks_count,
@@ -171,3 +183,132 @@ async def ingest(request: Request, runtime: RuntimeDep) -> IngestResponse:
             kept_existing=outcome.kept_existing,
         ),
     )
+
+
+async def _stage(
+    request: Request, runtime: ServiceRuntime, workdir: Path, run: RunVersion
+) -> tuple[IndexingRunner, IngestFields, IngestJob]:
+    """Read and check the request, stage the document in ``workdir`` and check its content."""
+    content_type = request.headers.get("content-type", "").lower()
+    if content_type.startswith("application/json"):
+        body = await _json_fields(request)
+        fields: IngestFields = body
+        note_request_fields(request, file_id=body.file_id, collection_name=body.collection_name)
+        check_collection_binding(body.collection_name, file_id=body.file_id, user_id=body.user_id)
+        check_bucket(runtime.settings, body.s3_bucket)
+        runner = await ready_runner(runtime)
+        source_path = upload_path(workdir, body.filename)
+        size = await fetch_from_s3(runtime, body.s3_bucket, body.s3_key, source_path)
+    elif content_type.startswith("multipart/form-data"):
+        runner = await ready_runner(runtime)
+        form = await parse_multipart(request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes)
+        if form.file_path is None:
+            raise InvalidRequestError("Invalid request: the 'file' part is required.")
+        fields = _form_fields(form.fields)
+        note_request_fields(request, file_id=fields.file_id, collection_name=fields.collection_name)
+        check_collection_binding(fields.collection_name, file_id=fields.file_id, user_id=fields.user_id)
+        source_path = upload_path(workdir, fields.filename)
+        form.file_path.rename(source_path)
+        size = form.file_size
+    else:
+        raise UnsupportedMediaTypeError(content_type)
+    runtime.metrics.ingest_document_bytes.observe(size)
+    job = IngestJob(
+        source=await prepare_source(runtime, source_path, fields.filename),
+        file_id=fields.file_id,
+        collection_name=fields.collection_name,
+        collection_type=fields.collection_type,
+        user_id=fields.user_id,
+        overwrite=fields.overwrite,
+        run=run,
+    )
+    return runner, fields, job
+
+
+def _submit(
+    request: Request,
+    runtime: ServiceRuntime,
+    staged: tuple[IndexingRunner, IngestFields, IngestJob],
+    workdir: Path,
+    started: float,
+) -> JobSnapshot:
+    """Hand the staged ingest to a job; from here the job owns ``workdir``."""
+    runner, fields, job = staged
+    metrics = runtime.metrics
+    request_id = request_id_of(request)
+    debug = runtime.settings.debug
+
+    async def work(control: RunControl) -> dict[str, Any]:
+        # No disconnect watch: the submitting request is over; DELETE and shutdown stop a job.
+        try:
+            with _counted(metrics, control=control, warn=False):
+                outcome = await runner.ingest(job, limiter=runtime.limiter, control=control)
+        finally:
+            metrics.ingest_duration.observe(time.perf_counter() - started)
+            await remove_workdir(runtime, workdir)
+        _count_success(metrics, outcome)
+        # The sync answer's JSON exactly (it is sent with response_model_exclude_none).
+        return _response(fields, outcome, job.run).model_dump(mode="json", exclude_none=True)
+
+    def render_error(error: IngestionError) -> dict[str, Any]:
+        # What the IngestionError handler would have answered the submitting request.
+        return error_content(error_message(error, debug=debug), error.code, request_id, hint=hint_of(error))
+
+    return runtime.jobs.submit(
+        file_id=fields.file_id,
+        collection_name=fields.collection_name,
+        request_id=request_id,
+        work=work,
+        render_error=render_error,
+    )
+
+
+def _accepted(request: Request, snapshot: JobSnapshot, *, preference_applied: bool) -> JSONResponse:
+    url = job_url(request, snapshot.job_id)
+    body = IngestAccepted(
+        job_id=snapshot.job_id,
+        state=snapshot.state,
+        file_id=snapshot.file_id,
+        collection_name=snapshot.collection_name,
+        status_url=url,
+    )
+    headers = {"Location": url}
+    if preference_applied:
+        headers["Preference-Applied"] = RESPOND_ASYNC
+    return JSONResponse(status_code=202, content=body.model_dump(mode="json"), headers=headers)
+
+
+@router.put(
+    "/ingest",
+    response_model=IngestResponse,
+    response_model_exclude_none=True,
+    openapi_extra=INGEST_BODY,
+    responses={202: {"model": IngestAccepted, "description": "Async mode: staged and queued; poll `Location`."}},
+)
+async def ingest(request: Request, runtime: RuntimeDep, mode: ModeQuery = None) -> IngestResponse | JSONResponse:
+    """Extract, chunk, embed and write one file; replaces its previous version atomically.
+
+    With ``Prefer: respond-async`` or ``?mode=async``: 202 and a job once the document is staged.
+    """
+    started = time.perf_counter()
+    metrics = runtime.metrics
+    run = RunVersion.new()  # taken at request start: later requests win (async ones too)
+    preferred = prefers_async(request.headers.getlist("prefer"))
+    respond_async = mode == "async" or (mode is None and preferred)
+    workdir = await make_workdir(runtime)
+    handed_off = False
+    try:
+        with _counted(metrics):
+            staged = await _stage(request, runtime, workdir, run)
+            if respond_async:
+                snapshot = _submit(request, runtime, staged, workdir, started)
+                handed_off = True
+                return _accepted(request, snapshot, preference_applied=preferred)
+            runner, fields, job = staged
+            outcome = await run_job(runtime, runner, job, request.receive)
+    finally:
+        if not handed_off:
+            metrics.ingest_duration.observe(time.perf_counter() - started)
+            await remove_workdir(runtime, workdir)
+    _count_success(metrics, outcome)
+    return _response(fields, outcome, run)

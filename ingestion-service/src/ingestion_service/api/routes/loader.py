@@ -11,7 +11,6 @@ code and request id and counted in ``loader_requests_total``.
 from __future__ import annotations
 
 import functools
-import logging
 import mimetypes
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -29,12 +28,11 @@ from ingestion_service.errors import IngestionError, InvalidRequestError
 from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
 
-logger = logging.getLogger(__name__)
-
 router = APIRouter(tags=["open-webui loader"])
 
 LOADER_PATHS = ("/process", "/api/v1/process")
 DEFAULT_STEM = "upload"
+_UNKNOWN_MIME = "application/octet-stream"
 # What a citation needs; the rest of the extractor's metadata stays internal.
 _METADATA_KEYS = (
     "page",
@@ -63,7 +61,10 @@ def loader_filename(header: str | None, content_type: str | None) -> str:
     name = PureWindowsPath(PurePosixPath(name).name).name
     if not name:
         mime = (content_type or "").split(";")[0].strip().lower()
-        name = DEFAULT_STEM + (mimetypes.guess_extension(mime) or "")
+        # "application/octet-stream" names no format (its guess, ".bin", no engine reads): without
+        # an extension the bytes decide, as for any file named without one.
+        guessed = mimetypes.guess_extension(mime) if mime != _UNKNOWN_MIME else None
+        name = DEFAULT_STEM + (guessed or "")
     try:
         check_filename(name)
     except ValueError as exc:
@@ -103,13 +104,9 @@ async def process(request: Request, runtime: RuntimeDep) -> list[LoadedPage]:
     try:
         pages = await _load(request, runtime)
     except IngestionError as exc:
+        # Open WebUI only logs the status and falls back to its own loader: the count makes the
+        # fallback visible; the error handler writes the request_failed line with the cause.
         runtime.metrics.loader_requests.labels(outcome="error", code=exc.code).inc()
-        # Open WebUI only logs the status and falls back to its own loader: say here what went wrong.
-        logger.warning(
-            "document loader request failed: %s",
-            exc.code,
-            extra={"code": exc.code, "status": exc.status_code, "error": str(exc)},
-        )
         raise
     runtime.metrics.loader_requests.labels(outcome="success", code="").inc()
     return pages

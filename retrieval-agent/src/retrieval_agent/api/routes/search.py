@@ -62,7 +62,7 @@ async def search(body: SearchRequest, response: Response, search: SearchDep, met
     return SearchResponse(
         documents=[[hit.content for hit in hits] for hits in outcome.result_sets],
         metadatas=[[public_meta(hit.meta, fields) for hit in hits] for hits in outcome.result_sets],
-        distances=[[hit.score for hit in hits] for hits in outcome.result_sets],
+        distances=[[hit.relevance for hit in hits] for hits in outcome.result_sets],
     )
 
 

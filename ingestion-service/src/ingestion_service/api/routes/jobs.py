@@ -1,0 +1,54 @@
+"""GET and DELETE /api/v1/ingest/jobs/{job_id}: the async ingest jobs (``jobs.py``)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from ingestion_service.api.deps import RuntimeDep
+from ingestion_service.api.models import IngestJobResponse
+from ingestion_service.jobs import JobSnapshot
+
+JOBS_PATH = "/api/v1/ingest/jobs"
+
+router = APIRouter(prefix=JOBS_PATH, tags=["ingest"])
+
+
+def job_url(request: Request, job_id: str) -> str:
+    """The job's path as the client reaches it (behind a proxy that strips a prefix, with its root_path)."""
+    return f"{request.scope.get('root_path', '')}{JOBS_PATH}/{job_id}"
+
+
+def _view(snapshot: JobSnapshot) -> IngestJobResponse:
+    return IngestJobResponse(
+        job_id=snapshot.job_id,
+        state=snapshot.state,
+        file_id=snapshot.file_id,
+        collection_name=snapshot.collection_name,
+        created_at=snapshot.created_at,
+        started_at=snapshot.started_at,
+        finished_at=snapshot.finished_at,
+        result=snapshot.result,
+        error=snapshot.error,
+    )
+
+
+@router.get("/{job_id}", response_model=IngestJobResponse)
+async def get_job(job_id: str, runtime: RuntimeDep) -> IngestJobResponse:
+    """The job's state; once finished, the sync ingest's answer as ``result`` or ``error`` (404 JOB_NOT_FOUND)."""
+    return _view(runtime.jobs.get(job_id))
+
+
+@router.delete(
+    "/{job_id}",
+    response_model=IngestJobResponse,
+    responses={202: {"model": IngestJobResponse, "description": "Cancellation requested; poll until `aborted`."}},
+)
+async def cancel_job(job_id: str, runtime: RuntimeDep, response: Response) -> IngestJobResponse:
+    """Cancel an unfinished job (202; it ends ``aborted``, JOB_CANCELLED, previous version kept).
+
+    A finished job is left as it is (200). A job already committing its version finishes.
+    """
+    snapshot, requested = runtime.jobs.cancel(job_id)
+    if requested:
+        response.status_code = 202
+    return _view(snapshot)
