@@ -150,7 +150,7 @@ _ANAPHORS = frozenset(
         "elles",
     ]
 )
-_WORD = re.compile(r"\w+(?:'\w+)?")
+_WORD = re.compile(r"\w+")  # French elision splits: qu'ils -> qu, ils
 
 
 def is_follow_up(text: str, *, max_words: int) -> bool:
