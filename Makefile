@@ -61,6 +61,10 @@ test-integration: ## Black-box HTTP tests against a running stack (started for y
 fuzz: install models ## schemathesis against both services' OpenAPI on a real `rag dev` (FUZZ_MAX_EXAMPLES per operation)
 	$(UV) run --no-sync pytest tests-fuzz
 
+.PHONY: deploy-check
+deploy-check: install ## Static checks of docker-compose.yml, the Dockerfiles, deploy/k8s and .env.example (offline)
+	$(UV) run --no-sync python scripts/deploy_check.py
+
 .PHONY: lint
 lint: install ## ruff lint and format check
 	$(UV) run --no-sync ruff check .

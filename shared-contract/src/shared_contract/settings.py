@@ -59,6 +59,15 @@ class ContractSettings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     qdrant_timeout: float = Field(default=30.0, gt=0)
     qdrant_index: str = Field(default=DEFAULT_COLLECTION, pattern=r"^[A-Za-z0-9_-]{1,255}$")
+    # A distributed Qdrant: how the collection is laid out when bootstrap creates it (unset: the
+    # server's defaults). The embedded store is one shard and ignores these.
+    qdrant_shard_number: int | None = Field(default=None, ge=1, description="Shards of the collection.")
+    qdrant_replication_factor: int | None = Field(
+        default=None, ge=1, description="Copies of each shard across the cluster's peers."
+    )
+    qdrant_write_consistency_factor: int | None = Field(
+        default=None, ge=1, description="Replicas that must confirm a write before it succeeds."
+    )
 
     # Dense embedding.
     embedding_provider: EmbeddingProvider = "fastembed"

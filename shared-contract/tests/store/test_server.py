@@ -249,6 +249,23 @@ async def test_bootstrap_creates_the_collection_with_the_contract_layout(
     assert manifest.sparse_model == server_settings.sparse_embedding_model
 
 
+async def test_bootstrap_lays_the_collection_out_over_a_cluster_as_configured(
+    server: ScriptedQdrant, store: ServerStore
+) -> None:
+    settings = load_settings(
+        ContractSettings,
+        qdrant_uri=URL,
+        qdrant_shard_number=6,
+        qdrant_replication_factor=2,
+        qdrant_write_consistency_factor=2,
+    )
+    await bootstrap_collection(store, settings)
+    [create] = server.sent("PUT")
+    assert create.body["shard_number"] == 6
+    assert create.body["replication_factor"] == 2
+    assert create.body["write_consistency_factor"] == 2
+
+
 async def test_bootstrap_without_sparse_creates_no_sparse_vector(server: ScriptedQdrant, store: ServerStore) -> None:
     settings = load_settings(ContractSettings, qdrant_uri=URL, enable_sparse_embeddings=False)
     await bootstrap_collection(store, settings)

@@ -34,6 +34,10 @@ class CollectionSpec:
     hnsw_config: models.HnswConfigDiff
     metadata: dict[str, Any]
     payload_indexes: list[PayloadIndexSpec] = field(default_factory=lambda: list[PayloadIndexSpec]())
+    # Cluster layout on a Qdrant server (None: the server's default); the embedded store has one shard.
+    shard_number: int | None = None
+    replication_factor: int | None = None
+    write_consistency_factor: int | None = None
 
     @property
     def vectors_config(self) -> dict[str, models.VectorParams]:
@@ -86,6 +90,9 @@ def collection_spec(settings: ContractSettings) -> CollectionSpec:
         # m=0 disables the global graph; payload_m builds one graph per tenant instead.
         hnsw_config=models.HnswConfigDiff(m=0, payload_m=16),
         metadata={MANIFEST_METADATA_KEY: manifest.model_dump(mode="json")},
+        shard_number=settings.qdrant_shard_number,
+        replication_factor=settings.qdrant_replication_factor,
+        write_consistency_factor=settings.qdrant_write_consistency_factor,
         payload_indexes=indexes,
     )
 

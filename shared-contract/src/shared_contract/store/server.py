@@ -111,6 +111,9 @@ class ServerStore:
                 sparse_vectors_config=spec.sparse_vectors_config,
                 hnsw_config=spec.hnsw_config,
                 metadata=spec.metadata,
+                shard_number=spec.shard_number,
+                replication_factor=spec.replication_factor,
+                write_consistency_factor=spec.write_consistency_factor,
             )
         except UnexpectedResponse as exc:
             # Another replica may have created it between the check and the call.

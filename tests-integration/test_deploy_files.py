@@ -1,0 +1,129 @@
+"""The deployment files against the settings classes: .env.example both ways, compose's environments.
+
+No stack and no Docker: these read files and the services' settings classes only (the full static
+checks, Compose CLI, hadolint and Kubernetes schemas included, are `make deploy-check`).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import AliasChoices
+from pydantic_settings import BaseSettings
+
+from ingestion_service.settings import Settings as IngestionSettings
+from retrieval_agent.settings import Settings as RetrievalSettings
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO_ROOT / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+import env_example  # noqa: E402 - scripts/ is not a package
+
+ENV_EXAMPLE = REPO_ROOT / ".env.example"
+COMPOSE = REPO_ROOT / "docker-compose.yml"
+_LINE = re.compile(r"^#?([A-Z][A-Z0-9_]*)=", re.M)
+
+
+def _class_names(cls: type[BaseSettings]) -> set[str]:
+    """What pydantic-settings reads for ``cls``, computed here without the generator's code."""
+    names: set[str] = set()
+    for field_name, field in cls.model_fields.items():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            names |= {str(choice).upper() for choice in alias.choices if isinstance(choice, str)}
+        elif isinstance(alias, str):
+            names.add(alias.upper())
+        else:
+            names.add(str(cls.model_config.get("env_prefix", "")).upper() + field_name.upper())
+    return names
+
+
+def _canonical(cls: type[BaseSettings]) -> set[str]:
+    """One name per field: the first alias choice, or the field's own name."""
+    names: set[str] = set()
+    for field_name, field in cls.model_fields.items():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):
+            names.add(alias.choices[0].upper())
+        else:
+            names.add(field_name.upper())
+    return names
+
+
+def test_env_example_check_passes() -> None:
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "env_example.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_setting_is_documented_and_nothing_else() -> None:
+    documented = set(_LINE.findall(ENV_EXAMPLE.read_text(encoding="utf-8")))
+    services: dict[str, type[BaseSettings]] = {"INGESTION_": IngestionSettings, "RETRIEVAL_": RetrievalSettings}
+    # Nothing undocumented: each field of each class under its own name, or forked with the service prefix.
+    for prefix, cls in services.items():
+        for name in _canonical(cls):
+            assert name in documented or prefix + name in documented, f"{cls.__module__}: {name} not in .env.example"
+    # Nothing stale: a name a class reads, a fork of one, or one docker-compose.yml interpolates.
+    compose_text = "\n".join(
+        line for line in COMPOSE.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("#")
+    )
+    interpolated = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", compose_text))
+    read = {f"{prefix}{name}" for prefix, cls in services.items() for name in _class_names(cls)}
+    read |= _class_names(IngestionSettings) | _class_names(RetrievalSettings)
+    stale = sorted(name for name in documented if name not in read and name not in interpolated)
+    assert stale == []
+
+
+def test_forked_keys_reach_each_service_as_api_key() -> None:
+    compose = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    services = compose["services"]
+    assert services["ingestion-service"]["environment"]["API_KEY"].startswith("${INGESTION_API_KEY:?")
+    assert services["retrieval-agent"]["environment"]["API_KEY"].startswith("${RETRIEVAL_API_KEY:?")
+    webui = services["open-webui"]["environment"]
+    assert webui["EXTERNAL_INGESTION_API_KEY"].startswith("${INGESTION_API_KEY")
+    assert webui["EXTERNAL_DOCUMENT_LOADER_API_KEY"].startswith("${INGESTION_API_KEY")
+    assert webui["RAG_EXTERNAL_RETRIEVAL_API_KEY"].startswith("${RETRIEVAL_API_KEY")
+
+
+@pytest.mark.parametrize(
+    ("service", "compose_name"), [("ingestion", "ingestion-service"), ("retrieval", "retrieval-agent")]
+)
+def test_compose_environment_is_what_the_class_reads(service: env_example.Service, compose_name: str) -> None:
+    compose = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))  # anchors and merge keys resolved
+    environment = compose["services"][compose_name]["environment"]
+    cls = IngestionSettings if service == "ingestion" else RetrievalSettings
+    assert set(environment) <= _class_names(cls)
+    assert environment == env_example.compose_environment(service)
+
+
+def test_check_reports_undocumented_stale_and_wrong_default() -> None:
+    text = ENV_EXAMPLE.read_text(encoding="utf-8")
+    assert env_example.problems(text) == []
+    without = "\n".join(line for line in text.splitlines() if not line.startswith("#CHUNK_SIZE="))
+    assert any("undocumented: CHUNK_SIZE" in problem for problem in env_example.problems(without))
+    stale = text + "\n#NOT_A_SETTING=1\n"
+    assert any("stale: NOT_A_SETTING" in problem for problem in env_example.problems(stale))
+    wrong = text.replace("#CHUNK_SIZE=400", "#CHUNK_SIZE=512")
+    assert any("CHUNK_SIZE: documented default '512'" in problem for problem in env_example.problems(wrong))
+    optional = text.replace("\nINGESTION_API_KEY=\n", "\n#INGESTION_API_KEY=\n")
+    assert any("INGESTION_API_KEY: should be required" in problem for problem in env_example.problems(optional))
+
+
+def test_no_literal_secrets_in_deployment_files() -> None:
+    env_text = ENV_EXAMPLE.read_text(encoding="utf-8")
+    for name, value in re.findall(r"^#?([A-Z][A-Z0-9_]*(?:KEY|SECRET|PASSWORD|TOKEN))=(.*)$", env_text, re.M):
+        assert value == "", f".env.example: {name} must be empty"
+    secret = yaml.safe_load((REPO_ROOT / "deploy" / "k8s" / "secret.example.yaml").read_text(encoding="utf-8"))
+    assert all(value == "" for value in secret["stringData"].values())
