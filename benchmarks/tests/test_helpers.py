@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import json
+
 import httpx
 
+from benchmarks.agent_overhead import instant_model, instant_reply
 from benchmarks.client import SearchResult, parse_search
 from benchmarks.ingest import file_id_for
 from benchmarks.quality import hits_to_run
@@ -46,3 +49,21 @@ def test_scripted_rerank_server_speaks_both_shapes() -> None:
     assert cohere["results"] == [{"index": 1, "relevance_score": 1.0}]
     assert tei[0] == {"index": 1, "score": 1.0}
     assert server.calls == 2
+
+
+def test_instant_model_calls_retrieve_with_the_question_then_stops() -> None:
+    first = json.loads(
+        instant_reply({"messages": [{"role": "user", "content": "Search request:\n- does aspirin help\n\nFind them."}]})
+    )
+    call = first["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert call["name"] == "retrieve"
+    assert json.loads(call["arguments"])["queries"] == ["does aspirin help"]
+    done = json.loads(instant_reply({"messages": [{"role": "user", "content": "x"}, {"role": "assistant"}]}))
+    assert done["choices"][0]["message"]["content"] == "DONE"
+
+
+def test_instant_model_serves_over_http() -> None:
+    with instant_model() as url:
+        response = httpx.post(f"{url}/chat/completions", json={"messages": []}, timeout=10)
+    assert response.status_code == 200
+    assert response.json()["choices"][0]["finish_reason"] == "tool_calls"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +187,82 @@ def test_endpoints_from_flags_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert retrieval_endpoint(None, None) == Endpoint("http://r:9", "env-key")
     assert retrieval_endpoint("http://flag", "flag-key") == Endpoint("http://flag", "flag-key")
     assert Endpoint("u", "x").headers == {"Authorization": "Bearer x"}
+
+
+def fake_agentic_retrieval(seen: list[tuple[dict[str, Any], str | None]]) -> httpx.ASGITransport:
+    steps = [
+        {"tool": "retrieve", "round": 1, "queries": ["Eiffel completion", "When?"], "results": 2, "ms": 12.5},
+        {"tool": "read_document", "file_id": "file-paris", "chunks": 4, "results": 1, "ms": 3.0},
+    ]
+
+    async def search(request: Request) -> JSONResponse:
+        seen.append((await request.json(), request.headers.get("x-rag-debug")))
+        headers = {"X-RAG-Agent-Outcome": "answered"}
+        if request.headers.get("x-rag-debug") == "steps":
+            headers["X-RAG-Agent-Steps"] = json.dumps(steps)
+        return JSONResponse(
+            {
+                "documents": [["The Eiffel Tower was completed in 1889."]],
+                "metadatas": [[{"name": "paris.pdf"}]],
+                "distances": [[0.91]],
+            },
+            headers=headers,
+        )
+
+    return httpx.ASGITransport(app=Starlette(routes=[Route("/search", search, methods=["POST"])]))
+
+
+def test_search_agentic_shows_the_agents_steps() -> None:
+    seen: list[tuple[dict[str, Any], str | None]] = []
+    out, buffer = console()
+    code = run_search(
+        Endpoint("http://retrieval", KEY),
+        "When?",
+        collections=["kb-1"],
+        k=3,
+        agentic=True,
+        console=out,
+        transport=fake_agentic_retrieval(seen),
+    )
+    assert code == 0
+    assert seen == [({"queries": ["When?"], "collection_names": ["kb-1"], "k": 3}, "steps")]
+    text = buffer.getvalue()
+    assert "outcome: answered" in text
+    assert "retrieve" in text
+    assert "Eiffel completion" in text
+    assert "read_document" in text
+    assert "file-paris" in text
+    assert "paris.pdf" in text
+
+
+def test_search_agentic_json_and_linear_note() -> None:
+    out, buffer = console()
+    code = run_search(
+        Endpoint("http://retrieval", KEY),
+        "q",
+        collections=["kb-1"],
+        k=1,
+        agentic=True,
+        as_json=True,
+        console=out,
+        transport=fake_agentic_retrieval([]),
+    )
+    assert code == 0
+    payload = json.loads(buffer.getvalue())
+    assert payload["agent"]["outcome"] == "answered"
+    assert payload["agent"]["steps"][0]["tool"] == "retrieve"
+    assert payload["response"]["documents"] == [["The Eiffel Tower was completed in 1889."]]
+    # A linear service sends no agent headers: the command says so and still prints the results.
+    out, buffer = console()
+    code = run_search(
+        Endpoint("http://retrieval", KEY),
+        "When?",
+        collections=["kb-1"],
+        k=2,
+        agentic=True,
+        console=out,
+        transport=fake_retrieval([]),
+    )
+    assert code == 0
+    assert "linear pipeline" in buffer.getvalue()
+    assert "paris.pdf" in buffer.getvalue()

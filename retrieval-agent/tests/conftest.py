@@ -210,13 +210,16 @@ async def seed(
     """The collection as ingestion writes it: bootstrap + one chunk point per CORPUS entry."""
     await create_collection(store, settings, lexical=lexical, sparse=sparse)
     points = []
+    # Ingestion numbers each file's chunks 0..n-1 (``split_id``, document order).
+    splits: dict[tuple[str, str], int] = {}
     for index, (tenant, name, page, text) in enumerate(CORPUS):
         sparse_vector = vectors.sparse[index] if sparse and vectors.sparse is not None else None
+        split = splits[(tenant, name)] = splits.get((tenant, name), -1) + 1
         points.append(
             chunk_point(
                 f"doc-{index}",
                 text,
-                chunk_meta(tenant, name, page, index),
+                chunk_meta(tenant, name, page, split),
                 dense=vectors.dense[index],
                 sparse=sparse_vector,
             )

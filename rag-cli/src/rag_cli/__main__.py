@@ -58,6 +58,11 @@ def parser() -> argparse.ArgumentParser:
     search.add_argument("--collection", action="append", required=True, help="repeat for several")
     search.add_argument("-k", type=int, default=5)
     search.add_argument("--json", action="store_true", help="print the raw response")
+    search.add_argument(
+        "--agentic",
+        action="store_true",
+        help="show the steps the agent took (the service runs with ENABLE_AGENTIC_RAG=true)",
+    )
     search.add_argument("--url", default=None, help="retrieval base URL (RAG_RETRIEVAL_URL)")
     search.add_argument("--api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
     return root
@@ -104,7 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     from rag_cli.commands import run_search
 
     return run_search(
-        retrieval_endpoint(args.url, args.api_key), args.query, collections=args.collection, k=args.k, as_json=args.json
+        retrieval_endpoint(args.url, args.api_key),
+        args.query,
+        collections=args.collection,
+        k=args.k,
+        as_json=args.json,
+        agentic=args.agentic,
     )
 
 

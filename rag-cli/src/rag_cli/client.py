@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,12 +83,55 @@ async def search(
     client: httpx.AsyncClient, endpoint: Endpoint, query: str, *, collections: list[str], k: int
 ) -> dict[str, Any]:
     """``POST /search`` with one query; the raw response body."""
+    return (await search_reply(client, endpoint, query, collections=collections, k=k)).body
+
+
+@dataclass(frozen=True, slots=True)
+class SearchReply:
+    """The body and, in agentic mode, how the agent's run went (response headers)."""
+
+    body: dict[str, Any]
+    # X-RAG-Agent-Outcome; None when the service ran the linear pipeline.
+    agent_outcome: str | None = None
+    agent_fallback: str | None = None
+    agent_steps: list[dict[str, Any]] | None = None
+
+
+def _steps(header: str | None) -> list[dict[str, Any]] | None:
+    if header is None:
+        return None
+    try:
+        decoded: Any = json.loads(header)
+    except ValueError:
+        return None
+    return [step for step in decoded if isinstance(step, dict)] if isinstance(decoded, list) else None
+
+
+async def search_reply(
+    client: httpx.AsyncClient,
+    endpoint: Endpoint,
+    query: str,
+    *,
+    collections: list[str],
+    k: int,
+    agent_steps: bool = False,
+) -> SearchReply:
+    """``POST /search`` with one query; ``agent_steps`` asks an agentic service for its steps
+    (``X-RAG-Debug: steps``, a header Open WebUI never sends; the body keeps its shape)."""
+    headers = dict(endpoint.headers)
+    if agent_steps:
+        headers["X-RAG-Debug"] = "steps"
     response = await client.post(
         f"{endpoint.url}/search",
         json={"queries": [query], "collection_names": collections, "k": k},
-        headers=endpoint.headers,
+        headers=headers,
     )
     if response.status_code >= 400:
         raise SearchFailedError(_error_text(response))
     body: dict[str, Any] = response.json()
-    return body
+    return SearchReply(
+        body=body,
+        agent_outcome=response.headers.get("X-RAG-Agent-Outcome"),
+        agent_fallback=response.headers.get("X-RAG-Agent-Fallback"),
+        agent_steps=_steps(response.headers.get("X-RAG-Agent-Steps")),
+    )

@@ -6,13 +6,14 @@ import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rag_cli.client import IngestOutcome, SearchFailedError, ingest_file, search
+from rag_cli.client import IngestOutcome, SearchFailedError, SearchReply, ingest_file, search_reply
 from rag_cli.config import Endpoint
 
 INGEST_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
@@ -164,6 +165,38 @@ def results_table(query: str, body: dict[str, object]) -> Table:
     return table
 
 
+def _step_detail(step: dict[str, Any]) -> str:
+    """The arguments and findings of one agent step, as one line."""
+    skip = {"tool", "results", "ms"}
+    parts = []
+    for key, value in step.items():
+        if key in skip:
+            continue
+        parts.append(f"{key}={json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value}")
+    return " ".join(parts)
+
+
+def steps_table(reply: SearchReply) -> Table:
+    """One row per step the agent took (tool, arguments, results, time)."""
+    table = Table(title=f"Agent steps (outcome: {reply.agent_outcome})")
+    table.add_column("#", justify="right")
+    table.add_column("tool")
+    table.add_column("arguments", overflow="fold")
+    table.add_column("results", justify="right")
+    table.add_column("ms", justify="right")
+    for index, step in enumerate(reply.agent_steps or [], start=1):
+        table.add_row(
+            str(index),
+            str(step.get("tool", "")),
+            _step_detail(step),
+            str(step.get("results", "")),
+            str(step.get("ms", "")),
+        )
+    if reply.agent_fallback:
+        table.caption = f"the linear pipeline answered instead: {reply.agent_fallback}"
+    return table
+
+
 def run_search(
     endpoint: Endpoint,
     query: str,
@@ -171,22 +204,40 @@ def run_search(
     collections: list[str],
     k: int,
     as_json: bool = False,
+    agentic: bool = False,
     console: Console | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> int:
-    """Entry point of ``rag search``: 0 on success (even with no hits), 1 on an error."""
+    """Entry point of ``rag search``: 0 on success (even with no hits), 1 on an error.
+
+    ``agentic``: also show the steps the agent took (the service must run with ENABLE_AGENTIC_RAG=true).
+    """
     console = console or Console()
 
-    async def call() -> dict[str, object]:
-        async with httpx.AsyncClient(timeout=60.0, transport=transport) as client:
-            return await search(client, endpoint, query, collections=collections, k=k)
+    async def call() -> SearchReply:
+        async with httpx.AsyncClient(timeout=120.0 if agentic else 60.0, transport=transport) as client:
+            return await search_reply(client, endpoint, query, collections=collections, k=k, agent_steps=agentic)
 
     try:
-        body = asyncio.run(call())
+        reply = asyncio.run(call())
         if as_json:
-            console.print_json(json.dumps(body))
-        else:
-            console.print(results_table(query, body))
+            payload: dict[str, Any] = reply.body
+            if agentic:
+                payload = {
+                    "agent": {
+                        "outcome": reply.agent_outcome,
+                        "fallback": reply.agent_fallback,
+                        "steps": reply.agent_steps,
+                    },
+                    "response": reply.body,
+                }
+            console.print_json(json.dumps(payload))
+            return 0
+        if agentic and reply.agent_outcome is None:
+            console.print("[yellow]the service ran the linear pipeline (ENABLE_AGENTIC_RAG is off there)[/yellow]")
+        elif agentic:
+            console.print(steps_table(reply))
+        console.print(results_table(query, reply.body))
     except (SearchFailedError, httpx.HTTPError) as exc:
         console.print(f"[red]search failed: {exc}[/red]")
         return 1

@@ -12,9 +12,10 @@ from fastapi import FastAPI
 from prometheus_client import ProcessCollector
 from pydantic_ai.models import Model
 
-from retrieval_agent.adapters.llm import build_query_model
+from retrieval_agent.adapters.llm import build_query_model, llm_timeout
 from retrieval_agent.adapters.reranker import FastembedReranker, Reranker, build_reranker
 from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.api.auth import install_edge
 from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.routes import health, metrics, search
@@ -22,7 +23,7 @@ from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
 from retrieval_agent.settings import Settings, get_settings
-from shared_contract import ContractEmbedder
+from shared_contract import ContractConfigError, ContractEmbedder
 from shared_contract.store import ChunkStore, close_store, open_store
 
 logger = logging.getLogger("retrieval_agent")
@@ -37,7 +38,13 @@ def create_app(
     query_model: Model | None = None,
 ) -> FastAPI:
     """The retrieval-agent app. Keyword arguments inject ready-made collaborators (tests, ``rag dev``);
-    an injected ``store`` stays open, one the lifespan opens is closed on exit."""
+    an injected ``store`` stays open, one the lifespan opens is closed on exit. ``query_model`` is the
+    LLM of query generation and of the agentic loop (one model, one connection pool per process).
+
+    ENABLE_AGENTIC_RAG=true without a model (no AGENT_API_BASE_URL) refuses to start
+    (ContractConfigError naming AGENT_API_BASE_URL): an agentic deployment that silently ran the
+    linear pipeline would hide its misconfiguration.
+    """
     settings = settings if settings is not None else get_settings()
 
     @asynccontextmanager
@@ -46,9 +53,16 @@ def create_app(
         active_store = store if store is not None else open_store(settings)
         active_reranker: Reranker | None = None
         owned_embedder: ContractEmbedder | None = None
-        # The query model's connection pool, closed with the app (pydantic-ai's shared one never is).
-        llm_client = httpx.AsyncClient(timeout=settings.query_generation_timeout)
+        # The LLM's connection pool, closed with the app (pydantic-ai's shared one never is).
+        llm_client = httpx.AsyncClient(timeout=llm_timeout(settings))
         try:
+            # Checked before any model loads: a misconfigured agentic deployment fails at once.
+            model = query_model if query_model is not None else build_query_model(settings, llm_client)
+            if settings.enable_agentic_rag and model is None:
+                raise ContractConfigError(
+                    "AGENT_API_BASE_URL",
+                    "is required when ENABLE_AGENTIC_RAG=true (the agent's OpenAI-compatible endpoint)",
+                )
             active_reranker = reranker if reranker is not None else build_reranker(settings)
             active_embedder = embedder
             if active_embedder is None:
@@ -61,7 +75,6 @@ def create_app(
             await anyio.to_thread.run_sync(active_embedder.warm_up)
             if isinstance(active_reranker, FastembedReranker):
                 await anyio.to_thread.run_sync(active_reranker.warm_up)
-            model = query_model if query_model is not None else build_query_model(settings, llm_client)
             generator = None
             if settings.enable_query_generation and model is not None:
                 generator = QueryGenerator(
@@ -75,7 +88,7 @@ def create_app(
             ProcessCollector(registry=metrics_.registry)
             app.state.store = search_store
             app.state.metrics = metrics_
-            app.state.search = LinearSearch(
+            linear = LinearSearch(
                 settings,
                 store=search_store,
                 embedder=active_embedder,
@@ -83,6 +96,16 @@ def create_app(
                 reranker=active_reranker,
                 generator=generator,
             )
+            app.state.search = linear
+            app.state.agent = None
+            if settings.enable_agentic_rag and model is not None:
+                app.state.agent = AgenticSearch(settings, search=linear, model=model)
+                logger.info(
+                    "agentic mode: model %s, at most %d retrieve rounds, %.0f s per run",
+                    settings.agent_model,
+                    settings.agent_max_iterations,
+                    settings.agent_timeout,
+                )
             yield
         finally:
             if active_reranker is not None and reranker is None:

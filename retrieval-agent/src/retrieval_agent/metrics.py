@@ -9,7 +9,7 @@ from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-Stage = Literal["query_generation", "embed", "qdrant", "bm25", "rerank", "total"]
+Stage = Literal["query_generation", "embed", "qdrant", "bm25", "rerank", "agent_loop", "total"]
 SearchPath = Literal["native_hybrid", "bm25_fallback", "dense"]
 
 _STAGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -69,6 +69,47 @@ class SearchMetrics:
         )
         self.bm25_cache = Counter(
             "bm25_cache_total", "Client-side BM25 corpus cache lookups.", ["result"], registry=self.registry
+        )
+        # Agentic mode (one observation per /search the agent handled).
+        self.agent_requests = Counter(
+            "agent_requests_total",
+            "Agentic searches by outcome (answered, plain_text, iteration_cap, timeout, model_error, fallback, "
+            "no_query).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.agent_iterations = Histogram(
+            "agent_iterations",
+            "Retrieve rounds per agentic search.",
+            buckets=(0, 1, 2, 3, 4, 5, 7, 10),
+            registry=self.registry,
+        )
+        self.agent_tool_calls = Counter(
+            "agent_tool_calls_total", "Tool calls the agent made, by tool.", ["tool"], registry=self.registry
+        )
+        self.agent_model_tokens = Counter(
+            "agent_model_tokens_total",
+            "Tokens the agent's model reported, by direction (input, output).",
+            ["direction"],
+            registry=self.registry,
+        )
+        self.agent_model_seconds = Histogram(
+            "agent_model_seconds",
+            "Time spent waiting for the agent's model per search (all its requests).",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0),
+            registry=self.registry,
+        )
+        self.agent_fallbacks = Counter(
+            "agent_fallbacks_total",
+            "Agentic searches answered by the linear pipeline instead, by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.agent_tenant_violations = Counter(
+            "agent_tenant_violations_total",
+            "Tool calls that named a collection or reached for a document outside the request's collections "
+            "(refused; nothing outside them is read).",
+            registry=self.registry,
         )
         self.results_returned = Histogram(
             "results_returned",

@@ -129,6 +129,46 @@ class Settings(ContractSettings):
         default=6, ge=0, le=50, description="A user turn of at most this many words counts as a follow-up."
     )
 
+    # Agentic mode (design section 5): a PydanticAI loop over the same retrieval steps. The model is
+    # AGENT_MODEL at AGENT_API_BASE_URL (shared with query generation); the limits are enforced in code.
+    enable_agentic_rag: bool = Field(
+        default=False, description="Route /search to the agentic loop instead of the linear pipeline."
+    )
+    agent_max_iterations: int = Field(
+        default=3, ge=1, le=10, description="Most retrieve rounds per request (enforced in code, not only asked)."
+    )
+    agent_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        le=600,
+        description="Wall-clock seconds of one agent run; after it, what was retrieved is returned.",
+    )
+    agent_tool_preview_chars: int = Field(
+        default=200, ge=20, le=4000, description="Characters of each result the model sees (the response has all)."
+    )
+    agent_preview_k: int = Field(default=5, ge=1, le=50, description="Results of a retrieve call the model sees.")
+    agent_fetch_k: int = Field(
+        default=20, ge=1, le=200, description="Candidates per query of a retrieve call, before rerank and k."
+    )
+    agent_strict_tools: bool = Field(default=True, description="Send the tools as strict JSON schemas.")
+    agent_system_prompt: str = Field(
+        default="",
+        max_length=20_000,
+        description="Replaces the built-in system prompt ($max_iterations is filled in); empty = built-in.",
+    )
+    agent_conversation_history_messages: int = Field(
+        default=4, ge=1, le=50, description="Last chat messages the agent reads."
+    )
+    agent_include_raw_query: bool = Field(
+        default=True, description="Seed the first retrieve round with the user's own question."
+    )
+    agent_document_max_chars: int = Field(
+        default=20_000,
+        ge=500,
+        le=200_000,
+        description="read_document: the whole document rebuilt from its chunks is cut at this many characters.",
+    )
+
     @property
     def relevance_models(self) -> Mapping[ModelName, PlattModel]:
         """The Platt models per retrieval path: the defaults, with RELEVANCE_CALIBRATION's overrides."""

@@ -9,6 +9,8 @@ from retrieval_agent.search.relevance import (
     DEFAULT_MODELS,
     PlattModel,
     RelevanceCalibrator,
+    RerankerScale,
+    non_increasing,
     parse_models,
     sigmoid,
 )
@@ -62,8 +64,10 @@ def test_a_missing_cosine_adds_nothing() -> None:
         ("probability", 1.3, 1.0),
     ],
 )
-def test_reranked_relevance_is_the_cross_encoders_probability(scale: str, score: float, expected: float) -> None:
-    calibrator = RelevanceCalibrator(DEFAULT_MODELS, reranker_scale=scale)  # type: ignore[arg-type]
+def test_reranked_relevance_is_the_cross_encoders_probability(
+    scale: RerankerScale, score: float, expected: float
+) -> None:
+    calibrator = RelevanceCalibrator(DEFAULT_MODELS, reranker_scale=scale)
     [scored] = calibrator.reranked([hit(score, None)])
     assert scored.relevance == pytest.approx(expected)
 
@@ -80,16 +84,22 @@ def test_parse_models_overrides_only_the_named_paths() -> None:
 )
 def test_a_bad_relevance_calibration_stops_start_up_naming_the_variable(raw: str) -> None:
     with pytest.raises(ContractConfigError, match="RELEVANCE_CALIBRATION"):
-        Settings(api_key=KEY, relevance_calibration=raw)  # type: ignore[arg-type]
+        Settings(api_key=KEY, relevance_calibration=raw)
 
 
 def test_settings_carry_the_calibration_and_the_reranker_scale() -> None:
     settings = Settings(
-        api_key=KEY,  # type: ignore[arg-type]
+        api_key=KEY,
         relevance_calibration=json.dumps({"native_hybrid": [-1, 2, 3]}),
         reranker_provider="fastembed",
     )
     assert settings.relevance_models["native_hybrid"] == PlattModel(-1.0, 2.0, 3.0)
     assert settings.effective_reranker_score_scale == "logit"
-    http = Settings(api_key=KEY, reranker_score_scale="auto")  # type: ignore[arg-type]
+    http = Settings(api_key=KEY, reranker_score_scale="auto")
     assert http.effective_reranker_score_scale == "probability"
+
+
+def test_relevance_never_rises_down_the_ranked_list() -> None:
+    hits = [Hit(point_id=str(i), content=str(i), relevance=value) for i, value in enumerate([0.6, 0.8, 0.3, 0.5])]
+    assert [hit.relevance for hit in non_increasing(hits)] == [0.6, 0.6, 0.3, 0.3]
+    assert [hit.point_id for hit in non_increasing(hits)] == ["0", "1", "2", "3"]

@@ -25,7 +25,17 @@ from shared_contract import (
     meta_path,
 )
 from shared_contract.lexical import LEXICAL_FIELD_PREFIX
-from shared_contract.store import ChunkStore, PointRecord, ServerStore, tenant_filter, verify_collection
+from shared_contract.store import (
+    ChunkStore,
+    PointRecord,
+    ServerStore,
+    committed_file_filter,
+    match,
+    pending_condition,
+    tenant_condition,
+    tenant_filter,
+    verify_collection,
+)
 
 _SCROLL_PAGE = 256
 # More than the lexical languages there are (11 stemmed + the fallback).
@@ -129,20 +139,79 @@ class StoreSearch:
 
     async def scroll_contents(self, collection_names: Sequence[str], max_docs: int) -> list[PointRecord]:
         """Up to ``max_docs`` committed chunks of the given tenants, content and meta only."""
+        return await self.scroll_records(tenant_filter(collection_names), max_docs)
+
+    async def scroll_records(
+        self, selector: models.Filter, max_points: int, *, payload: Sequence[str] = (PAYLOAD_CONTENT, PAYLOAD_META)
+    ) -> list[PointRecord]:
+        """Up to ``max_points`` points ``selector`` matches (in id order), with the ``payload`` keys only.
+
+        Callers pass a filter built on ``tenant_filter``: this adapter never reads outside the tenants
+        it is given, and the agent's tools build every selector that way (``agent/filters.py``).
+        """
         records: list[PointRecord] = []
         offset: str | None = None
-        selector = tenant_filter(collection_names)
-        while len(records) < max_docs:
+        while len(records) < max_points:
             page, offset = await self.store.scroll(
-                selector,
-                limit=min(_SCROLL_PAGE, max_docs - len(records)),
-                offset=offset,
-                with_payload=[PAYLOAD_CONTENT, PAYLOAD_META],
+                selector, limit=min(_SCROLL_PAGE, max_points - len(records)), offset=offset, with_payload=list(payload)
             )
             records.extend(page)
             if offset is None:
                 break
         return records
+
+    async def count(self, selector: models.Filter) -> int:
+        """Exact number of points ``selector`` matches."""
+        return await self.store.count(selector)
+
+    async def file_chunks(
+        self, file_id: str, collection_names: Sequence[str], *, splits: range, version: tuple[str, int] | None = None
+    ) -> list[PointRecord]:
+        """Committed chunks of one file within the tenants whose ``meta.split_id`` is in ``splits``.
+
+        Ingestion numbers a file version's chunks 0..n-1 in document order (``split_id``); the caller
+        sorts them. ``version`` (collection name, ingest_seq) narrows to one tenant's copy of one
+        version (a file may sit in several knowledge bases, and two versions are live for a moment).
+        """
+        conditions: list[models.Condition] = [
+            match(MetaKey.FILE_ID, file_id),
+            models.FieldCondition(
+                key=meta_path(MetaKey.SPLIT_ID), range=models.Range(gte=splits.start, lt=splits.stop)
+            ),
+        ]
+        if version is not None:
+            conditions.append(match(MetaKey.COLLECTION_NAME, version[0]))
+            # The seq index is range-only (no lookup): an exact value is a closed range.
+            conditions.append(
+                models.FieldCondition(
+                    key=meta_path(MetaKey.INGEST_SEQ), range=models.Range(gte=version[1], lte=version[1])
+                )
+            )
+        selector = models.Filter(must=[tenant_condition(collection_names), *conditions], must_not=[pending_condition()])
+        # A version holds each split once; two versions or tenants at most double it per page.
+        return await self.scroll_records(selector, max_points=4 * len(splits) + _SCROLL_PAGE)
+
+    async def document_heads(
+        self, collection_names: Sequence[str], conditions: Sequence[models.Condition], max_docs: int
+    ) -> list[PointRecord]:
+        """One record (meta only) per document version in the tenants: its first chunk (``split_id`` 0)."""
+        selector = models.Filter(
+            must=[
+                tenant_condition(collection_names),
+                match(MetaKey.SPLIT_ID, 0),
+                *conditions,
+            ],
+            must_not=[pending_condition()],
+        )
+        return await self.scroll_records(selector, max_docs, payload=[PAYLOAD_META])
+
+    async def file_exists_anywhere(self, file_id: str) -> bool:
+        """Whether any tenant holds committed chunks of ``file_id`` (a count only: nothing is read).
+
+        Tells a tool call that reached for another tenant's document (counted as a tenant violation)
+        from one that named a file that does not exist.
+        """
+        return await self.store.count(committed_file_filter(file_id)) > 0
 
     async def verify(self) -> CollectionManifest:
         """The store answers, a server is recent enough, and the manifest matches these settings."""

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
@@ -26,6 +27,12 @@ async def get_search(request: Request) -> LinearSearch:
     return search
 
 
+async def get_agent(request: Request) -> AgenticSearch | None:
+    """The agentic search when ENABLE_AGENTIC_RAG=true, else None."""
+    agent: AgenticSearch | None = request.app.state.agent
+    return agent
+
+
 async def get_store(request: Request) -> StoreSearch:
     store: StoreSearch = request.app.state.store
     return store
@@ -38,5 +45,6 @@ async def get_metrics(request: Request) -> SearchMetrics:
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SearchDep = Annotated[LinearSearch, Depends(get_search)]
+AgentDep = Annotated[AgenticSearch | None, Depends(get_agent)]
 StoreDep = Annotated[StoreSearch, Depends(get_store)]
 MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]

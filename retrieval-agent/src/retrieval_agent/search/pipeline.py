@@ -42,7 +42,7 @@ from retrieval_agent.search.query import (
     hybrid_request,
     lexical_fields_for,
 )
-from retrieval_agent.search.relevance import RelevanceCalibrator
+from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, StoreRequestError
@@ -125,14 +125,28 @@ class LinearSearch:
             bm25_b=settings.lexical_bm25_b,
         )
 
-    async def retrieve(self, query: str, collection_names: Sequence[str], limit: int) -> RetrievedList:
-        """Up to ``limit`` candidates for one query from the tenants in ``collection_names``."""
+    async def retrieve(
+        self,
+        query: str,
+        collection_names: Sequence[str],
+        limit: int,
+        *,
+        conditions: Sequence[models.Condition] = (),
+    ) -> RetrievedList:
+        """Up to ``limit`` candidates for one query from the tenants in ``collection_names``.
+
+        ``conditions`` (the agent's metadata filters) are ANDed with the tenant filter on every leg.
+        """
         if not self.settings.enable_hybrid_search:
-            return await self._dense(query, collection_names, limit)
+            return await self._dense(query, collection_names, limit, conditions=conditions)
         capabilities = await self.store.capabilities()
         sparse = capabilities.has_sparse and self.embedder.sparse is not None
         lexical = bool(capabilities.lexical_fields) and self._lexical_supported()
         if not sparse and not lexical:
+            if conditions:
+                # The client-side BM25 corpus is cached per tenant set, unfiltered: a filtered search on
+                # this last-resort path is dense only.
+                return await self._dense(query, collection_names, limit, conditions=conditions)
             return await self._bm25_fallback(query, collection_names, limit)
         # The tenants' language mix picks the BM25 fields and the dense leg's weight (a collection
         # without lexical fields has no ``meta.lexical_language`` index to ask).
@@ -151,11 +165,12 @@ class LinearSearch:
                 limit=limit,
                 params=params,
                 sparse_idf=capabilities.sparse_idf,
+                conditions=conditions,
             )
 
         request = build(fields)
         if request is None:
-            return await self._dense(query, collection_names, limit, dense=vectors.dense)
+            return await self._dense(query, collection_names, limit, dense=vectors.dense, conditions=conditions)
         try:
             with self.metrics.time_stage("qdrant"):
                 points = await self.store.query(request)
@@ -165,6 +180,8 @@ class LinearSearch:
             self._lexical_missing(exc)
             request = build(())
             if request is None:
+                if conditions:
+                    return await self._dense(query, collection_names, limit, dense=vectors.dense, conditions=conditions)
                 return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
             with self.metrics.time_stage("qdrant"):
                 points = await self.store.query(request)
@@ -172,12 +189,18 @@ class LinearSearch:
         return self._done(query, hits, "native_hybrid", exhausted=len(points) < limit)
 
     async def _dense(
-        self, query: str, collection_names: Sequence[str], limit: int, *, dense: Sequence[float] | None = None
+        self,
+        query: str,
+        collection_names: Sequence[str],
+        limit: int,
+        *,
+        dense: Sequence[float] | None = None,
+        conditions: Sequence[models.Condition] = (),
     ) -> RetrievedList:
         if dense is None:
             dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics)).dense
         with self.metrics.time_stage("qdrant"):
-            points = await self.store.query(dense_request(dense, collection_names, limit))
+            points = await self.store.query(dense_request(dense, collection_names, limit, conditions=conditions))
         hits = [point_to_hit(point, dense_score(point.score), known_cosine=point.score) for point in points]
         return self._done(query, newest_versions(hits), "dense", exhausted=len(points) < limit)
 
@@ -232,12 +255,16 @@ class LinearSearch:
         collection_names: Sequence[str],
         k: int,
         template: str | None = None,
+        use_generator: bool = True,
     ) -> SearchOutcome:
-        """Run the whole linear pipeline for one request."""
+        """Run the whole linear pipeline for one request.
+
+        ``use_generator=False``: no LLM writes the queries (the agent's fallback, when that LLM just failed).
+        """
         resolved = await resolve_queries(
             queries,
             messages,
-            generator=self.generator,
+            generator=self.generator if use_generator else None,
             metrics=self.metrics,
             template=template or self.settings.retrieval_query_generation_prompt_template,
             follow_up=self.follow_up,
@@ -250,7 +277,7 @@ class LinearSearch:
                 # The common case: no task group (a task spawn and a loop turn per request).
                 lists = [await self.retrieve(resolved.queries[0], collection_names, fetch_k)]
             else:
-                lists = await self._retrieve_all(resolved.queries, collection_names, fetch_k)
+                lists = await self.retrieve_all(resolved.queries, collection_names, fetch_k)
             sets = await self._result_sets(lists, resolved, k, fetch_k)
             enough = all(len(hits) >= k for hits in sets)
             if enough or all(item.exhausted for item in lists) or refetch == DEDUP_REFETCHES:
@@ -264,19 +291,26 @@ class LinearSearch:
     ) -> list[list[Hit]]:
         """The response's lists: one per query, or one merged list."""
         if self.settings.search_result_sets == "per_query":
-            return [await self._finish(item.hits, item.query, k) for item in lists]
+            return [await self.finish(item.hits, item.query, k) for item in lists]
         merged = self.merge([item.hits for item in lists], fetch_k)
         primary = resolved.primary or resolved.queries[0]
-        return [await self._finish(merged, primary, k)]
+        return [await self.finish(merged, primary, k)]
 
-    async def _retrieve_all(
-        self, queries: Sequence[str], collection_names: Sequence[str], limit: int
+    async def retrieve_all(
+        self,
+        queries: Sequence[str],
+        collection_names: Sequence[str],
+        limit: int,
+        *,
+        conditions: Sequence[models.Condition] = (),
     ) -> list[RetrievedList]:
         """Every query's candidates, retrieved concurrently, in query order."""
+        if len(queries) == 1:
+            return [await self.retrieve(queries[0], collection_names, limit, conditions=conditions)]
         retrieved: list[RetrievedList | None] = [None] * len(queries)
 
         async def one(index: int, query: str) -> None:
-            retrieved[index] = await self.retrieve(query, collection_names, limit)
+            retrieved[index] = await self.retrieve(query, collection_names, limit, conditions=conditions)
 
         try:
             async with anyio.create_task_group() as group:
@@ -293,13 +327,17 @@ class LinearSearch:
             return top_k(rankings[0], limit)
         return rrf_fuse(rankings, k=self.settings.multi_query_rrf_k, limit=limit)
 
-    async def _finish(self, candidates: Sequence[Hit], query: str, k: int) -> list[Hit]:
+    async def finish(self, candidates: Sequence[Hit], query: str, k: int, *, rerank_hits: bool = True) -> list[Hit]:
+        """Newest versions, dedup, optional rerank against ``query``, at most ``k`` (the last step of a search).
+
+        ``rerank_hits=False`` skips the reranker (the agent's direct search from plain-text queries).
+        """
         # Lists of several queries may hold two versions of one file: narrowed once more here.
         unique = top_k(newest_versions(candidates), len(candidates))
-        if self.reranker is not None:
+        if self.reranker is not None and rerank_hits:
             reranked = await rerank(self.reranker, query, unique, k, self.metrics, calibrator=self.calibrator)
-            return top_k(reranked, k)
-        return unique[:k]
+            return non_increasing(top_k(reranked, k))
+        return non_increasing(unique[:k])
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

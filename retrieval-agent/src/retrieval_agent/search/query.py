@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from qdrant_client import models
 
 from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, SPARSE_VECTOR, SparseVectorData, lexical
-from shared_contract.store import tenant_filter
+from shared_contract.store import pending_condition, tenant_condition, tenant_filter
 
 # The lexical copies (``lexical_<code>``) duplicate ``content``: never read them back.
 RESULT_PAYLOAD = (PAYLOAD_CONTENT, PAYLOAD_META)
@@ -108,12 +108,25 @@ def lexical_prefetch(
     )
 
 
-def dense_request(dense: Sequence[float], collection_names: Sequence[str], limit: int) -> models.QueryRequest:
-    """Nearest neighbours on ``text-dense`` (raw cosine scores)."""
+def scoped_filter(collection_names: Sequence[str], conditions: Sequence[models.Condition] = ()) -> models.Filter:
+    """The tenant filter, narrowed by ``conditions`` (ANDed): extra conditions can only take points away."""
+    if not conditions:
+        return tenant_filter(collection_names)
+    return models.Filter(must=[tenant_condition(collection_names), *conditions], must_not=[pending_condition()])
+
+
+def dense_request(
+    dense: Sequence[float],
+    collection_names: Sequence[str],
+    limit: int,
+    *,
+    conditions: Sequence[models.Condition] = (),
+) -> models.QueryRequest:
+    """Nearest neighbours on ``text-dense`` (raw cosine scores); ``conditions`` narrow the tenants' points."""
     return models.QueryRequest(
         query=list(dense),
         using=DENSE_VECTOR,
-        filter=tenant_filter(collection_names),
+        filter=scoped_filter(collection_names, conditions),
         limit=limit,
         with_payload=list(RESULT_PAYLOAD),
     )
@@ -129,15 +142,19 @@ def hybrid_request(
     limit: int,
     params: FusionParams,
     sparse_idf: bool,
+    conditions: Sequence[models.Condition] = (),
 ) -> models.QueryRequest | None:
     """One request: a dense, a sparse and a BM25 leg, fused with weighted RRF.
 
     Legs, in order: ``text-dense``; ``text-sparse`` (when ``sparse`` has terms); the BM25 leg over
     ``lexical_fields`` (:func:`lexical_prefetch`). Zero-weight legs are left out. None when no leg but the dense
     one remains (the caller runs the plain dense request instead, with its cosine scale).
+    ``conditions`` (the agent's metadata filters) narrow every leg; IDF stays over the whole tenants, so a
+    filter changes which chunks compete, not how a term is weighted.
     """
-    selector = tenant_filter(collection_names)
-    idf = idf_scope(selector)
+    tenants = tenant_filter(collection_names)
+    idf = idf_scope(tenants)
+    selector = scoped_filter(collection_names, conditions)
     limit_per_leg = params.prefetch_limit
     legs: list[models.Prefetch] = []
     weights: list[float] = []

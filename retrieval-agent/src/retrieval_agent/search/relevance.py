@@ -126,3 +126,18 @@ class RelevanceCalibrator:
         if self.reranker_scale == "logit":
             return [replace(hit, relevance=sigmoid(hit.score)) for hit in hits]
         return [replace(hit, relevance=min(1.0, max(0.0, hit.score))) for hit in hits]
+
+
+def non_increasing(hits: Sequence[Hit]) -> list[Hit]:
+    """The ranked list with each relevance capped at the one above it, order kept.
+
+    The ranking is the path's (fused, cosine, cross-encoder), which the per-hit model can disagree
+    with by a little; clients that sort or threshold on ``distances`` (Open WebUI) must not reorder
+    the ranking, so a hit never shows more relevance than the hit ranked above it.
+    """
+    capped: list[Hit] = []
+    ceiling = 1.0
+    for hit in hits:
+        ceiling = min(ceiling, hit.relevance)
+        capped.append(hit if hit.relevance == ceiling else replace(hit, relevance=ceiling))
+    return capped

@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Header, Response
 
 from retrieval_agent.api.auth import BEARER
-from retrieval_agent.api.deps import MetricsDep, SearchDep
+from retrieval_agent.api.deps import AgentDep, MetricsDep, SearchDep
 from retrieval_agent.api.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.api.models import SearchRequest, SearchResponse
+from retrieval_agent.search.postprocess import Hit
 from shared_contract.http import ERROR_RESPONSES
 
 logger = logging.getLogger(__name__)
 
 router = APIRouter(tags=["search"], dependencies=[BEARER], responses=ERROR_RESPONSES)
+
+# Agentic mode: how the run ended, and (when the linear pipeline answered instead) why.
+AGENT_OUTCOME_HEADER = "X-RAG-Agent-Outcome"
+AGENT_FALLBACK_HEADER = "X-RAG-Agent-Fallback"
+# Opt-in (``X-RAG-Debug: steps``, sent by ``rag search --agentic``, never by Open WebUI): the agent's
+# steps as JSON in a response header, so the body keeps Open WebUI's shape.
+DEBUG_HEADER = "X-RAG-Debug"
+AGENT_STEPS_HEADER = "X-RAG-Agent-Steps"
+_MAX_STEPS_HEADER = 16_000
 
 
 def public_meta(meta: dict[str, Any], fields: frozenset[str] | None) -> dict[str, Any]:
@@ -26,8 +36,24 @@ def public_meta(meta: dict[str, Any], fields: frozenset[str] | None) -> dict[str
     return {key: value for key, value in meta.items() if key in fields}
 
 
-async def search(body: SearchRequest, response: Response, search: SearchDep, metrics: MetricsDep) -> SearchResponse:
-    """Hybrid search over the tenants in ``collection_names``; one merged result list by default."""
+def _steps_header(steps_json: str) -> str:
+    if len(steps_json) <= _MAX_STEPS_HEADER:
+        return steps_json
+    return steps_json[: _MAX_STEPS_HEADER - 20].rsplit("},{", 1)[0] + '},{"truncated":true}]'
+
+
+async def search(
+    body: SearchRequest,
+    response: Response,
+    search: SearchDep,
+    agent: AgentDep,
+    metrics: MetricsDep,
+    x_rag_debug: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> SearchResponse:
+    """Hybrid search over the tenants in ``collection_names``; one merged result list by default.
+
+    With ENABLE_AGENTIC_RAG=true the agentic loop answers (same response shape; headers say how it ended).
+    """
     started = time.perf_counter()
     adjusted = adjust(
         body.queries,
@@ -39,30 +65,41 @@ async def search(body: SearchRequest, response: Response, search: SearchDep, met
         for change in adjusted.changes:
             metrics.request_adjustments.labels(adjustment=change).inc()
         logger.info("search request adjusted to the limits: %s", ",".join(adjusted.changes))
-    outcome = await search.search(
-        queries=adjusted.queries,
-        messages=adjusted.messages,
-        collection_names=body.collection_names,
-        k=adjusted.k,
-        template=body.retrieval_query_generation_prompt_template,
-    )
+    result_sets: list[list[Hit]]
+    if agent is not None:
+        run = await agent.run(
+            queries=adjusted.queries,
+            messages=adjusted.messages,
+            collection_names=body.collection_names,
+            k=adjusted.k,
+        )
+        result_sets = run.result_sets
+        response.headers[AGENT_OUTCOME_HEADER] = run.outcome
+        if run.fallback_reason is not None:
+            response.headers[AGENT_FALLBACK_HEADER] = run.fallback_reason
+        if x_rag_debug is not None and "steps" in x_rag_debug.casefold():
+            response.headers[AGENT_STEPS_HEADER] = _steps_header(run.steps_json())
+        description = f"agent {run.outcome}, {run.iterations} rounds, paths={','.join(run.paths) or '-'}"
+    else:
+        outcome = await search.search(
+            queries=adjusted.queries,
+            messages=adjusted.messages,
+            collection_names=body.collection_names,
+            k=adjusted.k,
+            template=body.retrieval_query_generation_prompt_template,
+        )
+        result_sets = outcome.result_sets
+        description = f"{len(outcome.resolved.queries)} queries ({outcome.resolved.source}), paths={','.join(outcome.paths) or '-'}"
     elapsed = time.perf_counter() - started
     metrics.duration.observe(elapsed)
     metrics.requests.labels(outcome="ok", code="").inc()
-    metrics.results_returned.observe(len(outcome.result_sets[0]) if outcome.result_sets else 0)
-    logger.info(
-        "search: %d queries (%s), paths=%s, hits=%s, %.1f ms",
-        len(outcome.resolved.queries),
-        outcome.resolved.source,
-        ",".join(outcome.paths) or "-",
-        [len(hits) for hits in outcome.result_sets],
-        elapsed * 1000,
-    )
+    metrics.results_returned.observe(len(result_sets[0]) if result_sets else 0)
+    logger.info("search: %s, hits=%s, %.1f ms", description, [len(hits) for hits in result_sets], elapsed * 1000)
     fields = search.settings.public_metadata_fields
     return SearchResponse(
-        documents=[[hit.content for hit in hits] for hits in outcome.result_sets],
-        metadatas=[[public_meta(hit.meta, fields) for hit in hits] for hits in outcome.result_sets],
-        distances=[[hit.relevance for hit in hits] for hits in outcome.result_sets],
+        documents=[[hit.content for hit in hits] for hits in result_sets],
+        metadatas=[[public_meta(hit.meta, fields) for hit in hits] for hits in result_sets],
+        distances=[[hit.relevance for hit in hits] for hits in result_sets],
     )
 
 

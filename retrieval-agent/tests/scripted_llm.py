@@ -1,0 +1,143 @@
+"""A scripted OpenAI-compatible chat-completions endpoint for tests (served on loopback by ``serve``).
+
+A script is a function of the request body (``{"model", "messages", "tools", ...}``) returning a
+completion dict (``tool_call(...)``, ``text(...)``), a ``Hang`` (sleep, then answer), a ``Status``
+(an HTTP error) or ``Garbage`` (a 200 whose body is not a completion). Every request is recorded
+with its Authorization header.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Sleep ``seconds`` (past the agent's timeout), then answer ``then``."""
+
+    seconds: float
+    then: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    """An HTTP error answer."""
+
+    code: int
+    body: str = '{"error": {"message": "scripted failure"}}'
+
+
+@dataclass(frozen=True)
+class Garbage:
+    """A 200 whose body is not a chat completion."""
+
+    body: str = "<html>this is not a completion</html>"
+
+
+Reply = dict[str, Any] | Hang | Status | Garbage
+Script = Callable[[dict[str, Any]], Reply | Awaitable[Reply]]
+
+
+def completion(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted-model",
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 15, "total_tokens": 135},
+    }
+
+
+def tool_call(name: str, arguments: dict[str, Any], *, call_id: str = "call_1") -> dict[str, Any]:
+    """The model calls one tool."""
+    return tool_calls([(name, arguments)], first_id=call_id)
+
+
+def tool_calls(calls: list[tuple[str, dict[str, Any]]], *, first_id: str = "call_1") -> dict[str, Any]:
+    """The model calls several tools in one answer."""
+    return completion(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"{first_id}_{index}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
+                for index, (name, arguments) in enumerate(calls)
+            ],
+        },
+        "tool_calls",
+    )
+
+
+def text(content: str) -> dict[str, Any]:
+    """The model answers in text."""
+    return completion({"role": "assistant", "content": content}, "stop")
+
+
+def turn(body: dict[str, Any]) -> int:
+    """How many answers the model gave before this request (0 for the first request of a run)."""
+    return sum(1 for message in body.get("messages", []) if message.get("role") == "assistant")
+
+
+def tool_results(body: dict[str, Any]) -> list[Any]:
+    """The decoded tool results sent to the model so far."""
+    results: list[Any] = []
+    for message in body.get("messages", []):
+        if message.get("role") == "tool":
+            content = message.get("content")
+            try:
+                results.append(json.loads(content) if isinstance(content, str) else content)
+            except ValueError:
+                results.append(content)
+    return results
+
+
+def user_text(body: dict[str, Any]) -> str:
+    """Every user message's text, joined."""
+    parts: list[str] = []
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            parts.append(content if isinstance(content, str) else json.dumps(content))
+    return "\n".join(parts)
+
+
+@dataclass
+class ScriptedLLM:
+    """The endpoint's state: its script and what it was sent."""
+
+    script: Script
+    requests: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
+    authorizations: list[str | None] = field(default_factory=lambda: list[str | None]())
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.authorizations.append(request.headers.get("authorization"))
+        reply = self.script(body)
+        if not isinstance(reply, dict | Hang | Status | Garbage):
+            reply = await reply
+        if isinstance(reply, Hang):
+            await anyio.sleep(reply.seconds)
+            reply = reply.then if reply.then is not None else text("DONE")
+        if isinstance(reply, Status):
+            return Response(reply.body, status_code=reply.code, media_type="application/json")
+        if isinstance(reply, Garbage):
+            return PlainTextResponse(reply.body)
+        return JSONResponse(reply)
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
