@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
 from ingestion_service.api.deps import RuntimeDep
 from ingestion_service.api.models import IngestJobResponse
 from ingestion_service.jobs import JobSnapshot
+from shared_contract.http import ErrorBody
 
 JOBS_PATH = "/api/v1/ingest/jobs"
 
-router = APIRouter(prefix=JOBS_PATH, tags=["ingest"])
+# Unknown, expired or another replica's job.
+JOB_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "JOB_NOT_FOUND: no such job here (expired, another replica, restarted)."}
+}
+
+router = APIRouter(prefix=JOBS_PATH, tags=["ingest"], responses=JOB_NOT_FOUND_RESPONSE)
 
 
 def job_url(request: Request, job_id: str) -> str:
