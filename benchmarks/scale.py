@@ -19,9 +19,9 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -31,59 +31,92 @@ from benchmarks.quality import RESULTS_DIR, WORK_DIR, machine, workspace
 from benchmarks.speed import contract_settings, load_test
 from benchmarks.stack import running_stack
 
+if TYPE_CHECKING:
+    from shared_contract.store import ChunkStore, PointRecord
+
 TENANT = "bench-scale"
 _BATCH = 256
 
 
-async def build(source: Path, target: Path, chunks: int) -> dict[str, Any]:
-    """Copy the source store's points into ``target`` under one tenant until it holds ``chunks``."""
-    from shared_contract.store import ChunkPoint, bootstrap_collection, close_store, open_store
+async def read_points(source: Path) -> list[PointRecord]:
+    """Every point of the store at ``source``, with its vectors."""
+    from shared_contract.store import close_store, open_store
 
-    source_store = open_store(contract_settings(source))
-    originals: list[Any] = []
+    store = open_store(contract_settings(source))
+    points: list[PointRecord] = []
     try:
         offset: str | None = None
         while True:
-            page, offset = await source_store.scroll(None, limit=1024, offset=offset, with_vectors=True)
-            originals.extend(page)
+            page, offset = await store.scroll(None, limit=1024, offset=offset, with_vectors=True)
+            points.extend(page)
             if offset is None:
                 break
     finally:
-        await close_store(source_store)
+        await close_store(store)
+    return points
+
+
+async def copy_points(
+    store: ChunkStore,
+    originals: Sequence[PointRecord],
+    chunks: int,
+    *,
+    tenant_of: Callable[[int], str],
+    dense_of: Callable[[list[float]], list[float]] = lambda dense: dense,
+) -> int:
+    """Write copies of ``originals`` into ``store`` until it holds ``chunks``; returns how many were written.
+
+    Copy ``n`` gets new point ids, file ids ``<file_id>-copy<n>``, the tenant ``tenant_of(n)`` and
+    each dense vector through ``dense_of``.
+    """
+    from shared_contract.store import ChunkPoint
+
+    written = 0
+    copy = 0
+    while written < chunks:
+        batch: list[ChunkPoint] = []
+        for record in originals:
+            if written + len(batch) >= chunks:
+                break
+            assert record.vectors is not None
+            dense = record.vectors["text-dense"]
+            assert isinstance(dense, list)
+            meta = {
+                **record.payload["meta"],
+                "collection_name": tenant_of(copy),
+                "file_id": f"{record.payload['meta']['file_id']}-copy{copy}",
+            }
+            sparse = record.vectors.get("text-sparse")
+            batch.append(
+                ChunkPoint(
+                    point_id=str(uuid.uuid4()),
+                    dense=dense_of(dense),
+                    sparse=None if isinstance(sparse, list) else sparse,
+                    payload={**record.payload, "meta": meta},
+                )
+            )
+            if len(batch) == _BATCH:
+                await store.upsert(batch)
+                written += len(batch)
+                batch = []
+        if batch:
+            await store.upsert(batch)
+            written += len(batch)
+        copy += 1
+    return written
+
+
+async def build(source: Path, target: Path, chunks: int) -> dict[str, Any]:
+    """Copy the source store's points into ``target`` under one tenant until it holds ``chunks``."""
+    from shared_contract.store import bootstrap_collection, close_store, open_store
+
+    originals = await read_points(source)
     settings = contract_settings(target)
     store = open_store(settings)
     started = time.perf_counter()
-    written = 0
     try:
         await bootstrap_collection(store, settings)
-        copy = 0
-        while written < chunks:
-            batch: list[ChunkPoint] = []
-            for record in originals:
-                if written + len(batch) >= chunks:
-                    break
-                assert record.vectors is not None
-                meta = {
-                    **record.payload["meta"],
-                    "collection_name": TENANT,
-                    "file_id": f"{record.payload['meta']['file_id']}-copy{copy}",
-                }
-                batch.append(
-                    ChunkPoint(
-                        point_id=str(uuid.uuid4()),
-                        dense=record.vectors["text-dense"],
-                        sparse=record.vectors.get("text-sparse"),
-                        payload={**record.payload, "meta": meta},
-                    )
-                )
-                if len(batch) == _BATCH:
-                    await store.upsert(batch)
-                    written += len(batch)
-                    batch = []
-            if batch:
-                await store.upsert(batch)
-                written += len(batch)
-            copy += 1
+        written = await copy_points(store, originals, chunks, tenant_of=lambda _copy: TENANT)
     finally:
         await close_store(store)
     return {"source_chunks": len(originals), "chunks": written, "build_s": round(time.perf_counter() - started, 1)}

@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,11 +38,11 @@ from benchmarks.beir import DEFAULT_DATA_DIR, load_dataset
 from benchmarks.client import ServiceClient
 from benchmarks.ingest import ingest_docs
 from benchmarks.quality import WORK_DIR
+from benchmarks.scale import copy_points, read_points
 from benchmarks.speed import contract_settings
 from benchmarks.stack import running_stack
 
 SEED_TENANT = "sizing-seed"
-_BATCH = 256
 _JITTER = 0.02
 
 
@@ -79,60 +78,29 @@ def seed(store_dir: Path, docs: int, data_dir: Path) -> dict[str, Any]:
 
 async def grow(source: Path, target: Path, chunks: int, tenants: int) -> dict[str, Any]:
     """Copy the seed's points into ``target`` until it holds ``chunks``, then build the HNSW graphs."""
-    from shared_contract.store import ChunkPoint, bootstrap_collection, close_store, open_store
+    from shared_contract.store import bootstrap_collection, close_store, open_store
     from shared_contract.store.edge import EdgeStore
 
-    source_store = open_store(contract_settings(source))
-    originals: list[Any] = []
-    try:
-        offset: str | None = None
-        while True:
-            page, offset = await source_store.scroll(None, limit=1024, offset=offset, with_vectors=True)
-            originals.extend(page)
-            if offset is None:
-                break
-    finally:
-        await close_store(source_store)
+    originals = await read_points(source)
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     settings = contract_settings(target)
     store = open_store(settings)
     rng = random.Random(7)
+
+    def jittered(dense: list[float]) -> list[float]:
+        # Copies of one vector would make a degenerate graph: each copy moves a little, stays unit length.
+        moved = [float(x) + rng.gauss(0.0, _JITTER) for x in dense]
+        norm = sum(x * x for x in moved) ** 0.5
+        return [x / norm for x in moved]
+
     started = time.perf_counter()
-    written = 0
     try:
         await bootstrap_collection(store, settings)
-        copy = 0
-        while written < chunks:
-            batch: list[ChunkPoint] = []
-            for record in originals:
-                if written + len(batch) >= chunks:
-                    break
-                assert record.vectors is not None
-                dense = [float(x) + rng.gauss(0.0, _JITTER) for x in record.vectors["text-dense"]]
-                norm = sum(x * x for x in dense) ** 0.5
-                meta = {
-                    **record.payload["meta"],
-                    "collection_name": f"tenant-{copy % tenants}",
-                    "file_id": f"{record.payload['meta']['file_id']}-copy{copy}",
-                }
-                batch.append(
-                    ChunkPoint(
-                        point_id=str(uuid.uuid4()),
-                        dense=[x / norm for x in dense],
-                        sparse=record.vectors.get("text-sparse"),
-                        payload={**record.payload, "meta": meta},
-                    )
-                )
-                if len(batch) == _BATCH:
-                    await store.upsert(batch)
-                    written += len(batch)
-                    batch = []
-            if batch:
-                await store.upsert(batch)
-                written += len(batch)
-            copy += 1
+        written = await copy_points(
+            store, originals, chunks, tenant_of=lambda copy: f"tenant-{copy % tenants}", dense_of=jittered
+        )
         build_s = time.perf_counter() - started
         assert isinstance(store, EdgeStore)
         started = time.perf_counter()

@@ -16,7 +16,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,20 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         return
 
     moto_server, s3 = _start_moto()
-    workdir = tmp_path_factory.mktemp("stack")
+    try:
+        with running_rag_dev(tmp_path_factory.mktemp("stack"), s3, {"S3_ALLOWED_BUCKETS": BUCKET}) as running:
+            yield running
+    finally:
+        moto_server.stop()  # type: ignore[attr-defined]
+
+
+@contextmanager
+def running_rag_dev(workdir: Path, s3: S3Endpoint, extra_env: Mapping[str, str]) -> Iterator[Stack]:
+    """A `rag dev` of its own (fresh keys, an embedded store in ``workdir``) on free ports, ready.
+
+    The defaults every black-box stack shares (the inspection API on, no LLM query generation, the
+    offline models) can be overridden by ``extra_env``.
+    """
     keys = {"INGESTION_API_KEY": secrets.token_urlsafe(32), "RETRIEVAL_API_KEY": secrets.token_urlsafe(32)}
     env = {
         **os.environ,
@@ -181,10 +195,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "S3_ACCESS_KEY_ID": s3.access_key,
         "S3_SECRET_ACCESS_KEY": s3.secret_key,
         "S3_REGION": s3.region,
-        "S3_ALLOWED_BUCKETS": BUCKET,
         "ENABLE_INSPECTION_API": "true",
         "ENABLE_QUERY_GENERATION": "false",
         "LOCAL_MODELS_DIR": os.environ.get("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache" / "models")),
+        **extra_env,
     }
     env.pop("QDRANT_URI", None)
     log = workdir / "stack.log"
@@ -206,7 +220,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             client.close()
     finally:
         stop_process(process)
-        moto_server.stop()  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

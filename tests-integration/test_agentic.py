@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from integration_support import REPO_ROOT, start_rag_dev, stop_process, wait_ready
+from integration_support import Stack, running_rag_dev
 from scripted_llm_server import ScriptedLLMServer
 
 AGENT_KEY = "scripted-agent-key-never-logged-0123456789"
@@ -66,18 +66,12 @@ def _ingest(client: httpx.Client, path: Path, file_id: str, collection: str) -> 
 
 
 @pytest.fixture(scope="module")
-def agentic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgenticStack]:
+def agentic(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgenticStack]:
     if os.environ.get("INGESTION_BASE_URL"):
         pytest.skip("starts its own agentic `rag dev` with a scripted model on loopback")
     workdir = tmp_path_factory.mktemp("agentic")
-    keys = {"INGESTION_API_KEY": secrets.token_urlsafe(32), "RETRIEVAL_API_KEY": secrets.token_urlsafe(32)}
     with ScriptedLLMServer(hang_seconds=6.0) as llm:
         env = {
-            **os.environ,
-            **keys,
-            "QDRANT_PATH": str(workdir / "qdrant"),
-            "LOCAL_MODELS_DIR": os.environ.get("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache" / "models")),
-            "ENABLE_QUERY_GENERATION": "false",
             "ENABLE_AGENTIC_RAG": "true",
             "AGENT_API_BASE_URL": llm.url,
             "AGENT_API_KEY": AGENT_KEY,
@@ -89,30 +83,19 @@ def agentic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgenticStack]:
             "CHUNK_OVERLAP": "12",
             "CHUNK_MIN_SIZE": "0",
         }
-        env.pop("QDRANT_URI", None)
-        log = workdir / "stack.log"
-        process, ingestion_url, retrieval_url = start_rag_dev(workdir / "qdrant", env, log, cwd=workdir)
-        try:
-            wait_ready(ingestion_url, process, log, 180)
-            wait_ready(retrieval_url, process, log, 180)
-            auth_i = {"Authorization": f"Bearer {keys['INGESTION_API_KEY']}"}
-            auth_r = {"Authorization": f"Bearer {keys['RETRIEVAL_API_KEY']}"}
-            with (
-                httpx.Client(base_url=ingestion_url, headers=auth_i, timeout=300) as ingestion,
-                httpx.Client(base_url=retrieval_url, headers=auth_r, timeout=60) as retrieval,
-            ):
-                tenant, other = f"agentic-a-{secrets.token_hex(3)}", f"agentic-b-{secrets.token_hex(3)}"
-                for name, content, file_id, collection in [
-                    ("handbook.txt", HANDBOOK, "file-handbook", tenant),
-                    ("tides.txt", TIDES, "file-tides", tenant),
-                    ("vault.txt", SECRET, "file-vault", other),
-                ]:
-                    path = workdir / name
-                    path.write_text(content, encoding="utf-8")
-                    _ingest(ingestion, path, file_id, collection)
-                yield AgenticStack(retrieval, ingestion, llm, tenant, other, log)
-        finally:
-            stop_process(process)
+        with running_rag_dev(workdir, stack.s3, env) as running:
+            ingestion, retrieval = running.ingestion(), running.retrieval()
+            tenant, other = f"agentic-a-{secrets.token_hex(3)}", f"agentic-b-{secrets.token_hex(3)}"
+            for name, content, file_id, collection in [
+                ("handbook.txt", HANDBOOK, "file-handbook", tenant),
+                ("tides.txt", TIDES, "file-tides", tenant),
+                ("vault.txt", SECRET, "file-vault", other),
+            ]:
+                path = workdir / name
+                path.write_text(content, encoding="utf-8")
+                _ingest(ingestion, path, file_id, collection)
+            assert running.log is not None
+            yield AgenticStack(retrieval, ingestion, llm, tenant, other, running.log)
 
 
 def search(stack: AgenticStack, question: str, *, k: int = 4, debug: bool = False) -> httpx.Response:

@@ -11,23 +11,13 @@ request, so the pypdf run gets a `rag dev` of its own with EXTRACTION_ENGINE=pyp
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_support import (
-    FIXTURES,
-    READY_TIMEOUT_S,
-    REPO_ROOT,
-    Stack,
-    start_rag_dev,
-    stop_process,
-    wait_ready,
-)
+from integration_support import FIXTURES, Stack, running_rag_dev
 
 PDF = FIXTURES / "unstructured__multi-column-2p.pdf"
 ENGINES = ["kreuzberg", "pypdf"]
@@ -40,41 +30,8 @@ SECOND_PAGE = ("Where was the 8th Dalai Lama born, and who voiced Meg on Family 
 @pytest.fixture(scope="module")
 def pypdf_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A second `rag dev` whose ingestion service reads documents with pypdf."""
-    workdir = tmp_path_factory.mktemp("pypdf-stack")
-    keys = {"INGESTION_API_KEY": secrets.token_urlsafe(32), "RETRIEVAL_API_KEY": secrets.token_urlsafe(32)}
-    env = {
-        **os.environ,
-        **keys,
-        "EXTRACTION_ENGINE": "pypdf",
-        "QDRANT_PATH": str(workdir / "qdrant"),
-        "S3_ENDPOINT_URL": stack.s3.url,
-        "S3_ACCESS_KEY_ID": stack.s3.access_key,
-        "S3_SECRET_ACCESS_KEY": stack.s3.secret_key,
-        "S3_REGION": stack.s3.region,
-        "ENABLE_INSPECTION_API": "true",
-        "ENABLE_QUERY_GENERATION": "false",
-        "LOCAL_MODELS_DIR": os.environ.get("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache" / "models")),
-    }
-    env.pop("QDRANT_URI", None)
-    log = workdir / "stack.log"
-    process, ingestion_url, retrieval_url = start_rag_dev(workdir / "qdrant", env, log, cwd=workdir)
-    try:
-        wait_ready(ingestion_url, process, log, READY_TIMEOUT_S)
-        wait_ready(retrieval_url, process, log, READY_TIMEOUT_S)
-        running = Stack(
-            ingestion_url,
-            retrieval_url,
-            keys["INGESTION_API_KEY"],
-            keys["RETRIEVAL_API_KEY"],
-            stack.s3,
-            log=log,
-            pid=process.pid,
-        )
+    with running_rag_dev(tmp_path_factory.mktemp("pypdf-stack"), stack.s3, {"EXTRACTION_ENGINE": "pypdf"}) as running:
         yield running
-        for client in running.clients:
-            client.close()
-    finally:
-        stop_process(process)
 
 
 @pytest.fixture(scope="module", params=ENGINES)
