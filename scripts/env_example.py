@@ -67,6 +67,10 @@ COMPOSE_FIXED: dict[str, tuple[str | None, str]] = {
     ),
     "S3_ENDPOINT_URL": ("http://minio:9000", "docker-compose.yml sets http://minio:9000."),
     "S3_ALLOWED_BUCKETS": ("${S3_BUCKET:-openwebui}", "docker-compose.yml sets S3_BUCKET."),
+    "INGEST_STATE_DIR": (
+        "/var/lib/ingestion-state",
+        "docker-compose.yml keeps it on the ingestion_state volume (reindex jobs resume after a restart).",
+    ),
 }
 # Required by docker-compose.yml although the class has a default.
 COMPOSE_REQUIRED: dict[str, str] = {

@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -57,8 +58,10 @@ def hooks_for(point: str) -> ServiceHooks:
             _hold(point)
 
     class PausingIndex(ChunkIndex):
-        async def publish(self, file_id: str, collection_name: str, ingest_version: str) -> None:
-            await super().publish(file_id, collection_name, ingest_version)
+        async def publish(
+            self, file_id: str, collection_name: str, ingest_version: str, *, meta: Mapping[str, Any] | None = None
+        ) -> None:
+            await super().publish(file_id, collection_name, ingest_version, meta=meta)
             if point == "after-publish":
                 _hold(point)
 

@@ -9,6 +9,7 @@ unpack limits before extraction, since a few KB can inflate to gigabytes.
 
 from __future__ import annotations
 
+import hashlib
 import mimetypes
 import zipfile
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from ingestion_service.settings import Settings
 
 # Text heuristics: start, middle and end of the file, so binary tails behind a text header count.
 _HEAD_BYTES = 64 * 1024
+_DIGEST_BLOCK = 1024 * 1024
 _WINDOW_BYTES = 16 * 1024
 # Control characters that occur in real text: BEL, BS, TAB, LF, VT, FF, CR, SUB, ESC.
 _TEXT_CONTROLS = frozenset({7, 8, 9, 10, 11, 12, 13, 26, 27})
@@ -217,6 +219,35 @@ def check_zip_limits(path: Path, settings: Settings) -> None:
                 f"The document holds a part compressed more than MAX_COMPRESSION_RATIO ({ratio:g}:1) allows "
                 f"({member.file_size} bytes from {member.compress_size}); refused as a likely decompression bomb."
             )
+
+
+@dataclass(frozen=True)
+class SourceDigest:
+    """What identifies a source's bytes: sha256 (hex) and size."""
+
+    sha256: str
+    size: int
+
+
+def digest_source(path: Path) -> SourceDigest:
+    """sha256 of the file, streamed (blocking: call in a thread)."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while piece := handle.read(_DIGEST_BLOCK):
+            digest.update(piece)
+            size += len(piece)
+    return SourceDigest(sha256=digest.hexdigest(), size=size)
+
+
+def source_format(source: SourceFile) -> str:
+    """A short lower-case kind for filters and listings: the recognised type's extension, else the name's."""
+    if source.media_type is not None:
+        guessed = mimetypes.guess_extension(source.media_type, strict=False)
+        if guessed:
+            return guessed.lstrip(".").lower()
+    suffix = Path(source.filename).suffix.lstrip(".").lower()
+    return suffix if suffix.isalnum() else "unknown"
 
 
 def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:

@@ -21,6 +21,11 @@ ErrorCode = Literal[
     "JOB_NOT_FOUND",
     "JOB_QUEUE_FULL",
     "JOB_CANCELLED",
+    "DOCUMENT_NOT_FOUND",
+    "TOO_MANY_DOCUMENTS",
+    "REINDEX_JOB_NOT_FOUND",
+    "REINDEX_RUNNING",
+    "SOURCE_INDEX_NOT_FOUND",
 ]
 
 
@@ -190,6 +195,71 @@ class JobNotFoundError(IngestionError):
     server_fault = False
 
 
+class DocumentNotFoundError(IngestionError):
+    """The collection holds no committed chunk of this file (404): never ingested there, deleted, or still pending."""
+
+    code = "DOCUMENT_NOT_FOUND"
+    public_message = "No document with this file_id in this collection."
+    status_code = 404
+    server_fault = False
+
+
+class TooManyDocumentsError(IngestionError):
+    """A documents list or stats would read more documents than the in-memory limit (422)."""
+
+    code = "TOO_MANY_DOCUMENTS"
+    public_message = "The collection holds too many documents to list or summarise at once."
+    status_code = 422
+    server_fault = False
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} documents")
+        self.limit = limit
+
+    def detail(self) -> str:
+        return (
+            f"The selection holds more than {self.limit} documents, the most the documents list and "
+            "collection stats read at once."
+        )
+
+
+class ReindexJobNotFoundError(IngestionError):
+    """No reindex job with this id in this process's state directory (404)."""
+
+    code = "REINDEX_JOB_NOT_FOUND"
+    public_message = "No reindex job with this id on this replica."
+    status_code = 404
+    server_fault = False
+
+
+class ReindexRunningError(IngestionError):
+    """A reindex of the collection is already queued or running (409): one per collection at a time."""
+
+    code = "REINDEX_RUNNING"
+    public_message = "A reindex of this collection is already queued or running."
+    status_code = 409
+    server_fault = False
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"reindex job {job_id} is unfinished")
+        self.job_id = job_id
+
+    def detail(self) -> str:
+        return (
+            f"A reindex of this collection is already queued or running: job {self.job_id} "
+            f"(GET /api/v1/reindex/jobs/{self.job_id})."
+        )
+
+
+class SourceIndexNotFoundError(IngestionError):
+    """A reindex's ``source_index`` names no Qdrant collection (404)."""
+
+    code = "SOURCE_INDEX_NOT_FOUND"
+    public_message = "The source_index names no existing Qdrant collection."
+    status_code = 404
+    server_fault = False
+
+
 class JobQueueFullError(IngestionError):
     """INGEST_JOBS_MAX jobs are queued or running, none finished to drop (503: retry later or elsewhere)."""
 
@@ -288,6 +358,12 @@ class QdrantWriteError(IngestionError):
 
     code = "QDRANT_WRITE_FAILED"
     public_message = "Writing to Qdrant failed."
+
+
+class MetadataUpdateFailedError(QdrantWriteError):
+    """Qdrant failed while setting a document's metadata (PATCH); one operation, so nothing or everything changed."""
+
+    public_message = "Updating the document's metadata failed."
 
 
 class PipelineFailedError(IngestionError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -10,19 +12,28 @@ import anyio.to_thread
 from starlette.types import Receive
 
 from ingestion_service.adapters.extractors import SourceFile
-from ingestion_service.content import inspect_source
+from ingestion_service.adapters.s3 import ObjectHead
+from ingestion_service.content import digest_source, inspect_source, source_format
 from ingestion_service.errors import (
     ClientDisconnectedError,
     ForbiddenRequestError,
     IngestionError,
+    InvalidRequestError,
     NotReadyError,
     PayloadTooLargeError,
 )
-from ingestion_service.pipeline.indexing import IndexingRunner, IngestJob, IngestOutcome
+from ingestion_service.pipeline.indexing import (
+    DocumentLabels,
+    IndexingRunner,
+    IngestJob,
+    IngestOutcome,
+    SourceIdentity,
+)
 from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
 from shared_contract import file_collection_name, user_memory_collection_name
+from shared_contract.attributes import AttributeType, check_attributes
 from shared_contract.schema import FILE_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
 
 _SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
@@ -65,13 +76,49 @@ async def prepare_source(runtime: ServiceRuntime, path: Path, filename: str) -> 
     return await anyio.to_thread.run_sync(inspect_source, path, filename, runtime.settings)
 
 
-async def fetch_from_s3(runtime: ServiceRuntime, bucket: str, key: str, destination: Path) -> int:
+async def fetch_from_s3(runtime: ServiceRuntime, bucket: str, key: str, destination: Path) -> ObjectHead:
     """head_object size check, then a capped, streamed download, both in worker threads."""
     limit = runtime.settings.max_upload_bytes
-    size = await anyio.to_thread.run_sync(runtime.s3.object_size, bucket, key)
-    if size > limit:
+    head = await anyio.to_thread.run_sync(runtime.s3.head, bucket, key)
+    if head.size > limit:
         raise PayloadTooLargeError(limit)
-    return await anyio.to_thread.run_sync(lambda: runtime.s3.download(bucket, key, destination, max_bytes=limit))
+    size = await anyio.to_thread.run_sync(lambda: runtime.s3.download(bucket, key, destination, max_bytes=limit))
+    return replace(head, size=size)
+
+
+async def identify_source(
+    source: SourceFile, *, s3_bucket: str | None = None, s3_key: str | None = None, s3_etag: str | None = None
+) -> SourceIdentity:
+    """sha256, size and format of the staged source (hashed in a worker thread)."""
+    digest = await anyio.to_thread.run_sync(digest_source, source.path)
+    return SourceIdentity(
+        sha256=digest.sha256,
+        size=digest.size,
+        format=source_format(source),
+        s3_bucket=s3_bucket,
+        s3_key=s3_key,
+        s3_etag=s3_etag,
+    )
+
+
+def labels_from(
+    fields: DocumentLabels, declared: Mapping[str, AttributeType], s3_metadata: Mapping[str, str] | None = None
+) -> DocumentLabels:
+    """The request's labels, attributes checked against INDEXED_ATTRIBUTES; S3 object metadata
+    (``x-amz-meta-tags``: comma-separated, ``x-amz-meta-category``) fills what the request leaves out."""
+    tags, category = fields.tags, fields.category
+    if s3_metadata:
+        if tags is None and s3_metadata.get("tags", "").strip():
+            tags = list(dict.fromkeys(tag.strip() for tag in s3_metadata["tags"].split(",") if tag.strip()))
+        if category is None and s3_metadata.get("category", "").strip():
+            category = s3_metadata["category"].strip()
+    attributes = fields.attributes
+    if attributes is not None:
+        try:
+            attributes = check_attributes(attributes, declared)
+        except ValueError as exc:
+            raise InvalidRequestError(f"Invalid request: attributes: {exc}.") from exc
+    return DocumentLabels(tags=tags, category=category, attributes=attributes)
 
 
 async def ready_runner(runtime: ServiceRuntime) -> IndexingRunner:

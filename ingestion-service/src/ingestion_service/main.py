@@ -13,7 +13,18 @@ from prometheus_client import ProcessCollector
 
 from ingestion_service.api.auth import BEARER, install_edge
 from ingestion_service.api.errors import install_error_handlers
-from ingestion_service.api.routes import documents, extract, health, ingest, jobs, loader, metrics
+from ingestion_service.api.routes import (
+    collections,
+    documents,
+    extract,
+    health,
+    ingest,
+    jobs,
+    loader,
+    metrics,
+    reindex,
+)
+from ingestion_service.reindex import ReindexManager
 from ingestion_service.runtime import ServiceHooks, ServiceRuntime
 from ingestion_service.settings import Settings, get_settings
 from shared_contract.http import ERROR_RESPONSES
@@ -32,6 +43,10 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
         # The app's own registry has no process series by default: memory, CPU seconds, open fds.
         ProcessCollector(registry=runtime.metrics.registry)
         await runtime.scratch.claim()
+        manager = ReindexManager(runtime)
+        app.state.reindex = manager
+        # Unfinished reindex jobs of an earlier run go on; each waits until the service is ready.
+        await manager.resume()
         # Warm-up runs in the background so /health answers during a slow model load;
         # /health/ready stays 503 until it is done.
         start = asyncio.create_task(runtime.start(), name="ingestion-warm-up")
@@ -42,6 +57,8 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
                 start.cancel()
             with suppress(asyncio.CancelledError):
                 await start
+            # Before the store closes: running reindex jobs stop and resume at the next start.
+            await manager.shutdown()
             await runtime.close()
 
     app = FastAPI(title="Ingestion Service", version="0.1.0", lifespan=lifespan)
@@ -49,7 +66,17 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
     install_error_handlers(app)
     install_edge(app, resolved)
     app.include_router(health.router)
-    for router in (ingest.router, jobs.router, extract.router, loader.router, documents.router, metrics.router):
+    routers = (
+        ingest.router,
+        jobs.router,
+        extract.router,
+        loader.router,
+        documents.router,
+        collections.router,
+        reindex.router,
+        metrics.router,
+    )
+    for router in routers:
         app.include_router(router, dependencies=[BEARER], responses=ERROR_RESPONSES)
     return app
 

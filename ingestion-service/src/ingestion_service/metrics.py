@@ -41,6 +41,16 @@ class IngestMetrics:
         self.ingest_empty = Counter(
             "ingest_empty_total", "Ingests whose extraction found no text.", registry=self.registry
         )
+        self.ingest_unchanged = Counter(
+            "ingest_unchanged_total",
+            "Ingests of bytes already stored under the same settings (nothing extracted or embedded).",
+            registry=self.registry,
+        )
+        self.ingest_reused = Counter(
+            "ingest_reused_vectors_total",
+            "Ingests whose chunks and vectors were copied from the file's identical copy in another collection.",
+            registry=self.registry,
+        )
         self.ingest_superseded = Counter(
             "ingest_superseded_total", "Ingests that found a newer run of the same file.", registry=self.registry
         )
@@ -69,6 +79,12 @@ class IngestMetrics:
             "Wall time per pipeline stage.",
             ["stage"],
             buckets=_SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self.reindex_documents = Counter(
+            "reindex_documents_total",
+            "Documents reindex jobs processed, by outcome (reingested, unchanged, failed, skipped).",
+            ["outcome"],
             registry=self.registry,
         )
 

@@ -11,6 +11,7 @@ import anyio
 import anyio.to_thread
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
+from ingestion_service.adapters.document_catalog import DocumentCatalog
 from ingestion_service.adapters.extractors import ConverterFactory, ConverterRegistry, tessdata
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.adapters.tokenizer import load_token_counter
@@ -47,6 +48,7 @@ class ServiceHooks:
     engines to register or replace. ``customize_parts``: swap pipeline stages before assembly
     (fault injection). ``before_commit``: called between write and commit (interleaving tests).
     ``index_factory``: wrap the chunk index (store faults in commit/cleanup/delete).
+    ``catalog_factory``: build the documents API's catalog (limits, store faults).
     ``store``: an already-open store to use instead of opening one from the settings.
     ``job_clock``: the monotonic clock async ingest jobs expire by (TTL tests).
     """
@@ -57,6 +59,7 @@ class ServiceHooks:
     customize_parts: Callable[[PipelineParts], PipelineParts] | None = None
     before_commit: BeforeCommitHook | None = None
     index_factory: Callable[[ChunkStore], ChunkIndex] | None = None
+    catalog_factory: Callable[[ChunkStore], DocumentCatalog] | None = None
     store: ChunkStore | None = None
     job_clock: Callable[[], float] | None = None
 
@@ -92,6 +95,8 @@ class ServiceRuntime:
         self.store: ChunkStore = self.hooks.store if self.hooks.store is not None else open_store(settings)
         make_index = self.hooks.index_factory or ChunkIndex
         self.index: ChunkIndex = make_index(self.store)
+        # The documents API's reads and metadata writes (the versioning protocol stays in ``index``).
+        self.catalog: DocumentCatalog = (self.hooks.catalog_factory or DocumentCatalog)(self.store)
         self._owns_embedder = self.hooks.embedder is None
         self.embedder: ContractEmbedder = self.hooks.embedder or ContractEmbedder(settings)
         self._owns_s3 = self.hooks.s3_source is None

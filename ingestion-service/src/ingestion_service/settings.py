@@ -84,6 +84,11 @@ class Settings(ContractSettings):
     scratch_dir: Path | None = Field(
         default=None, description="Where uploads are staged (default: <system temp>/ingestion-service)."
     )
+    ingest_state_dir: Path = Field(
+        default=Path(".data/ingestion-state"),
+        description="Where reindex jobs keep their state so they resume after a restart; "
+        "one per replica, on a persistent volume.",
+    )
 
     # S3 / MinIO.
     s3_endpoint_url: str | None = None

@@ -136,9 +136,18 @@ class Served:
 
 
 def ingest_form(path: Path, file_id: str) -> dict[str, Any]:
-    """httpx ``data`` and ``files`` of the fork's multipart ingest of ``path`` into ``file-<file_id>``."""
+    """httpx ``data`` and ``files`` of the fork's multipart ingest of ``path`` into ``file-<file_id>``.
+
+    ``force``: these tests stop runs mid-pipeline, so re-sent bytes must run it, not answer unchanged.
+    """
     return {
-        "data": {"file_id": file_id, "filename": path.name, "collection_name": f"file-{file_id}", "user_id": "u1"},
+        "data": {
+            "file_id": file_id,
+            "filename": path.name,
+            "collection_name": f"file-{file_id}",
+            "user_id": "u1",
+            "force": "true",
+        },
         "files": {"file": (path.name, path.read_bytes())},
     }
 

@@ -16,7 +16,7 @@ from haystack import Document, component
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.extractors import SourceFile
-from ingestion_service.adapters.s3 import S3Source
+from ingestion_service.adapters.s3 import ObjectHead, S3Source
 from ingestion_service.errors import S3FetchError
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
 from ingestion_service.pipeline.indexing import PipelineParts
@@ -93,7 +93,8 @@ def _ingest_twice(
         assert upload(good, docs / DOC, file_id="f").status_code == 200
         before = points(good, file_id="f")
         with app_client(qdrant_index=index_name, hooks=hooks_for_second, **settings) as bad:
-            response = upload(bad, docs / DOC, file_id="f")
+            # force: the same bytes would otherwise answer unchanged without running the pipeline.
+            response = upload(bad, docs / DOC, file_id="f", force="true")
             after = points(bad, file_id="f")
     return response, before, after
 
@@ -183,8 +184,8 @@ class FailingDownload(S3Source):
     def __init__(self) -> None:
         pass
 
-    def object_size(self, bucket: str, key: str) -> int:
-        return 10
+    def head(self, bucket: str, key: str) -> ObjectHead:
+        return ObjectHead(size=10, etag='"partial"')
 
     def download(self, bucket: str, key: str, destination: Path, *, max_bytes: int) -> int:
         destination.write_bytes(b"# partial")

@@ -1,4 +1,4 @@
-"""``rag``: dev | ingest | search | migrate | optimize."""
+"""``rag``: dev | ingest | sync | search | migrate | optimize."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from pathlib import Path
 
 from rag_cli.config import ingestion_endpoint, retrieval_endpoint
 
+# The watcher polls at the quiet period's pace: below this it would spin.
+MIN_DEBOUNCE_MS = 50
+
 
 def _port(variable: str, default: int) -> int:
     return int(os.environ.get(variable, default))
@@ -16,7 +19,7 @@ def _port(variable: str, default: int) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The command line."""
-    root = argparse.ArgumentParser(prog="rag", description="Local RAG stack: run it, ingest files, search.")
+    root = argparse.ArgumentParser(prog="rag", description="Local RAG stack: run it, ingest or sync files, search.")
     commands = root.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser("dev", help="run ingestion and retrieval in one process on an embedded Qdrant")
@@ -52,6 +55,29 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--concurrency", type=int, default=2)
     ingest.add_argument("--url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
     ingest.add_argument("--api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
+
+    sync = commands.add_parser(
+        "sync",
+        help="keep a folder or an s3:// prefix in step with a knowledge base",
+        description="Ingest new files, re-ingest changed ones, delete the chunks of removed ones; "
+        "unchanged files are skipped by content hash (S3: by ETag) without being uploaded.",
+    )
+    sync.add_argument("source", metavar="PATH|s3://bucket/prefix")
+    sync.add_argument("--collection", required=True, help="tenant (Open WebUI collection name)")
+    sync.add_argument("--user-id", default="rag-cli")
+    sync.add_argument("--concurrency", type=int, default=2)
+    sync.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    sync.add_argument("--force", action="store_true", help="re-extract and re-embed every file (the API's force=true)")
+    sync.add_argument("--watch", action="store_true", help="keep following changes until Ctrl-C")
+    sync.add_argument(
+        "--debounce-ms", type=int, default=1500, help="--watch on a folder: sync once it has been quiet this long"
+    )
+    sync.add_argument("--interval", type=float, default=60.0, help="--watch on s3://: seconds between listings")
+    sync.add_argument(
+        "--s3-endpoint-url", default=None, help="S3/MinIO endpoint to list (else AWS_ENDPOINT_URL, S3_ENDPOINT_URL)"
+    )
+    sync.add_argument("--url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
+    sync.add_argument("--api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
 
     search = commands.add_parser("search", help="search one or more collections")
     search.add_argument("query")
@@ -106,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             user_id=args.user_id,
             concurrency=args.concurrency,
         )
+    if args.command == "sync":
+        return _sync(args)
     from rag_cli.commands import run_search
 
     return run_search(
@@ -115,6 +143,39 @@ def main(argv: list[str] | None = None) -> int:
         k=args.k,
         as_json=args.json,
         agentic=args.agentic,
+    )
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from rag_cli.sync import SyncOptions, run_sync
+
+    problem = None
+    if args.concurrency < 1:
+        problem = "--concurrency must be at least 1"
+    elif args.debounce_ms < MIN_DEBOUNCE_MS:
+        problem = f"--debounce-ms must be at least {MIN_DEBOUNCE_MS}"
+    elif args.interval <= 0:
+        problem = "--interval must be positive"
+    elif args.watch and args.dry_run:
+        problem = "--dry-run and --watch do not go together"
+    if problem is not None:
+        sys.stderr.write(f"rag sync: {problem}\n")
+        return 2
+    options = SyncOptions(
+        collection=args.collection,
+        user_id=args.user_id,
+        concurrency=args.concurrency,
+        force=args.force,
+        dry_run=args.dry_run,
+        s3_endpoint_url=args.s3_endpoint_url,
+    )
+    return run_sync(
+        ingestion_endpoint(args.url, args.api_key),
+        args.source,
+        options,
+        watch=args.watch,
+        debounce_ms=args.debounce_ms,
+        interval_s=args.interval,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +42,66 @@ def _error_text(response: httpx.Response) -> str:
     return f"HTTP {response.status_code}: {str(body)[:200]}"
 
 
-async def ingest_file(
-    client: httpx.AsyncClient, endpoint: Endpoint, path: Path, *, collection: str, user_id: str
-) -> IngestOutcome:
-    """Multipart ``PUT /api/v1/ingest`` of one file."""
+@dataclass(frozen=True, slots=True)
+class IngestReply:
+    """What ``PUT /api/v1/ingest`` answered, whichever mode sent the file."""
+
+    ok: bool
+    chunks: int | None = None
+    # The service already held these bytes under the same settings and re-embedded nothing.
+    unchanged: bool = False
+    content_hash: str | None = None
+    error: str | None = None
+
+
+def _ingest_reply(response: httpx.Response) -> IngestReply:
+    if response.status_code >= 400:
+        return IngestReply(ok=False, error=_error_text(response))
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    if not isinstance(body, dict) or not body.get("status"):
+        return IngestReply(ok=False, error=f"unexpected reply: {str(body)[:200]}")
+    chunks, content_hash = body.get("chunks_count"), body.get("content_hash")
+    return IngestReply(
+        ok=True,
+        chunks=chunks if isinstance(chunks, int) else None,
+        unchanged=body.get("unchanged") is True,
+        content_hash=content_hash if isinstance(content_hash, str) else None,
+    )
+
+
+def _optional_fields(force: bool | None, attributes: dict[str, Any] | None) -> dict[str, str]:
+    # Only what the caller set: `rag ingest` sends exactly Open WebUI's fields.
+    fields: dict[str, str] = {}
+    if force is not None:
+        fields["force"] = "true" if force else "false"
+    if attributes is not None:
+        fields["attributes"] = json.dumps(attributes, ensure_ascii=False)
+    return fields
+
+
+async def upload_file(
+    client: httpx.AsyncClient,
+    endpoint: Endpoint,
+    path: Path,
+    *,
+    file_id: str,
+    collection: str,
+    user_id: str,
+    force: bool | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> IngestReply:
+    """Multipart ``PUT /api/v1/ingest`` of one file under ``file_id``."""
     fields = {
-        "file_id": file_id_for(path),
+        "file_id": file_id,
         "filename": path.name,
         "collection_name": collection,
         "collection_type": "file",
         "user_id": user_id,
         "overwrite": "true",
+        **_optional_fields(force, attributes),
     }
     try:
         with path.open("rb") as handle:
@@ -63,16 +112,141 @@ async def ingest_file(
                 headers=endpoint.headers,
             )
     except httpx.HTTPError as exc:
-        return IngestOutcome(path, ok=False, error=f"{type(exc).__name__}: {exc}")
+        return IngestReply(ok=False, error=f"{type(exc).__name__}: {exc}")
     except OSError as exc:
-        return IngestOutcome(path, ok=False, error=f"cannot read file: {exc}")
+        return IngestReply(ok=False, error=f"cannot read file: {exc}")
+    return _ingest_reply(response)
+
+
+async def ingest_s3_object(
+    client: httpx.AsyncClient,
+    endpoint: Endpoint,
+    *,
+    bucket: str,
+    key: str,
+    file_id: str,
+    filename: str,
+    collection: str,
+    user_id: str,
+    force: bool = False,
+    attributes: dict[str, Any] | None = None,
+) -> IngestReply:
+    """JSON ``PUT /api/v1/ingest``: the service reads ``s3://bucket/key`` from its own S3 endpoint."""
+    body: dict[str, Any] = {
+        "s3_bucket": bucket,
+        "s3_key": key,
+        "file_id": file_id,
+        "filename": filename,
+        "collection_name": collection,
+        "collection_type": "file",
+        "user_id": user_id,
+        "overwrite": True,
+        "force": force,
+    }
+    if attributes is not None:
+        body["attributes"] = attributes
+    try:
+        response = await client.put(f"{endpoint.url}/api/v1/ingest", json=body, headers=endpoint.headers)
+    except httpx.HTTPError as exc:
+        return IngestReply(ok=False, error=f"{type(exc).__name__}: {exc}")
+    return _ingest_reply(response)
+
+
+async def ingest_file(
+    client: httpx.AsyncClient, endpoint: Endpoint, path: Path, *, collection: str, user_id: str
+) -> IngestOutcome:
+    """Multipart ``PUT /api/v1/ingest`` of one file, under its path's :func:`file_id_for`."""
+    reply = await upload_file(client, endpoint, path, file_id=file_id_for(path), collection=collection, user_id=user_id)
+    return IngestOutcome(path, ok=reply.ok, chunks=reply.chunks, error=reply.error)
+
+
+class RequestFailedError(Exception):
+    """A documents call failed; the message is the service's error (``HTTP 422 CODE: message``)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """One row of ``GET /api/v1/documents``: a file the knowledge base holds."""
+
+    file_id: str
+    name: str | None = None
+    content_hash: str | None = None
+    attributes: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    s3_bucket: str | None = None
+    s3_key: str | None = None
+    s3_etag: str | None = None
+    ingested_at: str | None = None
+    chunks: int | None = None
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> StoredDocument:
+        """Tolerant of missing or null fields: an older service simply leaves them out."""
+        attributes = row.get("attributes")
+        chunks = row.get("chunks")
+        return cls(
+            file_id=str(row["file_id"]),
+            name=_text(row.get("name")),
+            content_hash=_text(row.get("content_hash")),
+            attributes=dict(attributes) if isinstance(attributes, dict) else {},
+            s3_bucket=_text(row.get("s3_bucket")),
+            s3_key=_text(row.get("s3_key")),
+            s3_etag=_text(row.get("s3_etag")),
+            ingested_at=_text(row.get("ingested_at")),
+            chunks=chunks if isinstance(chunks, int) else None,
+        )
+
+
+DOCUMENTS_PAGE = 1000
+
+
+async def list_documents(client: httpx.AsyncClient, endpoint: Endpoint, *, collection: str) -> list[StoredDocument]:
+    """Every document of ``collection``: ``GET /api/v1/documents``, page by page until ``next_offset`` is null."""
+    documents: list[StoredDocument] = []
+    offset: str | None = None
+    while True:
+        params = {"collection_name": collection, "limit": str(DOCUMENTS_PAGE)}
+        if offset is not None:
+            params["offset"] = offset
+        response = await client.get(f"{endpoint.url}/api/v1/documents", params=params, headers=endpoint.headers)
+        if response.status_code >= 400:
+            raise RequestFailedError(_error_text(response), response.status_code)
+        try:
+            body: Any = response.json()
+        except ValueError as exc:
+            raise RequestFailedError(f"unexpected reply: {response.text[:200]}") from exc
+        rows = body.get("documents") if isinstance(body, dict) else None
+        if not isinstance(rows, list):
+            raise RequestFailedError(f"unexpected reply: {str(body)[:200]}")
+        documents.extend(StoredDocument.from_json(row) for row in rows if isinstance(row, dict) and row.get("file_id"))
+        next_offset = body.get("next_offset")
+        if next_offset is None or next_offset == offset:
+            return documents
+        offset = str(next_offset)
+
+
+async def delete_document(client: httpx.AsyncClient, endpoint: Endpoint, file_id: str, *, collection: str) -> int:
+    """``DELETE /api/v1/documents/{file_id}`` in ``collection`` only (idempotent); the chunks it removed."""
+    response = await client.delete(
+        f"{endpoint.url}/api/v1/documents/{file_id}",
+        params={"collection_name": collection},
+        headers=endpoint.headers,
+    )
     if response.status_code >= 400:
-        return IngestOutcome(path, ok=False, error=_error_text(response))
-    body = response.json()
-    if not isinstance(body, dict) or not body.get("status"):
-        return IngestOutcome(path, ok=False, error=f"unexpected reply: {str(body)[:200]}")
-    chunks = body.get("chunks_count")
-    return IngestOutcome(path, ok=True, chunks=chunks if isinstance(chunks, int) else None)
+        raise RequestFailedError(_error_text(response), response.status_code)
+    try:
+        body: Any = response.json()
+    except ValueError:
+        return 0
+    deleted = body.get("chunks_deleted") if isinstance(body, dict) else None
+    return deleted if isinstance(deleted, int) else 0
 
 
 class SearchFailedError(Exception):

@@ -21,3 +21,8 @@ class QueryGenerationError(RetrievalError):
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason
         super().__init__(message)
+
+
+class InvalidFilterError(RetrievalError):
+    """The request's ``filter`` cannot run (an attribute not in INDEXED_ATTRIBUTES, a condition of the
+    wrong type): a 422 naming the key, like any other invalid field."""

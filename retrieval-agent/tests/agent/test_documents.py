@@ -15,9 +15,7 @@ from retrieval_agent.agent.documents import (
     TRUNCATION_MARK,
     cut,
     list_document_entries,
-    overlap_length,
     read_whole_document,
-    stitch,
 )
 from retrieval_agent.agent.filters import DocumentFilters, filter_conditions, ingested_on, seq_at
 from retrieval_agent.search.queries import ChatMessage
@@ -91,18 +89,6 @@ def documents_store(store_factory: Callable[..., ChunkStore], embedder: Contract
     store = store_factory()
     anyio.run(lambda: seed_documents(store, embedder))
     return store
-
-
-def test_overlap_is_found_in_the_text() -> None:
-    assert overlap_length("alpha beta gamma delta", "gamma delta epsilon") == len("gamma delta")
-    assert overlap_length("abc", "xyz") == 0
-    assert overlap_length("aaaa", "aaab") == 3
-    chunks = windows(HANDBOOK, 22, 6)
-    assert stitch(chunks) == HANDBOOK
-    # Chunks sharing nothing (a new section) are joined by a blank line, never glued.
-    assert stitch(["First section ends here.", "## Second\nstarts here."]) == (
-        "First section ends here.\n\n## Second\nstarts here."
-    )
 
 
 def test_cut_marks_the_truncation() -> None:

@@ -39,6 +39,27 @@ class MetaKey:
     INGEST_STATE: Final = "ingest_state"
     # Which lexical field (``lexical_<code>``) holds the chunk's text: the language it is stemmed in.
     LEXICAL_LANGUAGE: Final = "lexical_language"
+    # Document-level keys, the same on every chunk of a file (contract 2.1).
+    # sha256 of the source file's bytes: what sync and the unchanged fast path compare.
+    SOURCE_HASH: Final = "source_sha256"
+    SOURCE_BYTES: Final = "source_bytes"
+    # Lower-case kind of the source ("pdf", "docx", "md", ...), from its content where it was sniffed.
+    FORMAT: Final = "format"
+    TAGS: Final = "tags"
+    CATEGORY: Final = "category"
+    # The caller's own keys (``attributes.<key>``); those in INDEXED_ATTRIBUTES are filterable.
+    ATTRIBUTES: Final = "attributes"
+    # Chunks and UTF-8 bytes of chunk text of the whole document.
+    CHUNK_COUNT: Final = "chunk_count"
+    TEXT_BYTES: Final = "text_bytes"
+    # Where the source came from, so a reindex can read it again (absent for uploads).
+    S3_BUCKET: Final = "s3_bucket"
+    S3_KEY: Final = "s3_key"
+    # The object's ETag when it was read: sync compares it to skip an unchanged object unread.
+    S3_ETAG: Final = "s3_etag"
+    # Digest of everything besides the bytes that decides the chunks and vectors (contract,
+    # models, chunking, engine): same source hash + same fingerprint = same points.
+    INGEST_FINGERPRINT: Final = "ingest_fingerprint"
 
 
 PENDING_STATE: Final = "pending"

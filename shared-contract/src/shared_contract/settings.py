@@ -12,6 +12,7 @@ from typing import Any, Literal, Self, TypeVar
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared_contract.attributes import AttributeType, parse_indexed_attributes
 from shared_contract.errors import ContractConfigError
 from shared_contract.schema import DEFAULT_COLLECTION
 
@@ -91,6 +92,12 @@ class ContractSettings(BaseSettings):
         validation_alias=AliasChoices("sparse_embedding_model", "sparse_query_model"),
     )
 
+    # The caller's document attributes both services index and filter on ("key:type,..."; types:
+    # keyword, integer, float, datetime). Each gets a payload index at bootstrap.
+    indexed_attributes: str = Field(
+        default="", description="Filterable attributes, e.g. 'department:keyword,year:integer,published:datetime'."
+    )
+
     # Where offline-built models live (``make models``); each model in ``<org>__<name>/``.
     local_models_dir: Path | None = None
     fastembed_cache_path: Path | None = None
@@ -101,6 +108,17 @@ class ContractSettings(BaseSettings):
         if value == ":memory:" and info.field_name == "qdrant_uri":
             return value
         return check_http_url(value)
+
+    @field_validator("indexed_attributes")
+    @classmethod
+    def _attributes_parse(cls, value: str) -> str:
+        parse_indexed_attributes(value)
+        return value
+
+    @property
+    def attribute_types(self) -> dict[str, AttributeType]:
+        """INDEXED_ATTRIBUTES as ``{key: type}``."""
+        return parse_indexed_attributes(self.indexed_attributes)
 
     @model_validator(mode="after")
     def _check_provider(self) -> Self:

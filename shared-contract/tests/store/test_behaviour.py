@@ -183,7 +183,7 @@ async def test_bootstrap_creates_the_collection_its_manifest_and_every_index(fre
     for key in KEYWORD_INDEXES:
         assert await store.facet(key, None, limit=5) == []
     with pytest.raises(StoreRequestError):
-        await store.facet("meta.name", None, limit=5)
+        await store.facet("meta.title", None, limit=5)
 
 
 async def test_the_first_write_of_a_language_creates_its_bm25_index(

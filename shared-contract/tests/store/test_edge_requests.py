@@ -4,6 +4,7 @@ qdrant-edge builds from the expected arguments (by their repr) or through their 
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -117,6 +118,27 @@ def test_emptiness_conditions_translate() -> None:
     )
 
 
+def test_datetime_ranges_translate_to_iso_bounds() -> None:
+    condition = to_edge_condition(
+        models.FieldCondition(
+            key="meta.indexed_at",
+            range=models.DatetimeRange(gte=datetime(2026, 1, 2, tzinfo=UTC), lt=date(2026, 2, 1)),
+        )
+    )
+    assert condition.key == "meta.indexed_at"
+    # The engine renders the bounds its own way ("2026-01-02 00:00:00 UTC"); the instant is what counts.
+    assert condition.range.gte.startswith("2026-01-02 00:00:00")
+    assert condition.range.lt.startswith("2026-02-01 00:00:00")
+    assert condition.range.gt is None
+
+
+def test_float_and_datetime_indexes_translate() -> None:
+    assert isinstance(to_edge_index(models.FloatIndexParams(type=models.FloatIndexType.FLOAT)), edge.FloatIndexParams)
+    assert isinstance(
+        to_edge_index(models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME)), edge.DatetimeIndexParams
+    )
+
+
 def test_point_id_conditions_keep_uuids_and_integers() -> None:
     condition = to_edge_condition(models.HasIdCondition(has_id=[UUID_A, 42]))
     assert {str(point_id) for point_id in condition.point_ids} == {UUID_A, "42"}
@@ -129,7 +151,9 @@ def test_point_id_conditions_keep_uuids_and_integers() -> None:
         models.HasVectorCondition(has_vector="text-sparse"),
         models.NestedCondition(nested=models.Nested(key="meta.headers", filter=models.Filter())),
         models.FieldCondition(key="meta.page", values_count=models.ValuesCount(gt=1)),
-        models.FieldCondition(key="meta.indexed_at", range=models.DatetimeRange(gt="2024-01-01T00:00:00Z")),
+        models.FieldCondition(
+            key="meta.place", geo_radius=models.GeoRadius(center=models.GeoPoint(lon=0.0, lat=0.0), radius=1.0)
+        ),
     ],
 )
 def test_other_conditions_are_refused(condition: Any) -> None:
@@ -360,7 +384,7 @@ def test_a_text_index_without_scoring_translates_without_it() -> None:
 @pytest.mark.parametrize(
     "schema",
     [
-        models.FloatIndexParams(type=models.FloatIndexType.FLOAT),
+        models.BoolIndexParams(type=models.BoolIndexType.BOOL),
         models.PayloadSchemaType.KEYWORD,
         models.TextIndexParams(
             type=models.TextIndexType.TEXT, stopwords=models.StopwordsSet(languages=[models.Language.ENGLISH])
@@ -368,6 +392,7 @@ def test_a_text_index_without_scoring_translates_without_it() -> None:
     ],
 )
 def test_other_index_schemas_are_refused(schema: Any) -> None:
+    # Bool: the engine matches True as the integer 1 (qdrant-edge 0.9.0), so no bool index is offered.
     with pytest.raises(StoreRequestError, match="does not support"):
         to_edge_index(schema)
 

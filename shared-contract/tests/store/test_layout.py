@@ -45,6 +45,39 @@ def test_every_payload_index(settings: ContractSettings) -> None:
         PayloadIndexSpec(
             "meta.ingest_seq", models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
         ),
+        # Document metadata: what /search's filter, the documents list and sync select on.
+        PayloadIndexSpec("meta.name", KEYWORD),
+        PayloadIndexSpec("meta.format", KEYWORD),
+        PayloadIndexSpec("meta.tags", KEYWORD),
+        PayloadIndexSpec("meta.category", KEYWORD),
+        PayloadIndexSpec("meta.extractor", KEYWORD),
+        PayloadIndexSpec("meta.source_sha256", KEYWORD),
+        PayloadIndexSpec("meta.indexed_at", models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME)),
+        PayloadIndexSpec(
+            "meta.split_id", models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False)
+        ),
+    ]
+
+
+def test_each_indexed_attribute_gets_one_index_of_its_type() -> None:
+    settings = load_settings(
+        ContractSettings,
+        qdrant_uri=":memory:",
+        indexed_attributes="dept:keyword,year:integer,score:float,published:datetime,owner",
+    )
+    base = len(collection_spec(load_settings(ContractSettings, qdrant_uri=":memory:")).payload_indexes)
+    indexes = collection_spec(settings).payload_indexes
+    assert indexes[base:] == [
+        PayloadIndexSpec("meta.attributes.dept", KEYWORD),
+        PayloadIndexSpec(
+            "meta.attributes.year",
+            models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=True),
+        ),
+        PayloadIndexSpec("meta.attributes.score", models.FloatIndexParams(type=models.FloatIndexType.FLOAT)),
+        PayloadIndexSpec(
+            "meta.attributes.published", models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME)
+        ),
+        PayloadIndexSpec("meta.attributes.owner", KEYWORD),
     ]
 
 

@@ -8,16 +8,17 @@ callers decide which wire code they become.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from qdrant_client import models
 
-from shared_contract import LIVE_STATE, MetaKey, meta_path
+from shared_contract import LIVE_STATE, PAYLOAD_META, MetaKey, meta_path
 from shared_contract.store import (
     ChunkPoint,
     ChunkStore,
+    PointRecord,
     committed_file_filter,
     file_filter,
     match,
@@ -25,6 +26,8 @@ from shared_contract.store import (
 )
 
 _RECOVERY_PAGE = 1024
+# A file has one committed head per tenant, two for the moment between publish and sweep.
+_HEADS_PAGE = 64
 _RECOVERY_FIELDS = [meta_path(MetaKey.FILE_ID), meta_path(MetaKey.COLLECTION_NAME), meta_path(MetaKey.INGEST_SEQ)]
 
 
@@ -43,6 +46,13 @@ class RecoveryReport:
 
     pending_runs_removed: int
     stale_versions_removed: int
+
+
+def _newest_meta(records: Sequence[PointRecord]) -> dict[str, Any] | None:
+    metas = [dict(record.payload.get(PAYLOAD_META) or {}) for record in records]
+    if not metas:
+        return None
+    return max(metas, key=lambda meta: _as_seq(meta.get(MetaKey.INGEST_SEQ)) or 0)
 
 
 def _seq_condition(**bounds: int) -> models.FieldCondition:
@@ -71,11 +81,14 @@ class ChunkIndex:
         """Points of (file, tenant) written by a run with a larger ingest_seq, pending or not."""
         return await self.store.count(file_filter(file_id, collection_name, must=[_seq_condition(gt=ingest_seq)]))
 
-    async def publish(self, file_id: str, collection_name: str, ingest_version: str) -> None:
-        """The atomic switch: one operation makes every point of this run visible to readers."""
+    async def publish(
+        self, file_id: str, collection_name: str, ingest_version: str, *, meta: Mapping[str, Any] | None = None
+    ) -> None:
+        """The atomic switch: one operation makes every point of this run visible to readers
+        (and sets ``meta`` on them in the same operation)."""
         await self.store.set_payload(
             file_filter(file_id, collection_name, must=[match(MetaKey.INGEST_VERSION, ingest_version)]),
-            {MetaKey.INGEST_STATE: LIVE_STATE},
+            {**(meta or {}), MetaKey.INGEST_STATE: LIVE_STATE},
             key="meta",
         )
 
@@ -115,6 +128,52 @@ class ChunkIndex:
             for record in records
         ]
         return chunks, next_offset
+
+    async def head(self, file_id: str, collection_name: str) -> dict[str, Any] | None:
+        """The meta of the file's newest committed version's first chunk (None when nothing is stored)."""
+        records, _ = await self.store.scroll(
+            file_filter(file_id, collection_name, must=[match(MetaKey.SPLIT_ID, 0)], must_not=[pending_condition()]),
+            limit=_HEADS_PAGE,
+            with_payload=[PAYLOAD_META],
+        )
+        return _newest_meta(records)
+
+    async def identical_copy(self, file_id: str, source_hash: str, fingerprint: str, *, exclude: str) -> str | None:
+        """A tenant other than ``exclude`` holding this file with the same bytes and fingerprint, if any."""
+        selector = models.Filter(
+            must=[
+                match(MetaKey.FILE_ID, file_id),
+                match(MetaKey.SOURCE_HASH, source_hash),
+                match(MetaKey.SPLIT_ID, 0),
+            ],
+            must_not=[pending_condition(), match(MetaKey.COLLECTION_NAME, exclude)],
+        )
+        records, _ = await self.store.scroll(selector, limit=_HEADS_PAGE, with_payload=[PAYLOAD_META])
+        for record in records:
+            meta = record.payload.get(PAYLOAD_META) or {}
+            tenant = meta.get(MetaKey.COLLECTION_NAME)
+            if meta.get(MetaKey.INGEST_FINGERPRINT) == fingerprint and isinstance(tenant, str):
+                return tenant
+        return None
+
+    async def update_meta(self, file_id: str, collection_name: str, values: dict[str, Any]) -> None:
+        """Set document-level meta keys on every point of (file, tenant), pending ones too, in one operation."""
+        await self.store.set_payload(file_filter(file_id, collection_name), values, key=PAYLOAD_META)
+
+    async def read_version(self, file_id: str, collection_name: str) -> list[PointRecord]:
+        """Every point (payload and vectors) of the file's newest committed version in the tenant."""
+        records: list[PointRecord] = []
+        offset: str | None = None
+        while True:
+            page, offset = await self.store.scroll(
+                committed_file_filter(file_id, collection_name), limit=_RECOVERY_PAGE, offset=offset, with_vectors=True
+            )
+            records.extend(page)
+            if offset is None:
+                break
+        seqs = [_as_seq((record.payload.get(PAYLOAD_META) or {}).get(MetaKey.INGEST_SEQ)) or 0 for record in records]
+        newest = max(seqs, default=0)
+        return [record for record, seq in zip(records, seqs, strict=True) if seq == newest]
 
     async def recover(self, *, pending_before_seq: int | None) -> RecoveryReport:
         """Start-up repair after a crash; see ``versioning.recover``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,15 @@ def _describe(exc: Exception) -> str:
     return type(exc).__name__
 
 
+@dataclass(frozen=True)
+class ObjectHead:
+    """What ``head_object`` says about an object: size, ETag (quotes kept, as S3 lists it) and x-amz-meta-* keys."""
+
+    size: int
+    etag: str | None
+    metadata: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+
+
 class S3Source:
     """Size checks and capped, streamed downloads of one object at a time."""
 
@@ -58,13 +68,14 @@ class S3Source:
         """Close the client's connection pool (the runtime calls it at shutdown)."""
         self._client.close()
 
-    def object_size(self, bucket: str, key: str) -> int:
-        """The object's size from ``head_object``."""
+    def head(self, bucket: str, key: str) -> ObjectHead:
+        """The object's size, ETag and user metadata from ``head_object``."""
         try:
             head = self._client.head_object(Bucket=bucket, Key=key)
         except (ClientError, BotoCoreError) as exc:
             raise S3FetchError(f"head_object failed: {_describe(exc)}") from exc
-        return int(head["ContentLength"])
+        metadata = {str(name).lower(): str(value) for name, value in (head.get("Metadata") or {}).items()}
+        return ObjectHead(size=int(head["ContentLength"]), etag=str(head.get("ETag") or "") or None, metadata=metadata)
 
     def download(self, bucket: str, key: str, destination: Path, *, max_bytes: int) -> int:
         """Stream the object into ``destination`` in 1 MiB pieces; the cap holds even if it grew."""

@@ -3,7 +3,8 @@ with a hint per code (or per error class, where one code covers causes with diff
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -15,12 +16,14 @@ from ingestion_service.errors import (
     ForbiddenRequestError,
     IngestionError,
     JsonBodyTooLargeError,
+    MetadataUpdateFailedError,
     NoExtractableTextError,
     NotReadyError,
     PayloadTooLargeError,
     PipelineFailedError,
     UnsupportedMediaTypeError,
 )
+from shared_contract import ContractError
 from shared_contract.http import error_response, install_framework_error_handlers, register_hints
 
 CLEANUP_NOTE = " Removing this run's partial chunks failed too; the next ingest of this file removes them."
@@ -71,6 +74,25 @@ CODE_HINTS: Mapping[ErrorCode, str] = {
     "JOB_CANCELLED": (
         "The job was cancelled (DELETE on the job): submit the ingest again if the file is still wanted."
     ),
+    "DOCUMENT_NOT_FOUND": (
+        "Check file_id and collection_name (a file is found only in the collection it was ingested into); "
+        "GET /api/v1/documents?collection_name=<name> lists what the collection holds."
+    ),
+    "TOO_MANY_DOCUMENTS": (
+        "Narrow the list with tag=, format= or category=, or split the knowledge base into several "
+        "collections: the documents list and the collection stats read at most the number the error names."
+    ),
+    "REINDEX_JOB_NOT_FOUND": (
+        "Poll the job on the replica that accepted it (jobs are kept in that replica's INGEST_STATE_DIR); "
+        "POST /api/v1/collections/<name>/reindex starts a new one."
+    ),
+    "REINDEX_RUNNING": (
+        "Poll the running job the error names, or cancel it with DELETE /api/v1/reindex/jobs/<job_id> and start again."
+    ),
+    "SOURCE_INDEX_NOT_FOUND": (
+        "Give the QDRANT_INDEX the collection lived in before (the Qdrant collection name, not the "
+        "knowledge base), or leave source_index out to rebuild from this service's own index."
+    ),
 }
 
 # Where one code covers causes with different remedies; the most specific class wins.
@@ -96,6 +118,10 @@ CLASS_HINTS: Mapping[type[IngestionError], str] = {
     ),
     ExtractionDependencyError: (
         "Check the setting the error names and that the service it points at is up, then retry."
+    ),
+    MetadataUpdateFailedError: (
+        "Check that Qdrant is up (GET /health/ready) and send the PATCH again; it is one operation, so the "
+        "document kept either all of its old metadata or got all of the new."
     ),
     NoExtractableTextError: (
         "The document has no text layer: keep ENABLE_OCR=true (the default) on the ingestion service, "
@@ -128,6 +154,15 @@ def hint_of(exc: IngestionError) -> str | None:
         if issubclass(cls, IngestionError) and cls in CLASS_HINTS:
             return CLASS_HINTS[cls]
     return None
+
+
+@contextmanager
+def store_failures(as_error: Callable[[str], IngestionError]) -> Iterator[None]:
+    """The store's typed failures inside the block become ``as_error``: the route names the code."""
+    try:
+        yield
+    except ContractError as exc:
+        raise as_error(str(exc)) from exc
 
 
 def install_error_handlers(app: FastAPI) -> None:

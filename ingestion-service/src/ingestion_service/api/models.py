@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ingestion_service.jobs import JobState
+from ingestion_service.reindex import ReindexState
 from shared_contract import CollectionName
 
 # Linux and Open WebUI's own storage cap names at 255 bytes; longer ones are not real uploads.
@@ -20,6 +21,8 @@ _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 _BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 MAX_S3_KEY_BYTES = 1024
+MAX_TAGS = 64
+MAX_LABEL_CHARS = 128
 
 
 def check_filename(value: str) -> str:
@@ -55,6 +58,18 @@ def check_bucket_name(value: str) -> str:
     return value
 
 
+def check_tags(values: list[str]) -> list[str]:
+    """Tags stripped, without blanks or repeats, in the given order; each at most 128 characters."""
+    tags: list[str] = []
+    for value in values:
+        tag = value.strip()
+        if len(tag) > MAX_LABEL_CHARS:
+            raise ValueError(f"each tag must be at most {MAX_LABEL_CHARS} characters")
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags
+
+
 class IngestFields(BaseModel):
     """The fields both request modes carry."""
 
@@ -66,11 +81,30 @@ class IngestFields(BaseModel):
     collection_type: str = Field(default="file", min_length=1, max_length=64)
     user_id: str = Field(min_length=1, max_length=256)
     overwrite: StrictBool = True
+    force: StrictBool = Field(
+        default=False,
+        description="Re-extract and re-embed even when the same bytes are stored under the same settings.",
+    )
+    tags: list[str] | None = Field(
+        default=None,
+        max_length=MAX_TAGS,
+        description="Labels to filter on (/search filter.tags); replace the stored ones.",
+    )
+    category: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
+    attributes: dict[str, Any] | None = Field(
+        default=None,
+        description="Your own metadata; keys declared in INDEXED_ATTRIBUTES are filterable and type-checked.",
+    )
 
     @field_validator("filename")
     @classmethod
     def _plain_filename(cls, value: str) -> str:
         return check_filename(value)
+
+    @field_validator("tags")
+    @classmethod
+    def _clean_tags(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else check_tags(value)
 
 
 class IngestRequestJSON(IngestFields):
@@ -99,6 +133,10 @@ class ExtractionInfo(BaseModel):
     ingest_version: str | None = None
     superseded: bool = False
     kept_existing: bool = False
+    reused_vectors: bool = Field(
+        default=False,
+        description="The chunks and vectors were copied from this file's identical copy in another collection.",
+    )
 
 
 class IngestResponse(BaseModel):
@@ -107,6 +145,12 @@ class IngestResponse(BaseModel):
     status: bool = True
     collection_name: str
     chunks_count: int
+    unchanged: bool = Field(
+        default=False,
+        description="The same bytes were already stored under the same settings: nothing was re-embedded "
+        "(metadata such as name, tags, category and attributes was updated in place).",
+    )
+    content_hash: str | None = Field(default=None, description="sha256 of the source file's bytes.")
     extraction: ExtractionInfo
 
 
@@ -227,3 +271,169 @@ class DocumentChunksResponse(BaseModel):
     next_offset: str | None
     stats: ChunkStats
     chunks: list[ChunkView]
+
+
+# --- The documents API and collection stats ------------------------------------------------------
+
+
+class DocumentView(BaseModel):
+    """One document (the newest committed version of a file in one collection).
+
+    null: not recorded; documents ingested before these keys existed lack them until re-ingested.
+    """
+
+    file_id: str
+    name: str | None
+    collection_name: str
+    content_hash: str | None = Field(description="sha256 of the source file's bytes.")
+    source_bytes: int | None
+    format: str | None = Field(description="Lower-case source kind: pdf, docx, md, ...")
+    chunks: int
+    text_bytes: int | None = Field(description="UTF-8 bytes of all the document's chunk text.")
+    languages: list[str]
+    extractor: str | None = Field(description="The extraction engine that read it.")
+    tags: list[str]
+    category: str | None
+    attributes: dict[str, Any]
+    ingested_at: datetime | None
+    ingest_version: str | None
+    s3_bucket: str | None = Field(description="Where an S3 ingest read it from (null for uploads).")
+    s3_key: str | None
+    s3_etag: str | None = Field(
+        description="The object's ETag when it was read (sync skips an unchanged object by it)."
+    )
+
+
+class DocumentListResponse(BaseModel):
+    """200 body of GET /api/v1/documents."""
+
+    documents: list[DocumentView]
+    total: int = Field(description="Documents in the whole listing (every page).")
+    next_offset: str | None = Field(description="The next page's `offset`; null on the last page.")
+
+
+class DocumentTextResponse(BaseModel):
+    """200 body of GET /api/v1/documents/{file_id}/text."""
+
+    file_id: str
+    collection_name: str
+    name: str | None
+    text: str = Field(description="The chunks in order, each window overlap kept once.")
+    chunks: int
+
+
+class DocumentPatch(BaseModel):
+    """PATCH /api/v1/documents/{file_id}: a given field replaces the stored value; a missing one is kept.
+
+    null clears ``tags`` (stored as []), ``category`` and ``attributes`` (stored as {}); ``name``
+    cannot be cleared. ``attributes`` replaces the whole object, not single keys. At least one
+    field (the route refuses an empty body).
+    """
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, json_schema_extra={"minProperties": 1})
+
+    tags: list[str] | None = Field(default=None, max_length=MAX_TAGS)
+    category: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
+    attributes: dict[str, Any] | None = Field(
+        default=None, description="Keys declared in INDEXED_ATTRIBUTES are type-checked."
+    )
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_FILENAME_CHARS,
+        description="The file name shown and cited (meta.name and meta.source); not null.",
+    )
+
+    @field_validator("tags")
+    @classmethod
+    def _clean_tags(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else check_tags(value)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str | None) -> str:
+        # Runs only for a given value: an explicit null lands here, an omitted name does not.
+        if value is None:
+            raise ValueError("cannot be cleared (omit it to keep the stored name)")
+        return check_filename(value)
+
+
+class CollectionStatsResponse(BaseModel):
+    """200 body of GET /api/v1/collections/{name}/stats (zeros for a collection that holds nothing)."""
+
+    collection_name: str
+    documents: int
+    chunks: int
+    text_bytes: int = Field(description="Sum of the documents' text_bytes (documents without it add 0).")
+    languages: dict[str, int] = Field(description="Language code -> documents in it.")
+    formats: dict[str, int] = Field(description="Source format -> documents.")
+    extractors: dict[str, int] = Field(description="Extraction engine -> documents.")
+    last_ingest: datetime | None = Field(description="When the most recently ingested document was ingested.")
+
+
+# A Qdrant collection name, as QDRANT_INDEX takes it (it becomes a directory name in an embedded store).
+QDRANT_INDEX_PATTERN = r"^[A-Za-z0-9_-]{1,255}$"
+
+
+class ReindexRequest(BaseModel):
+    """Optional JSON body of POST /api/v1/collections/{name}/reindex (no body: the defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_index: str | None = Field(
+        default=None,
+        pattern=QDRANT_INDEX_PATTERN,
+        description="The QDRANT_INDEX the collection's documents are read from (the index used before an "
+        "embedding-model change); null or this service's own QDRANT_INDEX: rebuild in place.",
+    )
+    force: StrictBool = Field(
+        default=False, description="Re-embed documents already built from the same source under the current settings."
+    )
+
+
+class ReindexFailureView(BaseModel):
+    """A document the reindex could not rebuild; it keeps its previous version."""
+
+    file_id: str
+    name: str | None
+    code: str = Field(description="The error code an ingest of the document answered (e.g. S3_FETCH_FAILED).")
+    error: str
+
+
+class ReindexCurrentView(BaseModel):
+    """The document being indexed."""
+
+    file_id: str
+    name: str | None
+
+
+class ReindexErrorView(BaseModel):
+    """Why a reindex job ended `failed` (the job itself could not go on)."""
+
+    code: str
+    error: str
+
+
+class ReindexJobResponse(BaseModel):
+    """A reindex job: body of the 202 that starts it and of GET/DELETE /api/v1/reindex/jobs/{job_id}."""
+
+    job_id: str
+    state: ReindexState = Field(
+        description="queued -> running -> succeeded (every document tried; see failed/failures), failed (the job "
+        "itself could not go on: see error) or cancelled (DELETE)."
+    )
+    collection_name: str
+    source_index: str | None = Field(description="Where documents are read from; null: this service's index.")
+    force: bool
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    total: int | None = Field(description="Documents to process; null until they are listed.")
+    done: int = Field(description="Documents processed: reingested + unchanged + failed + skipped.")
+    reingested: int
+    unchanged: int = Field(description="Already built from the same source under the current settings.")
+    failed: int
+    skipped: int = Field(description="Deleted after the listing, before their turn.")
+    failures: list[ReindexFailureView] = Field(description="The failed documents, the first 100.")
+    current: ReindexCurrentView | None = Field(description="The document being indexed, while running.")
+    error: ReindexErrorView | None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -27,7 +28,7 @@ from ingestion_service.errors import (
 )
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.pipeline import run_control, versioning
-from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer
+from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer, chunk_id
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter, WriteBatch
 from ingestion_service.pipeline.components.dense_embedder import ContractDenseEmbedder
 from ingestion_service.pipeline.components.embedding_guard import EmbeddingGuard
@@ -42,14 +43,19 @@ from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
 from shared_contract import (
+    DENSE_VECTOR,
+    PAYLOAD_META,
     PENDING_STATE,
+    SPARSE_VECTOR,
     ContractEmbedder,
     ContractError,
     EmbeddingError,
     MetaKey,
     SparseEmbeddingError,
+    SparseVectorData,
 )
-from shared_contract.store import ChunkPoint
+from shared_contract.store import ChunkPoint, PointRecord, point_id_for
+from shared_contract.store.points import PAYLOAD_ID
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +142,42 @@ def assemble(parts: PipelineParts) -> Pipeline:
 
 
 @dataclass(frozen=True)
+class DocumentLabels:
+    """The caller's labels for a document; None means "keep what the stored version has"."""
+
+    tags: list[str] | None = None
+    category: str | None = None
+    attributes: dict[str, Any] | None = None
+
+    def filled_from(self, stored: dict[str, Any] | None) -> DocumentLabels:
+        """Labels not given in the request carry over from the stored version (a PATCH survives a re-upload)."""
+        if stored is None:
+            return self
+        tags = stored.get(MetaKey.TAGS)
+        category = stored.get(MetaKey.CATEGORY)
+        attributes = stored.get(MetaKey.ATTRIBUTES)
+        return DocumentLabels(
+            tags=self.tags if self.tags is not None else (list(tags) if isinstance(tags, list) else None),
+            category=self.category if self.category is not None else (category if isinstance(category, str) else None),
+            attributes=self.attributes
+            if self.attributes is not None
+            else (dict(attributes) if isinstance(attributes, dict) else None),
+        )
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """What identifies the bytes and where they came from."""
+
+    sha256: str
+    size: int
+    format: str
+    s3_bucket: str | None = None
+    s3_key: str | None = None
+    s3_etag: str | None = None
+
+
+@dataclass(frozen=True)
 class IngestJob:
     """One ingest request, ready to run."""
 
@@ -147,20 +189,55 @@ class IngestJob:
     overwrite: bool
     run: RunVersion
     engine: str | None = None
+    identity: SourceIdentity | None = None
+    labels: DocumentLabels = field(default_factory=DocumentLabels)
+    # INGEST_FINGERPRINT of the settings this run uses; with ``identity`` it enables the unchanged fast path.
+    fingerprint: str | None = None
+    force: bool = False
+
+    def document_meta(self) -> dict[str, Any]:
+        """The document-level keys (every chunk of the file carries the same values)."""
+        meta: dict[str, Any] = {
+            MetaKey.COLLECTION_TYPE: self.collection_type,
+            MetaKey.USER_ID: self.user_id,
+            MetaKey.NAME: self.source.filename,
+            MetaKey.SOURCE: self.source.filename,
+            MetaKey.TAGS: self.labels.tags,
+            MetaKey.CATEGORY: self.labels.category,
+            MetaKey.ATTRIBUTES: self.labels.attributes,
+        }
+        if self.identity is not None:
+            meta |= {
+                MetaKey.SOURCE_HASH: self.identity.sha256,
+                MetaKey.SOURCE_BYTES: self.identity.size,
+                MetaKey.FORMAT: self.identity.format,
+                MetaKey.S3_BUCKET: self.identity.s3_bucket,
+                MetaKey.S3_KEY: self.identity.s3_key,
+                MetaKey.S3_ETAG: self.identity.s3_etag,
+            }
+        if self.fingerprint is not None:
+            meta[MetaKey.INGEST_FINGERPRINT] = self.fingerprint
+        return meta
 
     def meta(self) -> dict[str, Any]:
         """Request metadata every chunk carries (it wins over extractor metadata)."""
         return {
             MetaKey.FILE_ID: self.file_id,
             MetaKey.COLLECTION_NAME: self.collection_name,
-            MetaKey.COLLECTION_TYPE: self.collection_type,
-            MetaKey.USER_ID: self.user_id,
-            MetaKey.NAME: self.source.filename,
-            MetaKey.SOURCE: self.source.filename,
+            **self.document_meta(),
             MetaKey.INGEST_VERSION: self.run.version,
             MetaKey.INGEST_SEQ: self.run.seq,
             MetaKey.INGEST_STATE: PENDING_STATE,
         }
+
+    def stored_as(self, stored: dict[str, Any]) -> bool:
+        """Whether ``stored`` (a committed head's meta) holds these bytes under the same fingerprint."""
+        return (
+            self.identity is not None
+            and self.fingerprint is not None
+            and stored.get(MetaKey.SOURCE_HASH) == self.identity.sha256
+            and stored.get(MetaKey.INGEST_FINGERPRINT) == self.fingerprint
+        )
 
 
 @dataclass(frozen=True)
@@ -171,6 +248,12 @@ class IngestOutcome:
     engine: str
     superseded: bool = False
     kept_existing: bool = False
+    # The same bytes were stored under the same settings: nothing was written but changed metadata.
+    unchanged: bool = False
+    # The points were copied from the file's identical copy in another tenant (no extraction, no embedding).
+    reused_vectors: bool = False
+    # The version readers now see when it is not this run's (unchanged).
+    live_version: str | None = None
 
 
 # An untyped error inside a stage still fails that stage: its code follows the component.
@@ -208,6 +291,28 @@ def classify(exc: Exception) -> IngestionError:
 
 
 BeforeCommitHook = Callable[[IngestJob], None]
+COPY_BATCH_SIZE = 64
+
+
+def copied_point(record: PointRecord, job: IngestJob, *, indexed_at: str) -> ChunkPoint:
+    """A stored point of another tenant as a pending point of ``job``: same text, vectors and lexical entry."""
+    meta = dict(record.payload.get(PAYLOAD_META) or {})
+    meta |= job.meta()
+    meta[MetaKey.INDEXED_AT] = indexed_at
+    split_id = meta.get(MetaKey.SPLIT_ID)
+    new_id = chunk_id(meta, split_id if isinstance(split_id, int) else 0)
+    vectors = record.vectors or {}
+    dense = vectors.get(DENSE_VECTOR)
+    sparse = vectors.get(SPARSE_VECTOR)
+    if not isinstance(dense, list):
+        raise QdrantWriteError(f"point {record.point_id} of the identical copy has no dense vector")
+    payload = {**record.payload, PAYLOAD_ID: new_id, PAYLOAD_META: meta}
+    return ChunkPoint(
+        point_id=point_id_for(new_id),
+        dense=dense,
+        sparse=sparse if isinstance(sparse, SparseVectorData) else None,
+        payload=payload,
+    )
 
 
 class IndexingRunner:
@@ -255,9 +360,18 @@ class IndexingRunner:
             existing = await self._existing(job)
             if existing:
                 return IngestOutcome(chunks_count=existing, engine=engine, kept_existing=True)
+        stored = await self._stored_head(job)
+        requested = job.labels
+        job = replace(job, labels=requested.filled_from(stored))
+        if stored is not None and not job.force and job.stored_as(stored):
+            return await self._unchanged(job, stored)
         self._active.add(control)
         try:
-            return await self._ingest(job, control, limiter, engine)
+            if not job.force and job.identity is not None and job.fingerprint is not None:
+                twin = await self._identical_copy(job, job.identity.sha256, job.fingerprint)
+                if twin is not None:
+                    return await self._copy(job, twin, control, limiter, requested)
+            return await self._ingest(job, control, limiter, engine, requested)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._after_cancel(job, control)
@@ -271,6 +385,7 @@ class IndexingRunner:
         control: RunControl,
         limiter: anyio.CapacityLimiter | None,
         engine: str,
+        requested: DocumentLabels,
     ) -> IngestOutcome:
         try:
             result = await self._run_worker(job, control, limiter)
@@ -282,9 +397,10 @@ class IndexingRunner:
                 await anyio.to_thread.run_sync(self.before_commit, job)
             # Last chance to stop: an aborted or late run never publishes.
             control.check()
-            control.commit_started = True
             try:
-                committed = await versioning.commit(self.index, job.file_id, job.collection_name, job.run)
+                labels = await self._labels_now(job, requested)
+                control.commit_started = True
+                committed = await versioning.commit(self.index, job.file_id, job.collection_name, job.run, meta=labels)
             except ContractError as exc:
                 raise QdrantWriteError(f"commit failed: {exc}") from exc
         except Exception as exc:
@@ -356,6 +472,83 @@ class IndexingRunner:
             while self._active:
                 await anyio.sleep(0.05)
         return not self._active
+
+    async def _labels_now(self, job: IngestJob, requested: DocumentLabels) -> dict[str, Any]:
+        """The labels to publish with: the request's, else the stored version's as they are NOW.
+
+        A PATCH during the run changed the stored version (and the points this run had written by
+        then); reading it again at commit keeps the published version's labels whole and current.
+        """
+        labels = requested.filled_from(await self.index.head(job.file_id, job.collection_name))
+        return {MetaKey.TAGS: labels.tags, MetaKey.CATEGORY: labels.category, MetaKey.ATTRIBUTES: labels.attributes}
+
+    async def _stored_head(self, job: IngestJob) -> dict[str, Any] | None:
+        try:
+            return await self.index.head(job.file_id, job.collection_name)
+        except ContractError as exc:
+            raise QdrantWriteError(f"reading the stored version failed: {exc}") from exc
+
+    async def _identical_copy(self, job: IngestJob, source_hash: str, fingerprint: str) -> str | None:
+        try:
+            return await self.index.identical_copy(job.file_id, source_hash, fingerprint, exclude=job.collection_name)
+        except ContractError as exc:
+            raise QdrantWriteError(f"looking for an identical copy failed: {exc}") from exc
+
+    async def _unchanged(self, job: IngestJob, stored: dict[str, Any]) -> IngestOutcome:
+        """Same bytes, same settings: only metadata that differs is updated, in place."""
+        changes = {key: value for key, value in job.document_meta().items() if stored.get(key) != value}
+        if changes:
+            try:
+                await self.index.update_meta(job.file_id, job.collection_name, changes)
+            except ContractError as exc:
+                raise QdrantWriteError(f"updating the document's metadata failed: {exc}") from exc
+        chunks = stored.get(MetaKey.CHUNK_COUNT)
+        if not isinstance(chunks, int):
+            chunks = await self._existing(job)
+        if self.metrics is not None:
+            self.metrics.ingest_unchanged.inc()
+        return IngestOutcome(
+            chunks_count=chunks,
+            engine=str(stored.get(EXTRACTOR_KEY) or job.engine or self.default_engine),
+            unchanged=True,
+            live_version=str(stored.get(MetaKey.INGEST_VERSION) or "") or None,
+        )
+
+    async def _copy(
+        self,
+        job: IngestJob,
+        twin: str,
+        control: RunControl,
+        limiter: anyio.CapacityLimiter | None,
+        requested: DocumentLabels,
+    ) -> IngestOutcome:
+        """The file's points from tenant ``twin``, re-labelled for this tenant and committed as this run's version."""
+        try:
+            records = await self.index.read_version(job.file_id, twin)
+            if not records:
+                # The twin was replaced or deleted since it was found: embed as usual.
+                return await self._ingest(job, control, limiter, job.engine or self.default_engine, requested)
+            now = datetime.now(UTC).isoformat()
+            points = [copied_point(record, job, indexed_at=now) for record in records]
+            for start in range(0, len(points), COPY_BATCH_SIZE):
+                control.check()
+                await self.index.write(points[start : start + COPY_BATCH_SIZE])
+            control.check()
+            labels = await self._labels_now(job, requested)
+            control.commit_started = True
+            committed = await versioning.commit(self.index, job.file_id, job.collection_name, job.run, meta=labels)
+        except Exception as exc:
+            error = classify(exc)
+            await self._discard(job, error)
+            if error is exc:
+                raise
+            raise error from exc
+        if self.metrics is not None:
+            self.metrics.ingest_reused.inc()
+        engine = str((records[0].payload.get("meta") or {}).get(EXTRACTOR_KEY) or self.default_engine)
+        return IngestOutcome(
+            chunks_count=len(points), engine=engine, superseded=committed.superseded, reused_vectors=True
+        )
 
     async def _existing(self, job: IngestJob) -> int:
         try:

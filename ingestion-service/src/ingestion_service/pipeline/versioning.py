@@ -57,7 +57,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ingestion_service.adapters.chunk_index import ChunkIndex, RecoveryReport
 
@@ -97,8 +99,15 @@ class CommitResult:
     superseded: bool
 
 
-async def commit(index: ChunkIndex, file_id: str, collection_name: str, run: RunVersion) -> CommitResult:
-    """Step 3 of the protocol. Store errors propagate (the caller then removes its points)."""
+async def commit(
+    index: ChunkIndex,
+    file_id: str,
+    collection_name: str,
+    run: RunVersion,
+    *,
+    meta: Mapping[str, Any] | None = None,
+) -> CommitResult:
+    """Step 3 of the protocol; ``meta`` is set by the publish itself. Store errors propagate (the caller then removes its points)."""
     if await index.count_newer(file_id, collection_name, run.seq) > 0:
         await index.delete_version(file_id, collection_name, run.version)
         logger.info(
@@ -106,7 +115,7 @@ async def commit(index: ChunkIndex, file_id: str, collection_name: str, run: Run
             extra={"file_id": file_id, "collection_name": collection_name, "ingest_version": run.version},
         )
         return CommitResult(superseded=True)
-    await index.publish(file_id, collection_name, run.version)
+    await index.publish(file_id, collection_name, run.version, meta=meta)
     await index.delete_older(file_id, collection_name, run.seq)
     return CommitResult(superseded=False)
 

@@ -63,7 +63,8 @@ def test_multipart_ingest_stores_named_vectors_and_full_metadata(
 
 def test_reingest_replaces_the_previous_version(client: TestClient, upload: Upload, docs: Path, points: Points) -> None:
     first = upload(client, docs / WIKI, file_id="re").json()
-    second = upload(client, docs / WIKI, file_id="re").json()
+    second = upload(client, docs / WIKI, file_id="re", force="true").json()
+    assert second["extraction"]["ingest_version"] != first["extraction"]["ingest_version"]
     stored = points(client, file_id="re")
     assert {record.payload["meta"]["ingest_version"] for record in stored} == {second["extraction"]["ingest_version"]}
     assert len(stored) == second["chunks_count"] == first["chunks_count"]
@@ -78,7 +79,7 @@ def test_same_file_in_two_collections_is_versioned_per_collection(
 ) -> None:
     first = upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1").json()
     other = upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-2").json()
-    again = upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1").json()
+    again = upload(client, docs / WIKI, file_id="kbfile", collection_name="kb-1", force="true").json()
     kb1 = points(client, file_id="kbfile", collection_name="kb-1")
     kb2 = points(client, file_id="kbfile", collection_name="kb-2")
     # Re-ingesting into kb-1 replaced only kb-1's version; kb-2 keeps the one it was given.

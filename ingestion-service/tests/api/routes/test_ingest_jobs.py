@@ -393,7 +393,8 @@ def test_delete_aborts_a_running_and_a_queued_job_and_keeps_the_previous_version
     hooks, stall = stalling_hooks()
     # The same collection, with a writer that stalls after writing until the run is stopped.
     with app_client(hooks=hooks, qdrant_index=index_name, ingest_concurrency=1, shutdown_grace_seconds=0) as client:
-        running = accepted(submit(client, docs / TABLE, "cancel"))
+        # force: the same bytes would otherwise answer unchanged without running the pipeline.
+        running = accepted(submit(client, docs / TABLE, "cancel", force="true"))
         stall[0].wait_for(1)
         queued = accepted(submit(client, docs / WIKI, "cancel"))
         assert state_of(client, running) == "running"

@@ -148,7 +148,8 @@ def test_more_chunks_than_max_chunks_per_document_is_413(
 ) -> None:
     limited, before = _ingest_good_then(app_client, upload, docs, points, shared_index, max_chunks_per_document=3)
     with limited as client:
-        response = upload(client, docs / WIKI, file_id="f")
+        # force: MAX_CHUNKS_PER_DOCUMENT is a limit, not a chunking setting, so the bytes count as unchanged.
+        response = upload(client, docs / WIKI, file_id="f", force="true")
         assert response.status_code == 413
         assert response.json() == {
             "status": False,
@@ -180,7 +181,7 @@ def test_run_longer_than_ingest_timeout_is_504_and_keeps_the_previous_version(
         app_client, upload, docs, points, shared_index, ingest_timeout_seconds=0.1, hooks=hooks
     )
     with limited as client:
-        response = upload(client, docs / WIKI, file_id="f")
+        response = upload(client, docs / WIKI, file_id="f", force="true")
         assert response.status_code == 504
         assert response.json() == {
             "status": False,

@@ -45,6 +45,7 @@ from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
+from qdrant_client import models
 
 from retrieval_agent.agent.plain_text import parse_queries
 from retrieval_agent.agent.prompt import system_prompt, user_prompt
@@ -201,8 +202,12 @@ class AgenticSearch:
         messages: Sequence[ChatMessage] | None,
         collection_names: Sequence[str],
         k: int,
+        conditions: Sequence[models.Condition] = (),
     ) -> AgentResult:
-        """Search for one request; records the agent metrics and logs one ``agent_run`` line."""
+        """Search for one request; records the agent metrics and logs one ``agent_run`` line.
+
+        ``conditions`` (the request's ``filter``) narrow every tool call and the linear fallback.
+        """
         started = time.perf_counter()
         chat = list(messages or [])
         explicit = clean_queries(queries or [], limit=_MAX_REQUEST_QUERIES)
@@ -221,6 +226,7 @@ class AgenticSearch:
             collection_names=tuple(collection_names),
             k=k,
             question=question,
+            conditions=tuple(conditions),
         )
         result = await self._run(deps, user_prompt(history, asked), queries, messages)
         self._record(result, deps, started)
@@ -269,7 +275,7 @@ class AgenticSearch:
         parsed = parse_queries(text)
         if self.settings.agent_include_raw_query or not parsed:
             parsed = clean_queries([*parsed, deps.question], limit=len(parsed) + 1)
-        lists = await self.search.retrieve_all(parsed, deps.collection_names, deps.k)
+        lists = await self.search.retrieve_all(parsed, deps.collection_names, deps.k, conditions=deps.conditions)
         merged = self.search.merge([item.hits for item in lists], deps.k)
         hits = await self.search.finish(merged, deps.question, deps.k, rerank_hits=False)
         deps.rounds.append(
@@ -295,6 +301,7 @@ class AgenticSearch:
             collection_names=deps.collection_names,
             k=deps.k,
             use_generator=False,
+            conditions=deps.conditions,
         )
         deps.steps.append(AgentStep("linear_fallback", {"reason": reason}, len(outcome.result_sets[0]), 0.0))
         return AgentResult(
@@ -366,7 +373,7 @@ class AgenticSearch:
     async def _document_relevance(self, deps: AgentDeps, file_id: str, collection_name: str) -> float:
         """A document never retrieved (read from a listing): its best chunk's relevance to the question."""
         found = await self.search.retrieve(
-            deps.question, [collection_name], 1, conditions=[match(MetaKey.FILE_ID, file_id)]
+            deps.question, [collection_name], 1, conditions=[match(MetaKey.FILE_ID, file_id), *deps.conditions]
         )
         return found.hits[0].relevance if found.hits else 0.0
 

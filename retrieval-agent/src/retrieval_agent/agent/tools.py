@@ -30,8 +30,10 @@ from retrieval_agent.agent.plain_text import MAX_QUERIES, MAX_QUERY_CHARS
 from retrieval_agent.metrics import SearchPath
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.postprocess import Hit
+from retrieval_agent.search.query import scoped_filter
 from retrieval_agent.settings import Settings
 from shared_contract import MetaKey
+from shared_contract.store import match
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class AgentDeps:
     k: int
     # The user's own question: the reranker's query and the AGENT_INCLUDE_RAW_QUERY seed.
     question: str
+    # The request's ``filter``: ANDed into every tool's store call, like the tenants.
+    conditions: tuple[models.Condition, ...] = ()
     rounds: list[RetrieveRound] = field(default_factory=lambda: list[RetrieveRound]())
     documents: dict[tuple[str, str], WholeDocument] = field(
         default_factory=lambda: dict[tuple[str, str], WholeDocument]()
@@ -115,7 +119,7 @@ class AgentDeps:
     async def listing(self) -> tuple[list[DocumentEntry], bool]:
         """Every document of the tenants (cached for the run: file-name filters resolve against it)."""
         if self._listing is None:
-            self._listing = await list_document_entries(self.search.store, self.collection_names, ())
+            self._listing = await list_document_entries(self.search.store, self.collection_names, self.conditions)
         return self._listing
 
 
@@ -222,7 +226,7 @@ async def run_retrieve(deps: AgentDeps, queries: Sequence[str], filters: Documen
     paths: list[SearchPath] = []
     if conditions is not None:
         lists = await deps.search.retrieve_all(
-            searched, deps.collection_names, settings.agent_fetch_k, conditions=conditions
+            searched, deps.collection_names, settings.agent_fetch_k, conditions=[*deps.conditions, *conditions]
         )
         merged = deps.search.merge([item.hits for item in lists], settings.agent_fetch_k)
         hits = await deps.search.finish(merged, deps.question, deps.k)
@@ -238,6 +242,14 @@ async def run_retrieve(deps: AgentDeps, queries: Sequence[str], filters: Documen
     if note is not None:
         result["note"] = note
     return result
+
+
+async def _within_request_filter(deps: AgentDeps, file_id: str) -> bool:
+    """Whether a chunk of ``file_id`` in the tenants matches the request's ``filter`` (always, without one)."""
+    if not deps.conditions:
+        return True
+    selector = scoped_filter(deps.collection_names, [match(MetaKey.FILE_ID, file_id), *deps.conditions])
+    return await deps.search.store.count(selector) > 0
 
 
 async def run_read_document(deps: AgentDeps, file_id: str) -> dict[str, Any]:
@@ -258,6 +270,10 @@ async def run_read_document(deps: AgentDeps, file_id: str) -> dict[str, Any]:
         # Another tenant's file is reported exactly like a missing one: the model learns nothing.
         if await deps.search.store.file_exists_anywhere(file_id):
             deps.tenant_violation("read_document", "a file outside the request's collections")
+        deps.step("read_document", {"file_id": file_id, "found": False}, 0, started)
+        return {"file_id": file_id, "found": False, "note": "No such document in the searchable collections."}
+    if known is None and not await _within_request_filter(deps, document.file_id):
+        # A document of the tenants that the request's ``filter`` excludes: not found, not a violation.
         deps.step("read_document", {"file_id": file_id, "found": False}, 0, started)
         return {"file_id": file_id, "found": False, "note": "No such document in the searchable collections."}
     deps.documents[(document.file_id, document.collection_name)] = document
@@ -288,7 +304,9 @@ async def run_list_documents(
     capped = False
     if conditions is not None:
         if conditions:
-            entries, capped = await list_document_entries(deps.search.store, deps.collection_names, conditions)
+            entries, capped = await list_document_entries(
+                deps.search.store, deps.collection_names, [*deps.conditions, *conditions]
+            )
         else:
             entries, capped = await deps.listing()
     if recent:

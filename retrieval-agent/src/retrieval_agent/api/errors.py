@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from retrieval_agent.errors import InvalidFilterError
 from shared_contract import (
     CollectionMissingError,
     ContractMismatchError,
@@ -26,6 +27,7 @@ from shared_contract.http import (
     COLLECTION_MISMATCH,
     COLLECTION_MISSING,
     EMBEDDING_FAILED,
+    INVALID_REQUEST,
     QDRANT_UNAVAILABLE,
     SPARSE_EMBEDDING_FAILED,
     STORE_INCOMPATIBLE,
@@ -51,6 +53,7 @@ STORE_REJECTED_HINT = (
 # (status, code, message shown to the caller, hint when the code's own is too broad); the log gets
 # the exception text.
 _MAPPING: list[tuple[type[Exception], int, str, str | None, str | None]] = [
+    (InvalidFilterError, 422, INVALID_REQUEST, None, None),
     (QdrantUnavailableError, 503, QDRANT_UNAVAILABLE, "Qdrant is unreachable or failed.", None),
     (CollectionMissingError, 503, COLLECTION_MISSING, None, None),
     (ContractMismatchError, 503, COLLECTION_MISMATCH, None, None),

@@ -1,4 +1,5 @@
-"""The wire models of POST /search, exactly as Open WebUI sends and reads them."""
+"""The wire models of POST /search: Open WebUI's body and response, plus the optional ``filter`` other
+clients send (Open WebUI never does)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared_contract import CollectionName
+from shared_contract.document_filter import DocumentFilter
 
 DEFAULT_K = 5
 # Open WebUI's knowledge tool searches every knowledge base the user can read (up to 50) when the
@@ -38,6 +40,10 @@ class SearchRequest(BaseModel):
     collection_names: list[CollectionName] = Field(min_length=1, max_length=MAX_COLLECTION_NAMES)
     k: int = Field(default=DEFAULT_K, ge=1, description="Above 100 it is clamped to 100; null means the default.")
     retrieval_query_generation_prompt_template: str | None = Field(default=None, max_length=8000)
+    filter: DocumentFilter | None = Field(
+        default=None,
+        description="Only chunks of documents matching this metadata filter, within collection_names (never wider).",
+    )
 
     @field_validator("k", mode="before")
     @classmethod

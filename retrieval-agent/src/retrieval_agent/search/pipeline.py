@@ -135,7 +135,8 @@ class LinearSearch:
     ) -> RetrievedList:
         """Up to ``limit`` candidates for one query from the tenants in ``collection_names``.
 
-        ``conditions`` (the agent's metadata filters) are ANDed with the tenant filter on every leg.
+        ``conditions`` (the request's ``filter``, the agent's metadata filters) are ANDed with the tenant
+        filter on every leg.
         """
         if not self.settings.enable_hybrid_search:
             return await self._dense(query, collection_names, limit, conditions=conditions)
@@ -256,10 +257,12 @@ class LinearSearch:
         k: int,
         template: str | None = None,
         use_generator: bool = True,
+        conditions: Sequence[models.Condition] = (),
     ) -> SearchOutcome:
         """Run the whole linear pipeline for one request.
 
         ``use_generator=False``: no LLM writes the queries (the agent's fallback, when that LLM just failed).
+        ``conditions`` (the request's ``filter``) narrow every retrieval, refetches included.
         """
         resolved = await resolve_queries(
             queries,
@@ -275,9 +278,9 @@ class LinearSearch:
         for refetch in range(DEDUP_REFETCHES + 1):
             if len(resolved.queries) == 1:
                 # The common case: no task group (a task spawn and a loop turn per request).
-                lists = [await self.retrieve(resolved.queries[0], collection_names, fetch_k)]
+                lists = [await self.retrieve(resolved.queries[0], collection_names, fetch_k, conditions=conditions)]
             else:
-                lists = await self.retrieve_all(resolved.queries, collection_names, fetch_k)
+                lists = await self.retrieve_all(resolved.queries, collection_names, fetch_k, conditions=conditions)
             sets = await self._result_sets(lists, resolved, k, fetch_k)
             enough = all(len(hits) >= k for hits in sets)
             if enough or all(item.exhausted for item in lists) or refetch == DEDUP_REFETCHES:

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 from qdrant_client import models
 
+from retrieval_agent.errors import InvalidFilterError
 from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, SPARSE_VECTOR, SparseVectorData, lexical
+from shared_contract.attributes import AttributeType
+from shared_contract.document_filter import DocumentFilter, filter_conditions
 from shared_contract.store import pending_condition, tenant_condition, tenant_filter
 
 # The lexical copies (``lexical_<code>``) duplicate ``content``: never read them back.
@@ -108,6 +111,20 @@ def lexical_prefetch(
     )
 
 
+def request_conditions(
+    document_filter: DocumentFilter | None, declared: Mapping[str, AttributeType]
+) -> list[models.Condition]:
+    """The store conditions of a request's ``filter``; InvalidFilterError names a key that cannot run.
+
+    ``declared``: INDEXED_ATTRIBUTES. The conditions only narrow (:func:`scoped_filter` ANDs them
+    with the tenant filter).
+    """
+    try:
+        return filter_conditions(document_filter, declared)
+    except ValueError as exc:  # UnknownFilterKeyError too: both name ``filter.attributes.<key>``
+        raise InvalidFilterError(f"Invalid request: {exc}") from exc
+
+
 def scoped_filter(collection_names: Sequence[str], conditions: Sequence[models.Condition] = ()) -> models.Filter:
     """The tenant filter, narrowed by ``conditions`` (ANDed): extra conditions can only take points away."""
     if not conditions:
@@ -149,8 +166,8 @@ def hybrid_request(
     Legs, in order: ``text-dense``; ``text-sparse`` (when ``sparse`` has terms); the BM25 leg over
     ``lexical_fields`` (:func:`lexical_prefetch`). Zero-weight legs are left out. None when no leg but the dense
     one remains (the caller runs the plain dense request instead, with its cosine scale).
-    ``conditions`` (the agent's metadata filters) narrow every leg; IDF stays over the whole tenants, so a
-    filter changes which chunks compete, not how a term is weighted.
+    ``conditions`` (the request's ``filter``, the agent's metadata filters) narrow every leg; IDF stays
+    over the whole tenants, so a filter changes which chunks compete, not how a term is weighted.
     """
     tenants = tenant_filter(collection_names)
     idf = idf_scope(tenants)

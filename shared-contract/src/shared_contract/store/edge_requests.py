@@ -8,6 +8,7 @@ raises ``StoreRequestError`` instead of being guessed at.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
 from typing import Any
 
 import qdrant_edge as edge
@@ -37,11 +38,27 @@ def to_edge_match(match: object) -> Any:
     raise _unsupported("this match", match)
 
 
+def _iso(value: datetime | date | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return datetime(value.year, value.month, value.day, tzinfo=UTC).isoformat()
+
+
 def to_edge_condition(condition: object) -> Any:
     if isinstance(condition, models.Filter):
         return to_edge_filter(condition)
     if isinstance(condition, models.FieldCondition):
         if condition.range is not None:
+            if isinstance(condition.range, models.DatetimeRange):
+                dates = condition.range
+                return edge.FieldCondition(
+                    condition.key,
+                    range=edge.RangeDateTime(
+                        gte=_iso(dates.gte), gt=_iso(dates.gt), lte=_iso(dates.lte), lt=_iso(dates.lt)
+                    ),
+                )
             if not isinstance(condition.range, models.Range):
                 raise _unsupported("this range", condition.range)
             bounds = condition.range
@@ -227,11 +244,15 @@ def to_edge_request(request: models.QueryRequest) -> Any:
 
 
 def to_edge_index(schema: object) -> Any:
-    """Payload index params: keyword, integer or full-text (with stemmer, stop words, scoring)."""
+    """Payload index params: keyword, integer, float, datetime or full-text (with stemmer, stop words, scoring)."""
     if isinstance(schema, models.KeywordIndexParams):
         return edge.KeywordIndexParams(is_tenant=schema.is_tenant)
     if isinstance(schema, models.IntegerIndexParams):
         return edge.IntegerIndexParams(lookup=schema.lookup, range=schema.range)
+    if isinstance(schema, models.FloatIndexParams):
+        return edge.FloatIndexParams()
+    if isinstance(schema, models.DatetimeIndexParams):
+        return edge.DatetimeIndexParams()
     if isinstance(schema, models.TextIndexParams):
         return edge.TextIndexParams(
             tokenizer=_tokenizer(schema.tokenizer),

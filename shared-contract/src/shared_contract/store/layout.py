@@ -8,12 +8,19 @@ from typing import Any
 
 from qdrant_client import models
 
+from shared_contract.attributes import AttributeType
 from shared_contract.lexical import LEXICAL_FIELD_PREFIX, text_index_params
 from shared_contract.manifest import MANIFEST_METADATA_KEY, manifest_for
 from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR, MetaKey, meta_path
 from shared_contract.settings import ContractSettings
 
-IndexSchema = models.KeywordIndexParams | models.IntegerIndexParams | models.TextIndexParams
+IndexSchema = (
+    models.KeywordIndexParams
+    | models.IntegerIndexParams
+    | models.FloatIndexParams
+    | models.DatetimeIndexParams
+    | models.TextIndexParams
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,20 @@ def _keyword(key: str, *, tenant: bool = False) -> PayloadIndexSpec:
     )
 
 
+def _attribute_index(key: str, kind: AttributeType) -> PayloadIndexSpec:
+    path = meta_path(f"{MetaKey.ATTRIBUTES}.{key}")
+    schema: IndexSchema
+    if kind == "integer":
+        schema = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=True)
+    elif kind == "float":
+        schema = models.FloatIndexParams(type=models.FloatIndexType.FLOAT)
+    elif kind == "datetime":
+        schema = models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME)
+    else:
+        schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD)
+    return PayloadIndexSpec(path, schema)
+
+
 def collection_spec(settings: ContractSettings) -> CollectionSpec:
     """The collection layout for ``settings``."""
     manifest = manifest_for(settings)
@@ -76,6 +97,22 @@ def collection_spec(settings: ContractSettings) -> CollectionSpec:
             meta_path(MetaKey.INGEST_SEQ),
             models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True),
         ),
+        # Document metadata: what /search's ``filter``, the documents list and sync select on.
+        _keyword(MetaKey.NAME),
+        _keyword(MetaKey.FORMAT),
+        _keyword(MetaKey.TAGS),
+        _keyword(MetaKey.CATEGORY),
+        _keyword(MetaKey.EXTRACTOR),
+        _keyword(MetaKey.SOURCE_HASH),
+        PayloadIndexSpec(
+            meta_path(MetaKey.INDEXED_AT), models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME)
+        ),
+        # split_id 0 is a document's head: listing documents reads one point each.
+        PayloadIndexSpec(
+            meta_path(MetaKey.SPLIT_ID),
+            models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False),
+        ),
+        *(_attribute_index(key, kind) for key, kind in settings.attribute_types.items()),
     ]
     # The BM25 text index of each lexical language is created by the first upsert that writes a
     # chunk in that language (``lexical_indexes_for``): the engine holds ~35 MB per loaded text

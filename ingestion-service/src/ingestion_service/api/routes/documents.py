@@ -1,17 +1,50 @@
-"""DELETE /api/v1/documents/{file_id} and GET /api/v1/documents/{file_id}/chunks."""
+"""The documents API: list, read whole, relabel and delete a collection's documents; inspect chunks.
+
+Reads and metadata writes go through ``runtime.catalog`` (``adapters/document_catalog.py``);
+deletes through the chunk index, which owns the versioning protocol.
+"""
 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
+from ingestion_service.adapters.document_catalog import (
+    UNCHANGED,
+    DocumentChanges,
+    DocumentInfo,
+    DocumentSort,
+    Unchanged,
+)
 from ingestion_service.api.deps import RuntimeDep, reject_repeated_query_params
-from ingestion_service.api.models import ChunkStats, ChunkView, DeleteResponse, DocumentChunksResponse
-from ingestion_service.errors import DeleteFailedError, IngestionError, PipelineFailedError
+from ingestion_service.api.errors import store_failures
+from ingestion_service.api.models import (
+    MAX_LABEL_CHARS,
+    ChunkStats,
+    ChunkView,
+    DeleteResponse,
+    DocumentChunksResponse,
+    DocumentListResponse,
+    DocumentPatch,
+    DocumentTextResponse,
+    DocumentView,
+)
+from ingestion_service.errors import (
+    DeleteFailedError,
+    DocumentNotFoundError,
+    IngestionError,
+    InvalidRequestError,
+    MetadataUpdateFailedError,
+    PipelineFailedError,
+)
 from ingestion_service.intake import require_qdrant
+from ingestion_service.settings import Settings
 from shared_contract import CollectionName, ContractError, MetaKey
+from shared_contract.attributes import AttributeValue, check_attributes
+from shared_contract.document_filter import DocumentFilter, filter_conditions
+from shared_contract.http import ErrorBody
 
 router = APIRouter(prefix="/api/v1/documents", tags=["documents"], dependencies=[Depends(reject_repeated_query_params)])
 
@@ -20,6 +53,109 @@ CollectionQuery = Annotated[
     CollectionName | None,
     Query(description="Only this tenant collection (default: every collection)."),
 ]
+# A file may be in several tenants: reading or changing one names its tenant.
+RequiredCollectionQuery = Annotated[CollectionName, Query(description="The tenant collection holding the file.")]
+
+DOCUMENT_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
+    404: {
+        "model": ErrorBody,
+        "description": "DOCUMENT_NOT_FOUND: the collection holds no committed chunk of this file.",
+    }
+}
+
+
+def document_view(info: DocumentInfo) -> DocumentView:
+    """The wire form of a catalog entry."""
+    return DocumentView.model_validate(info, from_attributes=True)
+
+
+@router.get("", response_model=DocumentListResponse)
+async def list_documents(
+    runtime: RuntimeDep,
+    collection_name: RequiredCollectionQuery,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    # The ``next_offset`` of the previous page: a position in the sorted listing.
+    offset: Annotated[int, Query(ge=0)] = 0,
+    sort: Annotated[DocumentSort, Query(description="Newest first by default.")] = "-ingested_at",
+    tag: Annotated[str | None, Query(min_length=1, max_length=MAX_LABEL_CHARS, description="Only this tag.")] = None,
+    format: Annotated[
+        str | None,
+        Query(min_length=1, max_length=MAX_LABEL_CHARS, description="Only this source format (pdf, md, ...)."),
+    ] = None,
+    category: Annotated[
+        str | None, Query(min_length=1, max_length=MAX_LABEL_CHARS, description="Only this category.")
+    ] = None,
+) -> DocumentListResponse:
+    """The collection's documents, one entry per file (its newest committed version), sorted and paged."""
+    selection = DocumentFilter(
+        tags=None if tag is None else [tag], formats=None if format is None else [format], category=category
+    )
+    conditions = filter_conditions(selection, runtime.settings.attribute_types)
+    await require_qdrant(runtime)
+    with store_failures(PipelineFailedError):
+        page = await runtime.catalog.list_documents(
+            collection_name, conditions=conditions, sort=sort, limit=limit, offset=offset
+        )
+    end = offset + limit
+    return DocumentListResponse(
+        documents=[document_view(info) for info in page.documents],
+        total=page.total,
+        next_offset=str(end) if end < page.total else None,
+    )
+
+
+@router.get("/{file_id}/text", response_model=DocumentTextResponse, responses=DOCUMENT_NOT_FOUND_RESPONSE)
+async def document_text(
+    file_id: str, runtime: RuntimeDep, collection_name: RequiredCollectionQuery
+) -> DocumentTextResponse:
+    """The whole document rebuilt from its committed chunks in order, window overlap removed."""
+    await require_qdrant(runtime)
+    with store_failures(PipelineFailedError):
+        document = await runtime.catalog.read_text(file_id, collection_name)
+    if document is None:
+        raise DocumentNotFoundError(file_id)
+    return DocumentTextResponse(
+        file_id=file_id,
+        collection_name=collection_name,
+        name=document.name,
+        text=document.text,
+        chunks=document.chunks,
+    )
+
+
+def _changes(patch: DocumentPatch, settings: Settings) -> DocumentChanges:
+    """The request as a catalog update: null clears (tags to [], attributes to {}), a missing field is kept."""
+    given = patch.model_fields_set
+    if not given:
+        raise InvalidRequestError("Invalid request: give at least one of tags, category, attributes, name.")
+    attributes: dict[str, AttributeValue] | Unchanged = UNCHANGED
+    if "attributes" in given:
+        try:
+            attributes = check_attributes(patch.attributes or {}, settings.attribute_types)
+        except ValueError as exc:
+            raise InvalidRequestError(f"Invalid request: attributes: {exc}.") from exc
+    return DocumentChanges(
+        tags=(patch.tags or []) if "tags" in given else UNCHANGED,
+        category=patch.category if "category" in given else UNCHANGED,
+        attributes=attributes,
+        name=patch.name if "name" in given and patch.name is not None else UNCHANGED,
+    )
+
+
+@router.patch("/{file_id}", response_model=DocumentView, responses=DOCUMENT_NOT_FOUND_RESPONSE)
+async def update_document(
+    file_id: str, patch: DocumentPatch, runtime: RuntimeDep, collection_name: RequiredCollectionQuery
+) -> DocumentView:
+    """Change the file's stored metadata in one collection, without re-embedding; answers its listing entry."""
+    changes = _changes(patch, runtime.settings)
+    await require_qdrant(runtime)
+    with store_failures(MetadataUpdateFailedError):
+        found = await runtime.catalog.update(file_id, collection_name, changes)
+    with store_failures(PipelineFailedError):
+        info = await runtime.catalog.document(file_id, collection_name) if found else None
+    if info is None:
+        raise DocumentNotFoundError(file_id)
+    return document_view(info)
 
 
 @router.delete("/{file_id}", response_model=DeleteResponse, response_model_exclude_none=True)

@@ -47,6 +47,8 @@ from ingestion_service.intake import (
     check_bucket,
     check_collection_binding,
     fetch_from_s3,
+    identify_source,
+    labels_from,
     make_workdir,
     prepare_source,
     ready_runner,
@@ -56,7 +58,8 @@ from ingestion_service.intake import (
 )
 from ingestion_service.jobs import JobSnapshot
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline.indexing import IndexingRunner, IngestJob, IngestOutcome
+from ingestion_service.pipeline.fingerprint import ingest_fingerprint
+from ingestion_service.pipeline.indexing import DocumentLabels, IndexingRunner, IngestJob, IngestOutcome
 from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.runtime import ServiceRuntime
@@ -108,17 +111,50 @@ async def _json_fields(request: Request) -> IngestRequestJSON:
         raise InvalidRequestError(_pydantic_message(exc)) from exc
 
 
+def _form_tags(value: str) -> list[str]:
+    """``a,b`` or a JSON array of strings (a blank field: no tags)."""
+    text = value.strip()
+    if text.startswith("["):
+        parsed = _form_json("tags", text)
+        if not isinstance(parsed, list) or not all(isinstance(item, str) for item in parsed):
+            raise InvalidRequestError(
+                "Invalid request: form field 'tags' must be comma-separated or a JSON array of strings."
+            )
+        return list(parsed)
+    return [tag for tag in text.split(",") if tag.strip()]
+
+
+def _form_json(name: str, text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidRequestError(f"Invalid request: form field {name!r} is not valid JSON.") from exc
+
+
+def _form_json_object(name: str, value: str) -> dict[str, object]:
+    parsed = _form_json(name, value)
+    if not isinstance(parsed, dict):
+        raise InvalidRequestError(f"Invalid request: form field {name!r} must be a JSON object.")
+    return parsed
+
+
 def _form_fields(fields: dict[str, str]) -> IngestFields:
     unknown = sorted(set(fields) - _FORM_FIELDS)
     if unknown:
         raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(unknown)}.")
-    values: dict[str, object] = {name: value for name, value in fields.items() if name != "overwrite"}
+    values: dict[str, object] = {name: value for name, value in fields.items() if name not in ("overwrite", "force")}
     for required in ("file_id", "filename", "collection_name", "user_id"):
         if not str(values.get(required, "")).strip():
             raise InvalidRequestError(f"Invalid request: form field {required!r} is required.")
-    if not str(values.get("collection_type", "")).strip():
-        values.pop("collection_type", None)
+    for optional in ("collection_type", "category"):
+        if not str(values.get(optional, "")).strip():
+            values.pop(optional, None)
     values["overwrite"] = parse_form_bool("overwrite", fields.get("overwrite"), default=True)
+    values["force"] = parse_form_bool("force", fields.get("force"), default=False)
+    if "tags" in fields:
+        values["tags"] = _form_tags(fields["tags"])
+    if "attributes" in fields:
+        values["attributes"] = _form_json_object("attributes", fields["attributes"])
     try:
         return IngestFields.model_validate(values)
     except ValidationError as exc:
@@ -166,28 +202,39 @@ def _counted(metrics: IngestMetrics, *, control: RunControl | None = None, warn:
 
 
 def _count_success(metrics: IngestMetrics, outcome: IngestOutcome) -> None:
-    label = "kept" if outcome.kept_existing else "superseded" if outcome.superseded else "success"
+    if outcome.kept_existing:
+        label = "kept"
+    elif outcome.unchanged:
+        label = "unchanged"
+    elif outcome.superseded:
+        label = "superseded"
+    else:
+        label = "success"
     metrics.ingest_requests.labels(outcome=label, code="OK").inc()
-    if not outcome.kept_existing:
+    if not (outcome.kept_existing or outcome.unchanged):
         metrics.ingest_chunks.observe(outcome.chunks_count)
 
 
-def _response(fields: IngestFields, outcome: IngestOutcome, run: RunVersion) -> IngestResponse:
+def _response(job: IngestJob, outcome: IngestOutcome) -> IngestResponse:
+    version = outcome.live_version if outcome.unchanged else None if outcome.kept_existing else job.run.version
     return IngestResponse(
-        collection_name=fields.collection_name,
+        collection_name=job.collection_name,
         chunks_count=outcome.chunks_count,
+        unchanged=outcome.unchanged,
+        content_hash=job.identity.sha256 if job.identity is not None else None,
         extraction=ExtractionInfo(
             engine=outcome.engine,
-            ingest_version=None if outcome.kept_existing else run.version,
+            ingest_version=version,
             superseded=outcome.superseded,
             kept_existing=outcome.kept_existing,
+            reused_vectors=outcome.reused_vectors,
         ),
     )
 
 
 async def _stage(
     request: Request, runtime: ServiceRuntime, workdir: Path, run: RunVersion
-) -> tuple[IndexingRunner, IngestFields, IngestJob]:
+) -> tuple[IndexingRunner, IngestJob]:
     """Read and check the request, stage the document in ``workdir`` and check its content."""
     content_type = request.headers.get("content-type", "").lower()
     if content_type.startswith("application/json"):
@@ -198,7 +245,8 @@ async def _stage(
         check_bucket(runtime.settings, body.s3_bucket)
         runner = await ready_runner(runtime)
         source_path = upload_path(workdir, body.filename)
-        size = await fetch_from_s3(runtime, body.s3_bucket, body.s3_key, source_path)
+        head = await fetch_from_s3(runtime, body.s3_bucket, body.s3_key, source_path)
+        size = head.size
     elif content_type.startswith("multipart/form-data"):
         runner = await ready_runner(runtime)
         form = await parse_multipart(request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes)
@@ -210,30 +258,45 @@ async def _stage(
         source_path = upload_path(workdir, fields.filename)
         form.file_path.rename(source_path)
         size = form.file_size
+        head = None
     else:
         raise UnsupportedMediaTypeError(content_type)
     runtime.metrics.ingest_document_bytes.observe(size)
+    settings = runtime.settings
+    labels = labels_from(
+        DocumentLabels(tags=fields.tags, category=fields.category, attributes=fields.attributes),
+        settings.attribute_types,
+        head.metadata if head is not None else None,
+    )
+    source = await prepare_source(runtime, source_path, fields.filename)
+    s3_origin = (body.s3_bucket, body.s3_key) if isinstance(fields, IngestRequestJSON) else (None, None)
     job = IngestJob(
-        source=await prepare_source(runtime, source_path, fields.filename),
+        source=source,
         file_id=fields.file_id,
         collection_name=fields.collection_name,
         collection_type=fields.collection_type,
         user_id=fields.user_id,
         overwrite=fields.overwrite,
         run=run,
+        identity=await identify_source(
+            source, s3_bucket=s3_origin[0], s3_key=s3_origin[1], s3_etag=head.etag if head is not None else None
+        ),
+        labels=labels,
+        fingerprint=ingest_fingerprint(settings, settings.extraction_engine),
+        force=fields.force,
     )
-    return runner, fields, job
+    return runner, job
 
 
 def _submit(
     request: Request,
     runtime: ServiceRuntime,
-    staged: tuple[IndexingRunner, IngestFields, IngestJob],
+    staged: tuple[IndexingRunner, IngestJob],
     workdir: Path,
     started: float,
 ) -> JobSnapshot:
     """Hand the staged ingest to a job; from here the job owns ``workdir``."""
-    runner, fields, job = staged
+    runner, job = staged
     metrics = runtime.metrics
     request_id = request_id_of(request)
     debug = runtime.settings.debug
@@ -248,15 +311,15 @@ def _submit(
             await remove_workdir(runtime, workdir)
         _count_success(metrics, outcome)
         # The sync answer's JSON exactly (it is sent with response_model_exclude_none).
-        return _response(fields, outcome, job.run).model_dump(mode="json", exclude_none=True)
+        return _response(job, outcome).model_dump(mode="json", exclude_none=True)
 
     def render_error(error: IngestionError) -> dict[str, Any]:
         # What the IngestionError handler would have answered the submitting request.
         return error_content(error_message(error, debug=debug), error.code, request_id, hint=hint_of(error))
 
     return runtime.jobs.submit(
-        file_id=fields.file_id,
-        collection_name=fields.collection_name,
+        file_id=job.file_id,
+        collection_name=job.collection_name,
         request_id=request_id,
         work=work,
         render_error=render_error,
@@ -304,11 +367,11 @@ async def ingest(request: Request, runtime: RuntimeDep, mode: ModeQuery = None) 
                 snapshot = _submit(request, runtime, staged, workdir, started)
                 handed_off = True
                 return _accepted(request, snapshot, preference_applied=preferred)
-            runner, fields, job = staged
+            runner, job = staged
             outcome = await run_job(runtime, runner, job, request.receive)
     finally:
         if not handed_off:
             metrics.ingest_duration.observe(time.perf_counter() - started)
             await remove_workdir(runtime, workdir)
     _count_success(metrics, outcome)
-    return _response(fields, outcome, run)
+    return _response(job, outcome)

@@ -33,7 +33,8 @@ class ChunkFinalizer:
     Any chunk the model would truncate (possible after word/sentence/passage splitting, or by
     a token at a concatenation seam) is re-packed with a smaller budget until every piece fits:
     there is no silent truncation. Then ``split_id`` runs 0..n-1 over the whole file and each
-    chunk gets ``content_hash`` and ``indexed_at``. Zero chunks is the documented 422; more than
+    chunk gets ``content_hash`` and ``indexed_at``, and the document's ``chunk_count`` and
+    ``text_bytes`` (the documents list and collection stats read them from one chunk). Zero chunks is the documented 422; more than
     ``max_chunks`` (MAX_CHUNKS_PER_DOCUMENT) is DOCUMENT_TOO_LARGE, raised before any embedding.
     """
 
@@ -92,4 +93,8 @@ class ChunkFinalizer:
                     chunks.append(replace(document, id=chunk_id(meta, split_id), content=piece, meta=meta))
             if not chunks:
                 raise NoExtractableTextError("splitting produced no chunks")
+            text_bytes = sum(len((chunk.content or "").encode()) for chunk in chunks)
+            for chunk in chunks:
+                chunk.meta[MetaKey.CHUNK_COUNT] = len(chunks)
+                chunk.meta[MetaKey.TEXT_BYTES] = text_bytes
         return {"documents": chunks}

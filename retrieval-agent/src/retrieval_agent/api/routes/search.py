@@ -13,6 +13,7 @@ from retrieval_agent.api.deps import AgentDep, MetricsDep, SearchDep
 from retrieval_agent.api.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.api.models import SearchRequest, SearchResponse
 from retrieval_agent.search.postprocess import Hit
+from retrieval_agent.search.query import request_conditions
 from shared_contract.http import ERROR_RESPONSES
 
 logger = logging.getLogger(__name__)
@@ -52,9 +53,13 @@ async def search(
 ) -> SearchResponse:
     """Hybrid search over the tenants in ``collection_names``; one merged result list by default.
 
+    ``filter`` narrows every retrieval (linear or agentic) to matching documents of those tenants.
+
     With ENABLE_AGENTIC_RAG=true the agentic loop answers (same response shape; headers say how it ended).
     """
     started = time.perf_counter()
+    # Before any work: an undeclared attribute or a mistyped condition is a 422 naming the key.
+    conditions = request_conditions(body.filter, search.settings.attribute_types)
     adjusted = adjust(
         body.queries,
         None if body.messages is None else [(message.role, message.content) for message in body.messages],
@@ -72,6 +77,7 @@ async def search(
             messages=adjusted.messages,
             collection_names=body.collection_names,
             k=adjusted.k,
+            conditions=conditions,
         )
         result_sets = run.result_sets
         response.headers[AGENT_OUTCOME_HEADER] = run.outcome
@@ -87,6 +93,7 @@ async def search(
             collection_names=body.collection_names,
             k=adjusted.k,
             template=body.retrieval_query_generation_prompt_template,
+            conditions=conditions,
         )
         result_sets = outcome.result_sets
         description = f"{len(outcome.resolved.queries)} queries ({outcome.resolved.source}), paths={','.join(outcome.paths) or '-'}"

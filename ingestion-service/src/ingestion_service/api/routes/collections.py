@@ -1,0 +1,62 @@
+"""Per-collection (tenant) routes: GET /api/v1/collections/{name}/stats, POST /api/v1/collections/{name}/reindex."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Path, Request, Response
+
+from ingestion_service.api.deps import RuntimeDep, reject_repeated_query_params
+from ingestion_service.api.errors import store_failures
+from ingestion_service.api.models import CollectionStatsResponse, ReindexJobResponse, ReindexRequest
+from ingestion_service.api.routes.reindex import ReindexDep, reindex_job_url, reindex_view
+from ingestion_service.errors import PipelineFailedError
+from ingestion_service.intake import require_qdrant
+from shared_contract import CollectionName
+from shared_contract.http import ErrorBody
+
+router = APIRouter(
+    prefix="/api/v1/collections", tags=["collections"], dependencies=[Depends(reject_repeated_query_params)]
+)
+
+CollectionPath = Annotated[CollectionName, Path(description="The tenant collection (meta.collection_name).")]
+
+
+@router.get("/{name}/stats", response_model=CollectionStatsResponse)
+async def collection_stats(name: CollectionPath, runtime: RuntimeDep) -> CollectionStatsResponse:
+    """Documents, chunks and text bytes of one collection, documents per language, format and engine.
+
+    A collection that holds nothing answers zeros (tenants exist only as values on points).
+    """
+    await require_qdrant(runtime)
+    with store_failures(PipelineFailedError):
+        stats = await runtime.catalog.stats(name)
+    return CollectionStatsResponse.model_validate(stats, from_attributes=True)
+
+
+@router.post(
+    "/{name}/reindex",
+    status_code=202,
+    response_model=ReindexJobResponse,
+    responses={
+        404: {"model": ErrorBody, "description": "SOURCE_INDEX_NOT_FOUND: `source_index` names no Qdrant collection."},
+        409: {"model": ErrorBody, "description": "REINDEX_RUNNING: a reindex of this collection is unfinished."},
+    },
+)
+async def reindex_collection(
+    name: CollectionPath,
+    request: Request,
+    response: Response,
+    reindex: ReindexDep,
+    body: Annotated[ReindexRequest | None, Body()] = None,
+) -> ReindexJobResponse:
+    """Re-ingest every document of the collection from its source, as a background job.
+
+    202 with the job and ``Location: /api/v1/reindex/jobs/{job_id}`` to poll. S3 documents are read
+    from S3 again; uploads are rebuilt from their stored text. Documents already built from the same
+    source under the current settings are left as they are (``unchanged``) unless ``force``.
+    """
+    options = body if body is not None else ReindexRequest()
+    record = await reindex.start(name, source_index=options.source_index, force=options.force)
+    response.headers["Location"] = reindex_job_url(request, record.job_id)
+    return reindex_view(record)
