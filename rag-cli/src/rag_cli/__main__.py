@@ -1,4 +1,4 @@
-"""``rag``: dev | ingest | sync | search | migrate | optimize."""
+"""``rag``: dev | ingest | sync | search | mcp | migrate | optimize."""
 
 from __future__ import annotations
 
@@ -91,6 +91,23 @@ def parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--url", default=None, help="retrieval base URL (RAG_RETRIEVAL_URL)")
     search.add_argument("--api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the knowledge base to MCP clients (Claude Desktop, IDEs) on stdio",
+        description="An MCP server on stdin/stdout with the tools search, read_document, list_documents and "
+        "list_collections; it calls the running services (RAG_RETRIEVAL_URL, RAG_INGESTION_URL and their keys).",
+    )
+    mcp.add_argument(
+        "--collection",
+        action="append",
+        default=None,
+        help="a knowledge base list_collections reports; repeat for several (else RAG_MCP_COLLECTIONS, comma-separated)",
+    )
+    mcp.add_argument("--retrieval-url", default=None, help="retrieval base URL (RAG_RETRIEVAL_URL)")
+    mcp.add_argument("--retrieval-api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
+    mcp.add_argument("--ingestion-url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
+    mcp.add_argument("--ingestion-api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
     return root
 
 
@@ -134,6 +151,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "sync":
         return _sync(args)
+    if args.command == "mcp":
+        from rag_cli.mcp_backend import COLLECTIONS_ENV, run_mcp
+
+        collections = args.collection or [
+            name.strip() for name in os.environ.get(COLLECTIONS_ENV, "").split(",") if name.strip()
+        ]
+        return run_mcp(
+            retrieval=retrieval_endpoint(args.retrieval_url, args.retrieval_api_key),
+            ingestion=ingestion_endpoint(args.ingestion_url, args.ingestion_api_key),
+            collections=collections,
+        )
     from rag_cli.commands import run_search
 
     return run_search(

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -232,6 +233,45 @@ async def list_documents(client: httpx.AsyncClient, endpoint: Endpoint, *, colle
         offset = str(next_offset)
 
 
+async def _get_json(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params: dict[str, str]) -> dict[str, Any]:
+    response = await client.get(f"{endpoint.url}{path}", params=params, headers=endpoint.headers)
+    if response.status_code >= 400:
+        raise RequestFailedError(_error_text(response), response.status_code)
+    try:
+        body: Any = response.json()
+    except ValueError as exc:
+        raise RequestFailedError(f"unexpected reply: {response.text[:200]}") from exc
+    if not isinstance(body, dict):
+        raise RequestFailedError(f"unexpected reply: {str(body)[:200]}")
+    return body
+
+
+async def documents_page(
+    client: httpx.AsyncClient, endpoint: Endpoint, *, collection: str, limit: int, offset: int, sort: str = "name"
+) -> dict[str, Any]:
+    """One page of ``GET /api/v1/documents`` (the raw body: ``documents``, ``total``, ``next_offset``)."""
+    params = {"collection_name": collection, "limit": str(limit), "offset": str(offset), "sort": sort}
+    return await _get_json(client, endpoint, "/api/v1/documents", params)
+
+
+async def document_text(
+    client: httpx.AsyncClient, endpoint: Endpoint, file_id: str, *, collection: str
+) -> dict[str, Any]:
+    """``GET /api/v1/documents/{file_id}/text`` in ``collection`` (RequestFailedError status 404 when absent)."""
+    path = f"/api/v1/documents/{quote(file_id, safe='')}/text"
+    return await _get_json(client, endpoint, path, {"collection_name": collection})
+
+
+async def collections_page(client: httpx.AsyncClient, endpoint: Endpoint, *, include_all: bool) -> dict[str, Any]:
+    """``GET /api/v1/collections``: the tenants with their documents and chunks."""
+    return await _get_json(client, endpoint, "/api/v1/collections", {"include_all": str(include_all).lower()})
+
+
+async def collection_stats(client: httpx.AsyncClient, endpoint: Endpoint, collection: str) -> dict[str, Any]:
+    """``GET /api/v1/collections/{name}/stats`` (zeros for a collection that holds nothing)."""
+    return await _get_json(client, endpoint, f"/api/v1/collections/{quote(collection, safe='')}/stats", {})
+
+
 async def delete_document(client: httpx.AsyncClient, endpoint: Endpoint, file_id: str, *, collection: str) -> int:
     """``DELETE /api/v1/documents/{file_id}`` in ``collection`` only (idempotent); the chunks it removed."""
     response = await client.delete(
@@ -289,17 +329,18 @@ async def search_reply(
     collections: list[str],
     k: int,
     agent_steps: bool = False,
+    document_filter: dict[str, Any] | None = None,
 ) -> SearchReply:
     """``POST /search`` with one query; ``agent_steps`` asks an agentic service for its steps
-    (``X-RAG-Debug: steps``, a header Open WebUI never sends; the body keeps its shape)."""
+    (``X-RAG-Debug: steps``, a header Open WebUI never sends; the body keeps its shape).
+    ``document_filter`` is the request's ``filter`` (sent only when given)."""
     headers = dict(endpoint.headers)
     if agent_steps:
         headers["X-RAG-Debug"] = "steps"
-    response = await client.post(
-        f"{endpoint.url}/search",
-        json={"queries": [query], "collection_names": collections, "k": k},
-        headers=headers,
-    )
+    request: dict[str, Any] = {"queries": [query], "collection_names": collections, "k": k}
+    if document_filter is not None:
+        request["filter"] = document_filter
+    response = await client.post(f"{endpoint.url}/search", json=request, headers=headers)
     if response.status_code >= 400:
         raise SearchFailedError(_error_text(response))
     body: dict[str, Any] = response.json()

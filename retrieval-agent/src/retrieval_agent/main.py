@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 import anyio.to_thread
 import httpx
@@ -19,6 +19,7 @@ from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.api.auth import install_edge
 from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.routes import health, metrics, search
+from retrieval_agent.mcp.http import mount_mcp
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
@@ -106,7 +107,12 @@ def create_app(
                     settings.agent_max_iterations,
                     settings.agent_timeout,
                 )
-            yield
+            # The MCP sessions run inside the lifespan, so a tool call always finds the search service.
+            mcp_running: AbstractAsyncContextManager[None] = (
+                nullcontext() if mcp_sessions is None else mcp_sessions.run()
+            )
+            async with mcp_running:
+                yield
         finally:
             if active_reranker is not None and reranker is None:
                 await active_reranker.aclose()
@@ -123,4 +129,5 @@ def create_app(
     app.include_router(health.router)
     app.include_router(search.router)
     app.include_router(metrics.router)
+    mcp_sessions = mount_mcp(app) if settings.enable_mcp else None
     return app

@@ -35,6 +35,9 @@ class Settings(ContractSettings):
     log_level: LogLevel = "INFO"
     log_format: LogFormat = Field(default="json", description="json: one JSON object per line; text: plain lines.")
     metrics_enabled: bool = True
+    enable_mcp: bool = Field(
+        default=True, description="Serve the knowledge base over MCP (streamable HTTP) at /mcp, behind API_KEY."
+    )
     # Open WebUI's bypass mode forwards chat turns verbatim, pasted images as base64 parts included
     # (only their text is used): a 4 MiB cap turned a pasted photo into "no sources".
     max_request_bytes: int = Field(default=32 * 1024 * 1024, gt=0, description="Request body cap of every route.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
@@ -356,6 +356,27 @@ class DocumentPatch(BaseModel):
         if value is None:
             raise ValueError("cannot be cleared (omit it to keep the stored name)")
         return check_filename(value)
+
+
+CollectionKind = Literal["knowledge_base", "file", "user_memory"]
+
+
+class CollectionEntry(BaseModel):
+    """One tenant of the shared collection."""
+
+    name: str
+    kind: CollectionKind = Field(
+        description="file: Open WebUI's per-upload `file-<id>`; user_memory: `user-memory-<id>`; else a knowledge base."
+    )
+    documents: int
+    chunks: int
+
+
+class CollectionListResponse(BaseModel):
+    """200 body of GET /api/v1/collections."""
+
+    collections: list[CollectionEntry]
+    complete: bool = Field(description="False when more tenants exist than `limit` allowed to list.")
 
 
 class CollectionStatsResponse(BaseModel):

@@ -320,6 +320,44 @@ def test_stats_sum_up_one_collection(client: TestClient, upload: Upload, write: 
     assert documents[0]["file_id"] == "two"
 
 
+def test_collections_lists_each_tenant_with_its_documents_and_chunks(
+    client: TestClient, upload: Upload, write: Write, points: Points
+) -> None:
+    ingest(client, upload, write("one.md"), "one")
+    ingest(client, upload, write("two.md"), "two")
+    ingest(client, upload, write("elsewhere.md"), "elsewhere", "kb-b")
+    ingest(client, upload, write("upload.md"), "up", "file-up")
+
+    response = client.get("/api/v1/collections")
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "collections": [
+            {
+                "name": "kb-a",
+                "kind": "knowledge_base",
+                "documents": 2,
+                "chunks": len(points(client, collection_name="kb-a")),
+            },
+            {
+                "name": "kb-b",
+                "kind": "knowledge_base",
+                "documents": 1,
+                "chunks": len(points(client, collection_name="kb-b")),
+            },
+        ],
+        "complete": True,
+    }
+    everything = client.get("/api/v1/collections", params={"include_all": "true"}).json()
+    assert [(entry["name"], entry["kind"]) for entry in everything["collections"]] == [
+        ("file-up", "file"),
+        ("kb-a", "knowledge_base"),
+        ("kb-b", "knowledge_base"),
+    ]
+    capped = client.get("/api/v1/collections", params={"include_all": "true", "limit": 2}).json()
+    assert [entry["name"] for entry in capped["collections"]] == ["file-up", "kb-a"]
+    assert capped["complete"] is False
+
+
 def test_stats_of_an_empty_collection_are_zeros(client: TestClient) -> None:
     response = client.get("/api/v1/collections/kb-empty/stats")
     assert response.status_code == 200

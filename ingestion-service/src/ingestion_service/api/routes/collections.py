@@ -1,25 +1,63 @@
-"""Per-collection (tenant) routes: GET /api/v1/collections/{name}/stats, POST /api/v1/collections/{name}/reindex."""
+"""Collection (tenant) routes: GET /api/v1/collections, GET /api/v1/collections/{name}/stats,
+POST /api/v1/collections/{name}/reindex."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Path, Request, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 
 from ingestion_service.api.deps import RuntimeDep, reject_repeated_query_params
 from ingestion_service.api.errors import store_failures
-from ingestion_service.api.models import CollectionStatsResponse, ReindexJobResponse, ReindexRequest
+from ingestion_service.api.models import (
+    CollectionEntry,
+    CollectionKind,
+    CollectionListResponse,
+    CollectionStatsResponse,
+    ReindexJobResponse,
+    ReindexRequest,
+)
 from ingestion_service.api.routes.reindex import ReindexDep, reindex_job_url, reindex_view
 from ingestion_service.errors import PipelineFailedError
 from ingestion_service.intake import require_qdrant
 from shared_contract import CollectionName
 from shared_contract.http import ErrorBody
+from shared_contract.schema import FILE_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
 
 router = APIRouter(
     prefix="/api/v1/collections", tags=["collections"], dependencies=[Depends(reject_repeated_query_params)]
 )
 
 CollectionPath = Annotated[CollectionName, Path(description="The tenant collection (meta.collection_name).")]
+
+
+def _kind(name: str) -> CollectionKind:
+    if name.startswith(FILE_COLLECTION_PREFIX):
+        return "file"
+    if name.startswith(USER_MEMORY_COLLECTION_PREFIX):
+        return "user_memory"
+    return "knowledge_base"
+
+
+@router.get("", response_model=CollectionListResponse)
+async def list_collections(
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    include_all: Annotated[
+        bool, Query(description="Also Open WebUI's per-upload `file-*` and per-user `user-memory-*` tenants.")
+    ] = False,
+) -> CollectionListResponse:
+    """The tenants that hold committed chunks, by name, with documents and chunks each (two facets)."""
+    await require_qdrant(runtime)
+    with store_failures(PipelineFailedError):
+        summaries, complete = await runtime.catalog.collections(limit=limit)
+    entries = [
+        CollectionEntry(name=summary.name, kind=_kind(summary.name), documents=summary.documents, chunks=summary.chunks)
+        for summary in summaries
+    ]
+    if not include_all:
+        entries = [entry for entry in entries if entry.kind == "knowledge_base"]
+    return CollectionListResponse(collections=entries, complete=complete)
 
 
 @router.get("/{name}/stats", response_model=CollectionStatsResponse)

@@ -1,0 +1,230 @@
+"""``rag mcp``: the knowledge base's MCP server on stdio, over the two services' HTTP APIs.
+
+The server definition is the retrieval agent's own (``retrieval_agent.mcp.server``), so the tools
+answer as they do at ``/mcp``; only the backend differs: search is ``POST /search`` on
+RAG_RETRIEVAL_URL (RETRIEVAL_API_KEY), documents and counts come from the ingestion service's
+documents API on RAG_INGESTION_URL (INGESTION_API_KEY). The keys and the tenant rule are the
+services' own: every call names its collection, and the services filter on it.
+
+Stdout is the protocol channel: nothing here prints, logs go to stderr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import httpx
+
+from rag_cli.client import (
+    RequestFailedError,
+    SearchFailedError,
+    collection_stats,
+    collections_page,
+    document_text,
+    documents_page,
+    search_reply,
+)
+from rag_cli.config import Endpoint
+from retrieval_agent.mcp.models import (
+    CollectionInfo,
+    CollectionList,
+    CollectionNotFoundError,
+    DocumentList,
+    DocumentNotFoundError,
+    DocumentSummary,
+    DocumentText,
+    KnowledgeBaseError,
+    Passage,
+    collection_kind,
+    document_uri,
+)
+from shared_contract.document_filter import DocumentFilter
+from shared_contract.http import configure_logging
+
+# A search or a long document's text can take a while; the connection itself should not.
+HTTP_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
+COLLECTIONS_ENV = "RAG_MCP_COLLECTIONS"
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _unreachable(service: str, endpoint: Endpoint, exc: httpx.HTTPError) -> KnowledgeBaseError:
+    return KnowledgeBaseError(f"the {service} service at {endpoint.url} did not answer: {type(exc).__name__}: {exc}")
+
+
+class HttpBackend:
+    """The tools over HTTP. ``list_collections`` asks the ingestion service (GET /api/v1/collections);
+    ``collections`` (``--collection`` or RAG_MCP_COLLECTIONS), when given, narrows what it reports.
+    ``search`` and the document tools take any collection name, like the API."""
+
+    def __init__(
+        self, client: httpx.AsyncClient, *, retrieval: Endpoint, ingestion: Endpoint, collections: Sequence[str]
+    ) -> None:
+        self._client = client
+        self._retrieval = retrieval
+        self._ingestion = ingestion
+        self._collections = list(dict.fromkeys(collections))
+
+    async def search(
+        self, query: str, collection: str, *, k: int, document_filter: DocumentFilter | None
+    ) -> list[Passage]:
+        try:
+            reply = await search_reply(
+                self._client,
+                self._retrieval,
+                query,
+                collections=[collection],
+                k=k,
+                document_filter=None
+                if document_filter is None
+                else document_filter.model_dump(mode="json", exclude_none=True),
+            )
+        except SearchFailedError as exc:
+            raise KnowledgeBaseError(str(exc)) from exc
+        except httpx.HTTPError as exc:
+            raise _unreachable("retrieval", self._retrieval, exc) from exc
+        passages = _passages(reply.body)
+        if not passages and await self._empty(collection):
+            raise CollectionNotFoundError(collection)
+        return passages
+
+    async def _empty(self, collection: str) -> bool:
+        try:
+            stats = await collection_stats(self._client, self._ingestion, collection)
+        except (RequestFailedError, httpx.HTTPError):
+            return False  # no hits is still a true answer; only a known-empty collection is an error
+        return stats.get("documents") == 0
+
+    async def read_document(self, file_id: str, collection: str) -> DocumentText:
+        try:
+            body = await document_text(self._client, self._ingestion, file_id, collection=collection)
+        except RequestFailedError as exc:
+            if exc.status == 404:
+                raise DocumentNotFoundError(file_id, collection) from exc
+            raise KnowledgeBaseError(str(exc)) from exc
+        except httpx.HTTPError as exc:
+            raise _unreachable("ingestion", self._ingestion, exc) from exc
+        return DocumentText(
+            file_id=file_id,
+            collection=_text(body.get("collection_name")) or collection,
+            name=_text(body.get("name")),
+            text=str(body.get("text") or ""),
+            chunks=_int(body.get("chunks")),
+        )
+
+    async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList:
+        try:
+            body = await documents_page(
+                self._client, self._ingestion, collection=collection, limit=limit, offset=offset
+            )
+        except RequestFailedError as exc:
+            raise KnowledgeBaseError(str(exc)) from exc
+        except httpx.HTTPError as exc:
+            raise _unreachable("ingestion", self._ingestion, exc) from exc
+        total = _int(body.get("total")) or 0
+        if total == 0:
+            raise CollectionNotFoundError(collection)
+        rows = body.get("documents")
+        documents = [
+            _summary(collection, row) for row in (rows if isinstance(rows, list) else []) if isinstance(row, dict)
+        ]
+        next_offset = body.get("next_offset")
+        return DocumentList(
+            collection=collection,
+            documents=[doc for doc in documents if doc is not None],
+            total=total,
+            next_offset=int(next_offset) if isinstance(next_offset, str | int) and str(next_offset).isdigit() else None,
+        )
+
+    async def list_collections(self, *, include_all: bool) -> CollectionList:
+        try:
+            body = await collections_page(self._client, self._ingestion, include_all=include_all)
+        except RequestFailedError as exc:
+            raise KnowledgeBaseError(str(exc)) from exc
+        except httpx.HTTPError as exc:
+            raise _unreachable("ingestion", self._ingestion, exc) from exc
+        rows = body.get("collections")
+        infos = [
+            CollectionInfo(
+                name=str(row["name"]),
+                kind=collection_kind(str(row["name"])),
+                documents=_int(row.get("documents")),
+                chunks=_int(row.get("chunks")),
+            )
+            for row in (rows if isinstance(rows, list) else [])
+            if isinstance(row, dict) and isinstance(row.get("name"), str)
+        ]
+        if self._collections:
+            # Started with --collection / RAG_MCP_COLLECTIONS: only those are offered to the client.
+            wanted = set(self._collections)
+            infos = [info for info in infos if info.name in wanted]
+        return CollectionList(collections=infos, complete=body.get("complete") is not False)
+
+
+def _passages(body: dict[str, Any]) -> list[Passage]:
+    # /search answers parallel lists of lists; the first (merged) list is the ranking.
+    def first(key: str) -> list[Any]:
+        value = body.get(key)
+        return value[0] if isinstance(value, list) and value and isinstance(value[0], list) else []
+
+    passages = []
+    for rank, (text, meta, distance) in enumerate(
+        zip(first("documents"), first("metadatas"), first("distances"), strict=False), start=1
+    ):
+        meta = meta if isinstance(meta, dict) else {}
+        file_id, tenant = _text(meta.get("file_id")), _text(meta.get("collection_name"))
+        passages.append(
+            Passage(
+                rank=rank,
+                text=str(text),
+                name=_text(meta.get("name")) or _text(meta.get("source")),
+                file_id=file_id,
+                collection=tenant,
+                page=_int(meta.get("page")),
+                score=float(distance) if isinstance(distance, int | float) else 0.0,
+                uri=document_uri(tenant, file_id) if tenant and file_id else None,
+            )
+        )
+    return passages
+
+
+def _summary(collection: str, row: dict[str, Any]) -> DocumentSummary | None:
+    file_id = _text(row.get("file_id"))
+    if file_id is None:
+        return None
+    tags = row.get("tags")
+    return DocumentSummary(
+        file_id=file_id,
+        name=_text(row.get("name")),
+        format=_text(row.get("format")),
+        tags=[tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else [],
+        category=_text(row.get("category")),
+        chunks=_int(row.get("chunks")),
+        ingested_at=_text(row.get("ingested_at")),
+        uri=document_uri(collection, file_id),
+    )
+
+
+async def serve_stdio(*, retrieval: Endpoint, ingestion: Endpoint, collections: Sequence[str]) -> None:
+    """Serve MCP on stdin/stdout until the client closes it."""
+    from retrieval_agent.mcp.server import build_mcp_server
+
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as client:
+        backend = HttpBackend(client, retrieval=retrieval, ingestion=ingestion, collections=collections)
+        await build_mcp_server(backend).run_stdio_async()
+
+
+def run_mcp(*, retrieval: Endpoint, ingestion: Endpoint, collections: Sequence[str]) -> int:
+    """Entry point of ``rag mcp``."""
+    # Before the server is built: the SDK configures the root logger only when nothing has.
+    configure_logging("WARNING", "text")
+    anyio.run(lambda: serve_stdio(retrieval=retrieval, ingestion=ingestion, collections=collections))
+    return 0

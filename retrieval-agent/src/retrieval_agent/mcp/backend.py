@@ -1,0 +1,187 @@
+"""The retrieval agent's own backend of the MCP tools (``/mcp``): the linear pipeline and the store, in process.
+
+Same tenant rule as ``/search``: every read names its collection and the store filters on it, so a
+tool never returns another tenant's chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from qdrant_client import models
+
+from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.agent.documents import list_document_entries, read_whole_document
+from retrieval_agent.api.errors import classify
+from retrieval_agent.errors import RetrievalError
+from retrieval_agent.mcp.models import (
+    CollectionInfo,
+    CollectionList,
+    CollectionNotFoundError,
+    DocumentList,
+    DocumentNotFoundError,
+    DocumentSummary,
+    DocumentText,
+    KnowledgeBackend,
+    KnowledgeBaseError,
+    Passage,
+    collection_kind,
+    document_uri,
+)
+from retrieval_agent.search.pipeline import LinearSearch
+from retrieval_agent.search.query import request_conditions
+from shared_contract import ContractError, MetaKey, meta_path
+from shared_contract.document_filter import DocumentFilter
+from shared_contract.store import match, pending_condition, tenant_filter
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DOCUMENT_MAX_CHARS", "MAX_COLLECTIONS", "InProcessBackend", "KnowledgeBackend"]
+
+# An MCP client asks for the whole document, not the agent's AGENT_DOCUMENT_MAX_CHARS budget; the cap
+# only bounds one call's memory (a few hundred pages of text).
+DOCUMENT_MAX_CHARS = 2_000_000
+# Tenants one facet reports (most chunks first). Open WebUI makes a tenant per uploaded file, so a
+# large deployment has many; beyond this the listing says it is incomplete.
+MAX_COLLECTIONS = 10_000
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _failure(exc: Exception) -> KnowledgeBaseError:
+    # The /search error codes and caller-facing messages (never the store's raw answer).
+    _, code, message = classify(exc)
+    return KnowledgeBaseError(f"{code}: {message}")
+
+
+class InProcessBackend:
+    """The tools over the app's lifespan-held search service and store.
+
+    ``search`` and ``store`` are read at call time (the lifespan creates them after the app is built).
+    """
+
+    def __init__(self, search: Callable[[], LinearSearch], store: Callable[[], StoreSearch]) -> None:
+        self._search = search
+        self._store = store
+
+    async def search(
+        self, query: str, collection: str, *, k: int, document_filter: DocumentFilter | None
+    ) -> list[Passage]:
+        pipeline = self._search()
+        try:
+            conditions = request_conditions(document_filter, pipeline.settings.attribute_types)
+            # The client's model wrote the query: no LLM query generation, no agent loop on top.
+            outcome = await pipeline.search(
+                queries=[query],
+                messages=None,
+                collection_names=[collection],
+                k=k,
+                use_generator=False,
+                conditions=conditions,
+            )
+            hits = outcome.result_sets[0] if outcome.result_sets else []
+            if not hits and not await self._holds_documents(collection):
+                raise CollectionNotFoundError(collection)
+        except (ContractError, RetrievalError) as exc:
+            raise _failure(exc) from exc
+        passages = []
+        for rank, hit in enumerate(hits, start=1):
+            file_id = _text(hit.meta.get(MetaKey.FILE_ID))
+            tenant = _text(hit.meta.get(MetaKey.COLLECTION_NAME))
+            passages.append(
+                Passage(
+                    rank=rank,
+                    text=hit.content,
+                    name=_text(hit.meta.get(MetaKey.NAME)) or _text(hit.meta.get(MetaKey.SOURCE)),
+                    file_id=file_id,
+                    collection=tenant,
+                    page=_int(hit.meta.get(MetaKey.PAGE)),
+                    score=hit.relevance,
+                    uri=document_uri(tenant, file_id) if tenant and file_id else None,
+                )
+            )
+        return passages
+
+    async def _holds_documents(self, collection: str) -> bool:
+        return await self._store().count(tenant_filter([collection])) > 0
+
+    async def read_document(self, file_id: str, collection: str) -> DocumentText:
+        try:
+            document = await read_whole_document(self._store(), file_id, [collection], max_chars=DOCUMENT_MAX_CHARS)
+        except (ContractError, RetrievalError) as exc:
+            raise _failure(exc) from exc
+        if document is None:
+            raise DocumentNotFoundError(file_id, collection)
+        return DocumentText(
+            file_id=file_id,
+            collection=document.collection_name,
+            name=_text(document.meta.get(MetaKey.NAME)),
+            text=document.text,
+            chunks=document.chunks,
+            truncated=document.truncated,
+        )
+
+    async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList:
+        try:
+            entries, _ = await list_document_entries(self._store(), [collection], [])
+        except (ContractError, RetrievalError) as exc:
+            raise _failure(exc) from exc
+        if not entries:
+            raise CollectionNotFoundError(collection)
+        page = entries[offset : offset + limit]
+        end = offset + len(page)
+        return DocumentList(
+            collection=collection,
+            documents=[_summary(collection, entry.file_id, entry.meta) for entry in page],
+            total=len(entries),
+            next_offset=end if end < len(entries) else None,
+        )
+
+    async def list_collections(self, *, include_all: bool) -> CollectionList:
+        store = self._store().store
+        committed = models.Filter(must_not=[pending_condition()])
+        # split_id 0 is each document version's first chunk: one per document.
+        firsts = models.Filter(must=[match(MetaKey.SPLIT_ID, 0)], must_not=[pending_condition()])
+        key = meta_path(MetaKey.COLLECTION_NAME)
+        try:
+            chunk_counts = await store.facet(key, committed, limit=MAX_COLLECTIONS)
+            document_counts = {
+                str(hit.value): hit.count for hit in await store.facet(key, firsts, limit=MAX_COLLECTIONS)
+            }
+        except ContractError as exc:
+            raise _failure(exc) from exc
+        collections = [
+            CollectionInfo(
+                name=str(hit.value),
+                kind=collection_kind(str(hit.value)),
+                documents=document_counts.get(str(hit.value), 0),
+                chunks=hit.count,
+            )
+            for hit in chunk_counts
+        ]
+        shown = [item for item in collections if include_all or item.kind == "knowledge_base"]
+        return CollectionList(
+            collections=sorted(shown, key=lambda item: item.name), complete=len(chunk_counts) < MAX_COLLECTIONS
+        )
+
+
+def _summary(collection: str, file_id: str, meta: dict[str, Any]) -> DocumentSummary:
+    tags = meta.get(MetaKey.TAGS)
+    return DocumentSummary(
+        file_id=file_id,
+        name=_text(meta.get(MetaKey.NAME)),
+        format=_text(meta.get(MetaKey.FORMAT)),
+        tags=[tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else [],
+        category=_text(meta.get(MetaKey.CATEGORY)),
+        chunks=_int(meta.get(MetaKey.CHUNK_COUNT)),
+        ingested_at=_text(meta.get(MetaKey.INDEXED_AT)),
+        uri=document_uri(collection, file_id),
+    )

@@ -1,0 +1,135 @@
+"""What the MCP tools return, the backend port they call, and its typed errors.
+
+Light on purpose (pydantic and the shared filter model only): ``rag mcp`` imports this, and the
+server definition, without the retrieval agent's search stack.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from shared_contract.document_filter import DocumentFilter
+from shared_contract.schema import FILE_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
+
+CollectionKind = Literal["knowledge_base", "file", "user_memory"]
+DOCUMENT_URI_PREFIX = "kb://"
+
+
+def document_uri(collection: str, file_id: str) -> str:
+    """The resource URI of one document (the ``kb://{collection}/{file_id}`` template)."""
+    return f"{DOCUMENT_URI_PREFIX}{collection}/{file_id}"
+
+
+def collection_kind(name: str) -> CollectionKind:
+    """Open WebUI's naming: ``file-<id>`` holds one uploaded file, ``user-memory-<id>`` a user's memories."""
+    if name.startswith(FILE_COLLECTION_PREFIX):
+        return "file"
+    if name.startswith(USER_MEMORY_COLLECTION_PREFIX):
+        return "user_memory"
+    return "knowledge_base"
+
+
+class KnowledgeBaseError(Exception):
+    """A failure the caller can act on; the message is shown to the MCP client as it is."""
+
+
+class CollectionNotFoundError(KnowledgeBaseError):
+    """The collection holds no committed document (collections exist only as values on chunks,
+    so an unknown name and an empty one look the same)."""
+
+    def __init__(self, collection: str) -> None:
+        super().__init__(
+            f"collection {collection!r} holds no documents (unknown or empty); list_collections shows the knowledge bases"
+        )
+        self.collection = collection
+
+
+class DocumentNotFoundError(KnowledgeBaseError):
+    """No committed version of the file in that collection."""
+
+    def __init__(self, file_id: str, collection: str) -> None:
+        super().__init__(
+            f"no document {file_id!r} in collection {collection!r}; list_documents shows the collection's file ids"
+        )
+        self.file_id = file_id
+        self.collection = collection
+
+
+class Passage(BaseModel):
+    """One ranked search hit."""
+
+    rank: int = Field(description="1 is the best match.")
+    text: str
+    name: str | None = Field(default=None, description="The source file's name.")
+    file_id: str | None = None
+    collection: str | None = None
+    page: int | None = Field(default=None, description="Page of the source, when the format has pages.")
+    score: float = Field(description="Calibrated relevance in [0, 1] (the /search distance).")
+    uri: str | None = Field(default=None, description="The whole document as a resource (kb://collection/file_id).")
+
+
+class SearchResult(BaseModel):
+    query: str
+    collection: str
+    passages: list[Passage]
+
+
+class DocumentText(BaseModel):
+    file_id: str
+    collection: str
+    name: str | None = None
+    text: str
+    chunks: int | None = Field(default=None, description="Chunks the text was rebuilt from.")
+    truncated: bool = Field(default=False, description="The text was cut at the server's size limit.")
+
+
+class DocumentSummary(BaseModel):
+    file_id: str
+    name: str | None = None
+    format: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    category: str | None = None
+    chunks: int | None = None
+    ingested_at: str | None = None
+    uri: str
+
+
+class DocumentList(BaseModel):
+    collection: str
+    documents: list[DocumentSummary]
+    total: int = Field(description="Documents in the collection (all pages).")
+    next_offset: int | None = Field(default=None, description="The next page's offset; null on the last page.")
+
+
+class CollectionInfo(BaseModel):
+    name: str
+    kind: CollectionKind = Field(
+        description="knowledge_base, or Open WebUI's per-file (file-*) and per-user memory (user-memory-*) collections."
+    )
+    documents: int | None = None
+    chunks: int | None = None
+
+
+class CollectionList(BaseModel):
+    collections: list[CollectionInfo]
+    complete: bool = Field(default=True, description="False when the listing stopped at the server's cap.")
+
+
+class KnowledgeBackend(Protocol):
+    """What the tools run on: the retrieval agent in process (``/mcp``) or the two services over HTTP
+    (``rag mcp``). Arguments arrive validated (collection names follow the contract's rule).
+
+    Every method raises :class:`KnowledgeBaseError` (or a subclass) for a failure the caller can act on.
+    """
+
+    async def search(
+        self, query: str, collection: str, *, k: int, document_filter: DocumentFilter | None
+    ) -> list[Passage]: ...
+
+    async def read_document(self, file_id: str, collection: str) -> DocumentText: ...
+
+    async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList: ...
+
+    async def list_collections(self, *, include_all: bool) -> CollectionList: ...

@@ -1,0 +1,226 @@
+"""``/mcp`` end to end: the real app on uvicorn over a seeded embedded store, an SDK ``ClientSession``
+over the streamable-HTTP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import ClientSession, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent, TextResourceContents
+
+from retrieval_agent.main import create_app
+from shared_contract import ContractEmbedder
+from shared_contract.store import ChunkStore
+
+from ..conftest import AUTH, add_chunk, chunk_meta, make_settings  # noqa: TID252
+
+pytestmark = pytest.mark.anyio
+
+EIFFEL = "When was the Eiffel Tower completed?"
+
+
+@pytest.fixture
+def mcp_url(serve: Callable[[Any], str], seeded: ChunkStore, embedder: ContractEmbedder) -> str:
+    # A per-file tenant as Open WebUI makes one: listed only with include_all.
+    anyio.run(
+        lambda: add_chunk(
+            seeded,
+            embedder,
+            "upload-0",
+            "Uploaded notes about Lisbon trams.",
+            chunk_meta("file-upload-1", "notes.md", 1, 0),
+        )
+    )
+    app = create_app(make_settings(), embedder=embedder, store=seeded)
+    return f"{serve(app)}/mcp"
+
+
+@asynccontextmanager
+async def connect(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx2.AsyncClient(headers=AUTH if headers is None else headers, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def structured(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert isinstance(data, dict)
+    return data
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.is_error
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def test_lists_the_four_tools_and_the_document_resources(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        templates = (await session.list_resource_templates()).resource_templates
+        resources = (await session.list_resources()).resources
+    assert set(tools) == {"search", "read_document", "list_documents", "list_collections"}
+    assert set(tools["search"].input_schema["required"]) == {"query", "collection"}
+    assert "filters" in tools["search"].input_schema["properties"]
+    assert set(tools["read_document"].input_schema["required"]) == {"file_id", "collection"}
+    assert tools["search"].output_schema is not None
+    assert [(template.uri_template, template.mime_type) for template in templates] == [
+        ("kb://{collection}/{file_id}", "text/markdown")
+    ]
+    assert [str(resource.uri) for resource in resources] == ["kb://collections"]
+
+
+async def test_search_ranks_the_right_file_first_and_stays_in_its_collection(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        result = await session.call_tool("search", {"query": EIFFEL, "collection": "kb-a", "k": 5})
+    data = structured(result)
+    passages = data["passages"]
+    assert passages[0]["name"] == "paris.pdf"
+    assert passages[0]["file_id"] == "file-paris.pdf"
+    assert passages[0]["page"] == 1
+    assert passages[0]["uri"] == "kb://kb-a/file-paris.pdf"
+    assert [passage["rank"] for passage in passages] == list(range(1, len(passages) + 1))
+    assert all(0.0 <= passage["score"] <= 1.0 for passage in passages)
+    # kb-b holds an Eiffel Tower chunk too: never returned for kb-a.
+    assert {passage["collection"] for passage in passages} == {"kb-a"}
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert "paris.pdf" in block.text
+    assert "Tenant B" not in block.text
+    assert "BANANA" not in block.text
+
+
+async def test_a_filter_narrows_the_search(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        result = await session.call_tool(
+            "search", {"query": EIFFEL, "collection": "kb-a", "filters": {"names": ["biology.pdf"]}}
+        )
+    passages = structured(result)["passages"]
+    assert passages, "the filter keeps biology.pdf's chunks"
+    assert {passage["name"] for passage in passages} == {"biology.pdf"}
+
+
+async def test_an_invalid_filter_is_a_tool_error(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        result = await session.call_tool(
+            "search", {"query": EIFFEL, "collection": "kb-a", "filters": {"attributes": {"year": 2024}}}
+        )
+    assert "INDEXED_ATTRIBUTES" in error_text(result)
+
+
+async def test_read_document_returns_the_stitched_text_of_that_collection_only(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        document = await session.call_tool("read_document", {"file_id": "file-biology.pdf", "collection": "kb-a"})
+        elsewhere = await session.call_tool("read_document", {"file_id": "file-secret.txt", "collection": "kb-a"})
+        missing = await session.call_tool("read_document", {"file_id": "file-nope", "collection": "kb-a"})
+    data = structured(document)
+    assert data["name"] == "biology.pdf"
+    assert data["chunks"] == 2
+    text = data["text"]
+    assert text.index("Photosynthesis") < text.index("Mitochondria")
+    # The file lives in kb-b: naming kb-a reads nothing of it.
+    assert "no document 'file-secret.txt' in collection 'kb-a'" in error_text(elsewhere)
+    assert "BANANA" not in str(elsewhere.content)
+    assert "no document 'file-nope'" in error_text(missing)
+
+
+async def test_list_documents_pages_by_name(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        first = structured(await session.call_tool("list_documents", {"collection": "kb-a", "limit": 3}))
+        rest = structured(
+            await session.call_tool(
+                "list_documents", {"collection": "kb-a", "limit": 3, "offset": first["next_offset"]}
+            )
+        )
+    assert first["total"] == 4
+    assert [doc["name"] for doc in first["documents"]] == ["biology.pdf", "denmark.pdf", "paris.pdf"]
+    assert first["next_offset"] == 3
+    assert [doc["file_id"] for doc in rest["documents"]] == ["file-shared.txt"]
+    assert rest["next_offset"] is None
+    assert rest["documents"][0]["uri"] == "kb://kb-a/file-shared.txt"
+
+
+async def test_list_collections_counts_documents_and_hides_per_file_tenants(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        default = structured(await session.call_tool("list_collections", {}))
+        everything = structured(await session.call_tool("list_collections", {"include_all": True}))
+        resource = await session.read_resource("kb://collections")
+    by_name = {item["name"]: item for item in default["collections"]}
+    assert set(by_name) == {"kb-a", "kb-b", "kb-c"}
+    assert by_name["kb-a"] == {"name": "kb-a", "kind": "knowledge_base", "documents": 4, "chunks": 5}
+    assert default["complete"] is True
+    assert {item["name"]: item["kind"] for item in everything["collections"]}["file-upload-1"] == "file"
+    content = resource.contents[0]
+    assert isinstance(content, TextResourceContents)
+    assert '"kb-b"' in content.text
+    assert "file-upload-1" not in content.text
+
+
+async def test_the_document_resource_is_the_whole_text(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        result = await session.read_resource("kb://kb-b/file-secret.txt")
+        with pytest.raises(MCPError, match=r"no document 'file-secret\.txt' in collection 'kb-a'"):
+            await session.read_resource("kb://kb-a/file-secret.txt")
+    content = result.contents[0]
+    assert isinstance(content, TextResourceContents)
+    assert content.mime_type == "text/markdown"
+    assert "secret code word of tenant B" in content.text
+
+
+async def test_unknown_collections_and_bad_names_are_tool_errors(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        unknown = await session.call_tool("search", {"query": EIFFEL, "collection": "kb-nope"})
+        empty_listing = await session.call_tool("list_documents", {"collection": "kb-nope"})
+        bad_name = await session.call_tool("search", {"query": EIFFEL, "collection": "../kb-a"})
+        # The session still answers after the errors.
+        still = await session.call_tool("list_collections", {})
+    assert "collection 'kb-nope' holds no documents" in error_text(unknown)
+    assert "collection 'kb-nope' holds no documents" in error_text(empty_listing)
+    assert "collection" in error_text(bad_name)
+    assert not still.is_error
+
+
+async def test_mcp_needs_the_api_key(mcp_url: str) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        missing = await http.post(mcp_url, json=initialize, headers=headers)
+        wrong = await http.post(mcp_url, json=initialize, headers={**headers, "Authorization": "Bearer wrong"})
+        right = await http.post(mcp_url, json=initialize, headers={**headers, **AUTH})
+    for refused in (missing, wrong):
+        assert refused.status_code == 401
+        assert refused.headers["WWW-Authenticate"] == "Bearer"
+    assert right.status_code == 200, right.text
+    assert right.json()["result"]["serverInfo"]["name"] == "rag-knowledge-base"
+    # The SDK client too: its transport's task group raises the refused request.
+    with pytest.raises(ExceptionGroup) as caught:
+        async with connect(mcp_url, headers={}) as session:
+            await session.list_tools()
+    assert caught.group_contains(MCPError, match="error response")
+
+
+async def test_enable_mcp_false_serves_no_endpoint(
+    serve: Callable[[Any], str], seeded: ChunkStore, embedder: ContractEmbedder
+) -> None:
+    base = serve(create_app(make_settings(enable_mcp=False), embedder=embedder, store=seeded))
+    async with httpx.AsyncClient(timeout=30) as http:
+        response = await http.post(f"{base}/mcp", json={}, headers=AUTH)
+    assert response.status_code == 404
