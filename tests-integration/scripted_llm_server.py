@@ -11,6 +11,10 @@ One server answers every test, so a marker in the user's question picks the beha
   that file (another tenant's), then DONE;
 - ``[read]``: ``retrieve``, then ``read_document`` of the first result's file, then DONE;
 - ``[list]``: ``list_documents`` (most recent first), then ``read_document`` of the first one, then DONE.
+
+A chat request of the retrieval agent's /v1/chat/completions (its context system message carries
+numbered passages) is answered "According to <the first passage's header> [1]." A request with
+``"stream": true`` gets its answer as SSE chunks.
 """
 
 from __future__ import annotations
@@ -65,8 +69,50 @@ def _tool_results(body: dict[str, Any]) -> list[Any]:
     return results
 
 
+# The first line of the first passage in the chat endpoint's context message.
+_FIRST_PASSAGE = re.compile(r"^\[1\] (.+)$", re.MULTILINE)
+
+
+def _chat_answer(body: dict[str, Any]) -> dict[str, Any] | None:
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") == "system" and isinstance(content, str) and "Passages:" in content:
+            first = _FIRST_PASSAGE.search(content)
+            return text(f"According to {first.group(1) if first else 'nothing'} [1].")
+    return None
+
+
+def stream_events(answer: dict[str, Any]) -> bytes:
+    """A text completion as SSE chunks (a word per chunk), then ``[DONE]``."""
+    content = answer["choices"][0]["message"].get("content") or ""
+    pieces = [{"role": "assistant", "content": ""}] + [{"content": word} for word in re.findall(r"\S+\s*", content)]
+    chunks = [
+        {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "scripted",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+        }
+        for delta in pieces
+    ]
+    chunks.append(
+        {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "scripted",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        }
+    )
+    return "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks).encode() + b"data: [DONE]\n\n"
+
+
 def reply(body: dict[str, Any]) -> dict[str, Any] | str:
     """The scripted answer, or "down" / "hang" for the transport-level behaviours."""
+    chat = _chat_answer(body)
+    if chat is not None:
+        return chat
     question = _question(body)
     turn = sum(1 for message in body.get("messages", []) if message.get("role") == "assistant")
     marker = _MARKER.search(question)
@@ -126,9 +172,12 @@ class ScriptedLLMServer:
                 if answer == "hang":
                     time.sleep(server.hang_seconds)
                     answer = text("DONE")
-                payload = json.dumps(answer).encode()
+                streamed = bool(body.get("stream")) and isinstance(answer, dict)
+                payload = (
+                    stream_events(answer) if streamed and isinstance(answer, dict) else json.dumps(answer).encode()
+                )
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 # The agent may have given up waiting (its timeout) and closed the connection.

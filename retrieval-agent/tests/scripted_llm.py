@@ -3,7 +3,9 @@
 A script is a function of the request body (``{"model", "messages", "tools", ...}``) returning a
 completion dict (``tool_call(...)``, ``text(...)``), a ``Hang`` (sleep, then answer), a ``Status``
 (an HTTP error) or ``Garbage`` (a 200 whose body is not a completion). Every request is recorded
-with its Authorization header.
+with its Authorization header. A request with ``"stream": true`` gets its completion as SSE chunks
+(``stream_chunks``: the text in pieces, each tool call's arguments in two deltas). ``models``, when
+given, is what ``GET /v1/models`` lists (else that route is a 404).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -115,11 +117,40 @@ def user_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def stream_chunks(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """A completion as the chunks of a stream: role, text in 3-character pieces, tool-call deltas, finish."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": answer["id"],
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": answer["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    content = message.get("content") or ""
+    chunks.extend(chunk({"content": content[start : start + 3]}) for start in range(0, len(content), 3))
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        head = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"]}}
+        head["function"]["arguments"] = arguments[:half]
+        chunks.append(chunk({"tool_calls": [head]}))
+        chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    return chunks
+
+
 @dataclass
 class ScriptedLLM:
     """The endpoint's state: its script and what it was sent."""
 
     script: Script
+    models: list[str] | None = None
     requests: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
     authorizations: list[str | None] = field(default_factory=lambda: list[str | None]())
 
@@ -137,7 +168,20 @@ class ScriptedLLM:
             return Response(reply.body, status_code=reply.code, media_type="application/json")
         if isinstance(reply, Garbage):
             return PlainTextResponse(reply.body)
+        if body.get("stream"):
+            events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in stream_chunks(reply))
+            return StreamingResponse(iter([events, "data: [DONE]\n\n"]), media_type="text/event-stream")
         return JSONResponse(reply)
 
+    async def _models(self, request: Request) -> Response:
+        if self.models is None:
+            return Response('{"error": {"message": "no model list"}}', status_code=404, media_type="application/json")
+        return JSONResponse({"object": "list", "data": [{"id": name, "object": "model"} for name in self.models]})
+
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )

@@ -18,7 +18,10 @@ from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.api.auth import install_edge
 from retrieval_agent.api.errors import install_error_handlers
-from retrieval_agent.api.routes import health, metrics, search
+from retrieval_agent.api.openai_errors import install_openai_errors
+from retrieval_agent.api.routes import chat, health, metrics, search
+from retrieval_agent.chat.service import ChatService
+from retrieval_agent.chat.upstream import ChatUpstream
 from retrieval_agent.mcp.http import mount_mcp
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
@@ -54,6 +57,7 @@ def create_app(
         active_store = store if store is not None else open_store(settings)
         active_reranker: Reranker | None = None
         owned_embedder: ContractEmbedder | None = None
+        upstream: ChatUpstream | None = None
         # The LLM's connection pool, closed with the app (pydantic-ai's shared one never is).
         llm_client = httpx.AsyncClient(timeout=llm_timeout(settings))
         try:
@@ -107,6 +111,13 @@ def create_app(
                     settings.agent_max_iterations,
                     settings.agent_timeout,
                 )
+            app.state.chat = None
+            if settings.chat_upstream_base_url is not None:
+                # Importing LiteLLM takes about a second: in a thread, at start-up, not on the first chat.
+                upstream = await anyio.to_thread.run_sync(ChatUpstream, settings)
+                app.state.chat = ChatService(
+                    settings, upstream=upstream, search=linear, store=search_store, metrics=metrics_
+                )
             # The MCP sessions run inside the lifespan, so a tool call always finds the search service.
             mcp_running: AbstractAsyncContextManager[None] = (
                 nullcontext() if mcp_sessions is None else mcp_sessions.run()
@@ -116,6 +127,8 @@ def create_app(
         finally:
             if active_reranker is not None and reranker is None:
                 await active_reranker.aclose()
+            if upstream is not None:
+                await upstream.aclose()
             if owned_embedder is not None:
                 await anyio.to_thread.run_sync(owned_embedder.close)
             await llm_client.aclose()
@@ -126,8 +139,11 @@ def create_app(
     app.state.settings = settings
     install_error_handlers(app)
     install_edge(app, settings)
+    # After the edge, so outside it: its 401 and 413 on /v1 paths are reshaped too.
+    install_openai_errors(app)
     app.include_router(health.router)
     app.include_router(search.router)
+    app.include_router(chat.router)
     app.include_router(metrics.router)
     mcp_sessions = mount_mcp(app) if settings.enable_mcp else None
     return app

@@ -111,6 +111,24 @@ class SearchMetrics:
             "(refused; nothing outside them is read).",
             registry=self.registry,
         )
+        # OpenAI-compatible chat (/v1/chat/completions).
+        self.chat_requests = Counter(
+            "chat_requests_total",
+            "Chat completions by outcome (ok, client_tool_calls, invalid_request, disabled, upstream_error, error) "
+            "and whether they streamed.",
+            ["outcome", "stream"],
+            registry=self.registry,
+        )
+        self.chat_duration = Histogram(
+            "chat_duration_seconds",
+            "Wall time of one chat completion (retrieval, tool rounds and the upstream; a stream until its end).",
+            ["stream"],
+            buckets=(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+            registry=self.registry,
+        )
+        self.chat_tool_calls = Counter(
+            "chat_tool_calls_total", "RAG tool calls the chat model made, by tool.", ["tool"], registry=self.registry
+        )
         self.results_returned = Histogram(
             "results_returned",
             "Hits in the first result set.",

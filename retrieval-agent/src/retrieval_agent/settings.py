@@ -12,6 +12,7 @@ from retrieval_agent.search.queries import FollowUpMode
 from retrieval_agent.search.relevance import DEFAULT_MODELS, ModelName, PlattModel, RerankerScale, parse_models
 from shared_contract import ContractConfigError, ContractSettings, load_settings
 from shared_contract.http import LogFormat
+from shared_contract.names import check_collection_name
 from shared_contract.settings import check_api_key, check_http_url
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -172,6 +173,32 @@ class Settings(ContractSettings):
         description="read_document: the whole document rebuilt from its chunks is cut at this many characters.",
     )
 
+    # OpenAI-compatible chat (POST /v1/chat/completions, GET /v1/models): retrieval first, then the
+    # upstream chat model through LiteLLM (any provider).
+    chat_upstream_base_url: str | None = Field(
+        default=None,
+        description="The upstream's OpenAI-compatible base URL (e.g. http://ollama:11434/v1); unset = /v1 "
+        "chat disabled (503).",
+    )
+    chat_upstream_api_key: SecretStr | None = Field(default=None, description="Bearer key sent to the upstream.")
+    chat_default_model: str = Field(
+        default="gpt-4o-mini",
+        description="The model /v1/models lists when the upstream has no list; a LiteLLM provider prefix "
+        "(anthropic/...) goes to that provider, a bare name to CHAT_UPSTREAM_BASE_URL.",
+    )
+    chat_context_k: int = Field(default=5, ge=1, le=50, description="Passages injected as context per chat turn.")
+    chat_rag_tools: bool = Field(
+        default=True, description="Offer the model read_full_document and search (run by this service)."
+    )
+    chat_max_tool_rounds: int = Field(
+        default=3, ge=0, le=10, description="Most tool rounds per chat turn; then one last call without tools."
+    )
+    chat_knowledge_bases: str = Field(
+        default="",
+        description="Comma-separated knowledge bases chat may search (and /v1/models lists); empty = any.",
+    )
+    chat_timeout: float = Field(default=120.0, gt=0, le=600, description="Seconds per upstream chat call.")
+
     @property
     def relevance_models(self) -> Mapping[ModelName, PlattModel]:
         """The Platt models per retrieval path: the defaults, with RELEVANCE_CALIBRATION's overrides."""
@@ -192,12 +219,29 @@ class Settings(ContractSettings):
         fields = [part.strip() for part in self.search_metadata_fields.split(",") if part.strip()]
         return None if "*" in fields else frozenset(fields)
 
+    @property
+    def chat_knowledge_base_list(self) -> frozenset[str] | None:
+        """CHAT_KNOWLEDGE_BASES as a set; None when every knowledge base may be searched."""
+        names = frozenset(part.strip() for part in self.chat_knowledge_bases.split(",") if part.strip())
+        return names or None
+
+    @field_validator("chat_knowledge_bases")
+    @classmethod
+    def _knowledge_bases(cls, value: str) -> str:
+        for part in value.split(","):
+            if part.strip():
+                try:
+                    check_collection_name(part.strip(), field="each name")
+                except ValueError as exc:
+                    raise ContractConfigError("CHAT_KNOWLEDGE_BASES", str(exc)) from exc
+        return value
+
     @field_validator("api_key")
     @classmethod
     def _long_key(cls, value: SecretStr) -> SecretStr:
         return check_api_key(value)
 
-    @field_validator("reranker_api_base_url", "agent_api_base_url")
+    @field_validator("reranker_api_base_url", "agent_api_base_url", "chat_upstream_base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return check_http_url(value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 DEFAULT_COLLECTION: Final = "ingestion_files"
 
@@ -73,6 +73,18 @@ def meta_path(key: str) -> str:
 
 FILE_COLLECTION_PREFIX: Final = "file-"
 USER_MEMORY_COLLECTION_PREFIX: Final = "user-memory-"
+
+
+TenantKind = Literal["knowledge_base", "file", "user_memory"]
+
+
+def tenant_kind(name: str) -> TenantKind:
+    """Open WebUI's naming: ``file-<id>`` holds one uploaded file, ``user-memory-<id>`` a user's memories."""
+    if name.startswith(FILE_COLLECTION_PREFIX):
+        return "file"
+    if name.startswith(USER_MEMORY_COLLECTION_PREFIX):
+        return "user_memory"
+    return "knowledge_base"
 
 
 def file_collection_name(file_id: str) -> str:

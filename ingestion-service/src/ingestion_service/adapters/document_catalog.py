@@ -199,15 +199,6 @@ class CollectionStats:
     last_ingest: datetime | None
 
 
-@dataclass(frozen=True)
-class CollectionSummary:
-    """One tenant and what it holds (committed points only)."""
-
-    name: str
-    documents: int
-    chunks: int
-
-
 class Unchanged(enum.Enum):
     """Marks a field a metadata update leaves as stored."""
 
@@ -376,28 +367,6 @@ class DocumentCatalog:
         if values:
             await self.store.set_payload(file_filter(file_id, collection_name), values, key=PAYLOAD_META)
         return True
-
-    async def collections(self, *, limit: int) -> tuple[list[CollectionSummary], bool]:
-        """Every tenant with committed chunks, by name, and whether that is all of them (``limit`` reached: False).
-
-        Two facets on the tenant index: chunks per tenant, and heads (``split_id`` 0) per tenant for the
-        documents. A file between its publish and its sweep counts twice for that instant.
-        """
-        committed = models.Filter(must_not=[pending_condition()])
-        chunks = await self.store.facet(meta_path(MetaKey.COLLECTION_NAME), committed, limit=limit + 1)
-        heads = models.Filter(must=[match(MetaKey.SPLIT_ID, 0)], must_not=[pending_condition()])
-        documents = {
-            str(hit.value): hit.count
-            for hit in await self.store.facet(meta_path(MetaKey.COLLECTION_NAME), heads, limit=limit + 1)
-        }
-        summaries = sorted(
-            (
-                CollectionSummary(name=str(hit.value), documents=documents.get(str(hit.value), 0), chunks=hit.count)
-                for hit in chunks
-            ),
-            key=lambda summary: summary.name,
-        )
-        return summaries[:limit], len(chunks) <= limit
 
     async def stats(self, collection_name: str) -> CollectionStats:
         """Documents, chunks and bytes of one tenant, and how many documents have each language, format, engine."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import ipaddress
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ingestion_service.jobs import JobState
 from ingestion_service.reindex import ReindexState
 from shared_contract import CollectionName
+from shared_contract.schema import TenantKind
 
 # Linux and Open WebUI's own storage cap names at 255 bytes; longer ones are not real uploads.
 MAX_FILENAME_CHARS = 255
@@ -358,14 +359,11 @@ class DocumentPatch(BaseModel):
         return check_filename(value)
 
 
-CollectionKind = Literal["knowledge_base", "file", "user_memory"]
-
-
 class CollectionEntry(BaseModel):
     """One tenant of the shared collection."""
 
     name: str
-    kind: CollectionKind = Field(
+    kind: TenantKind = Field(
         description="file: Open WebUI's per-upload `file-<id>`; user_memory: `user-memory-<id>`; else a knowledge base."
     )
     documents: int

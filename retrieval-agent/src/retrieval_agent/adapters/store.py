@@ -33,6 +33,7 @@ from shared_contract.store import (
     match,
     pending_condition,
     tenant_condition,
+    tenant_counts,
     tenant_filter,
     verify_collection,
 )
@@ -204,6 +205,11 @@ class StoreSearch:
             must_not=[pending_condition()],
         )
         return await self.scroll_records(selector, max_docs, payload=[PAYLOAD_META])
+
+    async def tenant_names(self, limit: int) -> list[str]:
+        """The tenants (``meta.collection_name`` values) holding committed chunks, at most ``limit``, by name."""
+        tenants, _ = await tenant_counts(self.store, limit=limit)
+        return [tenant.name for tenant in tenants]
 
     async def file_exists_anywhere(self, file_id: str) -> bool:
         """Whether any tenant holds committed chunks of ``file_id`` (a count only: nothing is read).

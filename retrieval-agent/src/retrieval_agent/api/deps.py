@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.loop import AgenticSearch
+from retrieval_agent.chat.service import ChatService
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
@@ -33,6 +34,12 @@ async def get_agent(request: Request) -> AgenticSearch | None:
     return agent
 
 
+async def get_chat(request: Request) -> ChatService | None:
+    """The chat service when CHAT_UPSTREAM_BASE_URL is set, else None."""
+    chat: ChatService | None = getattr(request.app.state, "chat", None)
+    return chat
+
+
 async def get_store(request: Request) -> StoreSearch:
     store: StoreSearch = request.app.state.store
     return store
@@ -46,5 +53,6 @@ async def get_metrics(request: Request) -> SearchMetrics:
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SearchDep = Annotated[LinearSearch, Depends(get_search)]
 AgentDep = Annotated[AgenticSearch | None, Depends(get_agent)]
+ChatDep = Annotated[ChatService | None, Depends(get_chat)]
 StoreDep = Annotated[StoreSearch, Depends(get_store)]
 MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]

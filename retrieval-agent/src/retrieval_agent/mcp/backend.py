@@ -10,8 +10,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from qdrant_client import models
-
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.documents import list_document_entries, read_whole_document
 from retrieval_agent.api.errors import classify
@@ -27,14 +25,13 @@ from retrieval_agent.mcp.models import (
     KnowledgeBackend,
     KnowledgeBaseError,
     Passage,
-    collection_kind,
     document_uri,
 )
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.query import request_conditions
-from shared_contract import ContractError, MetaKey, meta_path
+from shared_contract import ContractError, MetaKey
 from shared_contract.document_filter import DocumentFilter
-from shared_contract.store import match, pending_condition, tenant_filter
+from shared_contract.store import tenant_counts, tenant_filter
 
 logger = logging.getLogger(__name__)
 
@@ -146,30 +143,17 @@ class InProcessBackend:
         )
 
     async def list_collections(self, *, include_all: bool) -> CollectionList:
-        store = self._store().store
-        committed = models.Filter(must_not=[pending_condition()])
-        # split_id 0 is each document version's first chunk: one per document.
-        firsts = models.Filter(must=[match(MetaKey.SPLIT_ID, 0)], must_not=[pending_condition()])
-        key = meta_path(MetaKey.COLLECTION_NAME)
         try:
-            chunk_counts = await store.facet(key, committed, limit=MAX_COLLECTIONS)
-            document_counts = {
-                str(hit.value): hit.count for hit in await store.facet(key, firsts, limit=MAX_COLLECTIONS)
-            }
+            tenants, complete = await tenant_counts(self._store().store, limit=MAX_COLLECTIONS)
         except ContractError as exc:
             raise _failure(exc) from exc
-        collections = [
-            CollectionInfo(
-                name=str(hit.value),
-                kind=collection_kind(str(hit.value)),
-                documents=document_counts.get(str(hit.value), 0),
-                chunks=hit.count,
-            )
-            for hit in chunk_counts
-        ]
-        shown = [item for item in collections if include_all or item.kind == "knowledge_base"]
         return CollectionList(
-            collections=sorted(shown, key=lambda item: item.name), complete=len(chunk_counts) < MAX_COLLECTIONS
+            collections=[
+                CollectionInfo(name=tenant.name, kind=tenant.kind, documents=tenant.documents, chunks=tenant.chunks)
+                for tenant in tenants
+                if include_all or tenant.kind == "knowledge_base"
+            ],
+            complete=complete,
         )
 
 

@@ -6,29 +6,21 @@ server definition, without the retrieval agent's search stack.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
 from shared_contract.document_filter import DocumentFilter
-from shared_contract.schema import FILE_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
+from shared_contract.schema import TenantKind, tenant_kind
 
-CollectionKind = Literal["knowledge_base", "file", "user_memory"]
+CollectionKind = TenantKind
+collection_kind = tenant_kind
 DOCUMENT_URI_PREFIX = "kb://"
 
 
 def document_uri(collection: str, file_id: str) -> str:
     """The resource URI of one document (the ``kb://{collection}/{file_id}`` template)."""
     return f"{DOCUMENT_URI_PREFIX}{collection}/{file_id}"
-
-
-def collection_kind(name: str) -> CollectionKind:
-    """Open WebUI's naming: ``file-<id>`` holds one uploaded file, ``user-memory-<id>`` a user's memories."""
-    if name.startswith(FILE_COLLECTION_PREFIX):
-        return "file"
-    if name.startswith(USER_MEMORY_COLLECTION_PREFIX):
-        return "user_memory"
-    return "knowledge_base"
 
 
 class KnowledgeBaseError(Exception):

@@ -20,6 +20,7 @@ from shared_contract.store.layout import CollectionSpec, PayloadIndexSpec, colle
 from shared_contract.store.points import chunk_payload, chunk_point, point_id_for
 from shared_contract.store.port import ChunkPoint, ChunkStore, FacetCount, PointRecord, StoreInfo, StoreKind
 from shared_contract.store.server import MIN_SERVER_VERSION, ServerStore
+from shared_contract.store.tenants import TenantCount, tenant_counts
 
 __all__ = [
     "MIN_SERVER_VERSION",
@@ -33,6 +34,7 @@ __all__ = [
     "ServerStore",
     "StoreInfo",
     "StoreKind",
+    "TenantCount",
     "bootstrap_collection",
     "chunk_payload",
     "chunk_point",
@@ -46,6 +48,7 @@ __all__ = [
     "pending_condition",
     "point_id_for",
     "tenant_condition",
+    "tenant_counts",
     "tenant_filter",
     "verify_collection",
 ]

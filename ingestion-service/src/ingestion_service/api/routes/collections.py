@@ -11,7 +11,6 @@ from ingestion_service.api.deps import RuntimeDep, reject_repeated_query_params
 from ingestion_service.api.errors import store_failures
 from ingestion_service.api.models import (
     CollectionEntry,
-    CollectionKind,
     CollectionListResponse,
     CollectionStatsResponse,
     ReindexJobResponse,
@@ -22,21 +21,13 @@ from ingestion_service.errors import PipelineFailedError
 from ingestion_service.intake import require_qdrant
 from shared_contract import CollectionName
 from shared_contract.http import ErrorBody
-from shared_contract.schema import FILE_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
+from shared_contract.store import tenant_counts
 
 router = APIRouter(
     prefix="/api/v1/collections", tags=["collections"], dependencies=[Depends(reject_repeated_query_params)]
 )
 
 CollectionPath = Annotated[CollectionName, Path(description="The tenant collection (meta.collection_name).")]
-
-
-def _kind(name: str) -> CollectionKind:
-    if name.startswith(FILE_COLLECTION_PREFIX):
-        return "file"
-    if name.startswith(USER_MEMORY_COLLECTION_PREFIX):
-        return "user_memory"
-    return "knowledge_base"
 
 
 @router.get("", response_model=CollectionListResponse)
@@ -50,10 +41,10 @@ async def list_collections(
     """The tenants that hold committed chunks, by name, with documents and chunks each (two facets)."""
     await require_qdrant(runtime)
     with store_failures(PipelineFailedError):
-        summaries, complete = await runtime.catalog.collections(limit=limit)
+        tenants, complete = await tenant_counts(runtime.store, limit=limit)
     entries = [
-        CollectionEntry(name=summary.name, kind=_kind(summary.name), documents=summary.documents, chunks=summary.chunks)
-        for summary in summaries
+        CollectionEntry(name=tenant.name, kind=tenant.kind, documents=tenant.documents, chunks=tenant.chunks)
+        for tenant in tenants
     ]
     if not include_all:
         entries = [entry for entry in entries if entry.kind == "knowledge_base"]

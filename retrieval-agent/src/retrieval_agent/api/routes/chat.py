@@ -1,0 +1,45 @@
+"""POST /v1/chat/completions and GET /v1/models: the OpenAI-compatible chat (``retrieval_agent.chat``).
+
+Errors on these paths are OpenAI-shaped (``api/openai_errors.py``).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.responses import Response
+
+from retrieval_agent.api.auth import BEARER
+from retrieval_agent.api.deps import ChatDep, MetricsDep
+from retrieval_agent.chat.errors import chat_disabled
+from retrieval_agent.chat.models import ChatCompletion, ChatCompletionRequest, ModelList
+
+router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[BEARER])
+
+# Proxies must pass each event on at once (nginx buffers otherwise).
+_STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@router.post(
+    "/chat/completions",
+    response_model=None,
+    responses={200: {"model": ChatCompletion, "description": "JSON, or SSE chunks when stream=true."}},
+)
+async def chat_completions(body: ChatCompletionRequest, chat: ChatDep, metrics: MetricsDep) -> Response:
+    """OpenAI chat completions, answered after a search of the knowledge bases named by ``collection_names``
+    or the model's ``@kb1+kb2`` suffix; the passages used come back in ``rag_sources``."""
+    if chat is None:
+        metrics.chat_requests.labels(outcome="disabled", stream="true" if body.stream else "false").inc()
+        raise chat_disabled()
+    if body.stream:
+        return StreamingResponse(await chat.stream(body), media_type="text/event-stream", headers=_STREAM_HEADERS)
+    completion = await chat.complete(body)
+    return JSONResponse(completion.model_dump())
+
+
+@router.get("/models")
+async def list_models(chat: ChatDep) -> ModelList:
+    """The upstream's models and each one with each knowledge base (``model@kb``)."""
+    if chat is None:
+        raise chat_disabled()
+    return await chat.models()

@@ -1,0 +1,129 @@
+"""The wire models of /v1/chat/completions and /v1/models (OpenAI's shapes plus ``rag_sources``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# OpenAI request fields forwarded to the upstream as they came; other unknown fields are ignored
+# (LiteLLM would refuse or mis-route some of them).
+FORWARDED_PARAMS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "seed",
+        "user",
+        "response_format",
+        "logit_bias",
+        "parallel_tool_calls",
+        "reasoning_effort",
+    }
+)
+
+
+class ChatMessageIn(BaseModel):
+    """One message as the client sent it; fields other than role and content go upstream unchanged."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str = Field(min_length=1, max_length=32)
+    content: str | list[Any] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """OpenAI's chat request, plus ``collection_names`` (the knowledge bases to search).
+
+    Unknown fields are accepted (OpenAI clients send many); the sampling ones in FORWARDED_PARAMS
+    reach the upstream.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="The upstream model, optionally with knowledge bases: gpt-4o-mini@kb-handbook, model@kb1+kb2.",
+    )
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
+    stream: bool = False
+    tools: list[dict[str, Any]] | None = Field(
+        default=None, description="The client's own tools: passed to the model; calls to them come back to the client."
+    )
+    tool_choice: str | dict[str, Any] | None = None
+    collection_names: list[str] | None = Field(
+        default=None, max_length=1000, description="Knowledge bases to search (instead of the model-name suffix)."
+    )
+
+    def forwarded_params(self) -> dict[str, Any]:
+        """The sampling parameters the upstream gets."""
+        extra = self.model_extra or {}
+        return {key: value for key, value in extra.items() if key in FORWARDED_PARAMS and value is not None}
+
+
+class RagSource(BaseModel):
+    """One passage the answer may cite as ``[index]``."""
+
+    index: int = Field(description="The citation number, [1] for 1.")
+    file_name: str | None = None
+    file_id: str | None = None
+    collection_name: str | None = None
+    page: int | None = None
+    score: float = Field(description="Calibrated relevance in [0, 1] (what /search returns in distances).")
+    text: str
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: str | None = None
+
+
+class Usage(BaseModel):
+    """Token counts summed over every upstream call of the turn (tool rounds included)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, usage: object) -> None:
+        """Add an upstream answer's ``usage`` (a dict, or nothing)."""
+        if not isinstance(usage, dict):
+            return
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            value = usage.get(key)
+            if isinstance(value, int):
+                setattr(self, key, getattr(self, key) + value)
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: Usage
+    rag_sources: list[RagSource] = Field(default_factory=lambda: list[RagSource]())
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]

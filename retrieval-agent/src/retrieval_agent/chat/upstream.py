@@ -1,0 +1,216 @@
+"""The upstream chat model, through the LiteLLM SDK: the only code that calls it, and the one place its
+failures become :class:`ChatError` (OpenAI-shaped, with the upstream's status).
+
+Routing: a model named with a LiteLLM provider prefix (``anthropic/...``, ``ollama/...``) goes to that
+provider as LiteLLM configures it (its own key variables); any other name is sent to
+CHAT_UPSTREAM_BASE_URL as an OpenAI-compatible endpoint (``openai/<name>`` with ``api_base``), with
+CHAT_UPSTREAM_API_KEY.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from retrieval_agent.chat.errors import (
+    UPSTREAM_ERROR,
+    UPSTREAM_TIMEOUT,
+    UPSTREAM_UNAVAILABLE,
+    ChatError,
+)
+from retrieval_agent.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+_OPENAI_PROVIDER = "openai"
+# The OpenAI client refuses an empty key; keyless upstreams (Ollama, vLLM) ignore this one.
+_NO_KEY = "no-key"
+_MODELS_TIMEOUT = httpx.Timeout(5.0)
+_MAX_MESSAGE_CHARS = 500
+
+
+def import_litellm() -> Any:
+    """LiteLLM, configured for a server: no network at import, no telemetry, no third-party logging."""
+    # The bundled cost map instead of fetching one from GitHub at import time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    # No "Give Feedback / Get Help" banners on stdout for every failed call.
+    litellm.suppress_debug_info = True
+    # Chats and retrieved passages are users' content: never hand them to logging callbacks.
+    litellm.turn_off_message_logging = True
+    # A failed call is answered at once with the upstream's status; the client decides about retrying.
+    litellm.num_retries = 0
+    return litellm
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one model name goes: LiteLLM's model string, and the endpoint and key for the OpenAI path."""
+
+    model: str
+    api_base: str | None
+    api_key: str | None
+
+
+class ChatUpstream:
+    """Chat completions (whole or streamed) and the model list of the upstream.
+
+    Built in the app's lifespan (importing LiteLLM takes a second); closed with the app.
+    """
+
+    def __init__(self, settings: Settings, litellm: Any | None = None) -> None:
+        self._litellm = litellm if litellm is not None else import_litellm()
+        # LiteLLM's exceptions subclass the OpenAI SDK's (its dependency), whose classes name the transport faults.
+        import openai
+
+        self._openai: Any = openai
+        self._providers = {str(getattr(provider, "value", provider)) for provider in self._litellm.provider_list}
+        self._base_url = settings.chat_upstream_base_url
+        key = settings.chat_upstream_api_key
+        self._api_key = key.get_secret_value() if key is not None else None
+        self._timeout = settings.chat_timeout
+        self._http = httpx.AsyncClient(timeout=_MODELS_TIMEOUT)
+
+    async def aclose(self) -> None:
+        """Close the model-list client (LiteLLM keeps its own pools)."""
+        await self._http.aclose()
+
+    def route(self, model: str) -> Route:
+        """LiteLLM's routing of ``model`` (module docstring)."""
+        prefix, slash, name = model.partition("/")
+        if slash and prefix in self._providers and prefix != _OPENAI_PROVIDER:
+            return Route(model=model, api_base=None, api_key=None)
+        bare = name if slash and prefix == _OPENAI_PROVIDER else model
+        return Route(model=f"{_OPENAI_PROVIDER}/{bare}", api_base=self._base_url, api_key=self._api_key or _NO_KEY)
+
+    def _arguments(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: Any,
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        route = self.route(model)
+        arguments: dict[str, Any] = {**params, "model": route.model, "messages": list(messages)}
+        arguments["timeout"] = self._timeout
+        arguments["num_retries"] = 0
+        if route.api_base is not None:
+            arguments["api_base"] = route.api_base
+        if route.api_key is not None:
+            arguments["api_key"] = route.api_key
+        if tools:
+            arguments["tools"] = list(tools)
+            if tool_choice is not None:
+                arguments["tool_choice"] = tool_choice
+        return arguments
+
+    async def complete(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One whole completion, as OpenAI's JSON (a dict). Raises ChatError."""
+        arguments = self._arguments(model, messages, tools, tool_choice, params or {})
+        try:
+            response = await self._litellm.acompletion(**arguments)
+        except Exception as exc:
+            raise self.error(exc) from exc
+        answer: dict[str, Any] = response.model_dump()
+        return answer
+
+    async def stream(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """A streamed completion's chunks (dicts). The request is sent here, so an HTTP error is raised
+        (as ChatError) before the first chunk is asked for; a failure mid-stream raises from the iterator."""
+        arguments = self._arguments(model, messages, tools, tool_choice, params or {})
+        arguments["stream"] = True
+        try:
+            response = await self._litellm.acompletion(**arguments)
+        except Exception as exc:
+            raise self.error(exc) from exc
+        return self._chunks(response)
+
+    async def _chunks(self, response: Any) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for chunk in response:
+                data: dict[str, Any] = chunk.model_dump()
+                yield data
+        except Exception as exc:
+            raise self.error(exc) from exc
+
+    async def list_models(self) -> list[str] | None:
+        """The ids GET {CHAT_UPSTREAM_BASE_URL}/models lists; None when it is down or has no list."""
+        if self._base_url is None:
+            return None
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        try:
+            response = await self._http.get(f"{self._base_url}/models", headers=headers)
+            response.raise_for_status()
+            data = response.json().get("data")
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            logger.info("the upstream's model list is unavailable (%s): listing CHAT_DEFAULT_MODEL", type(exc).__name__)
+            return None
+        if not isinstance(data, list):
+            return None
+        return [str(item["id"]) for item in data if isinstance(item, dict) and isinstance(item.get("id"), str)]
+
+    def error(self, exc: BaseException) -> ChatError:
+        """LiteLLM's exception as the /v1 error: the upstream's status, 502 when it is unreachable, 504 on
+        its timeout."""
+        if isinstance(exc, ChatError):
+            return exc
+        detail = _short(str(getattr(exc, "message", None) or exc))
+        # LiteLLM reports a refused connection as its InternalServerError (500): the cause chain tells.
+        causes = list(_chain(exc))
+        if any(isinstance(cause, self._openai.APITimeoutError) for cause in causes):
+            return ChatError(
+                504,
+                f"The upstream model did not answer in time: {detail}",
+                code=UPSTREAM_TIMEOUT,
+                outcome="upstream_error",
+            )
+        status = getattr(exc, "status_code", None)
+        unreachable = any(isinstance(cause, self._openai.APIConnectionError | ConnectionError) for cause in causes)
+        if unreachable or not isinstance(status, int) or not 400 <= status < 600:
+            return ChatError(
+                502, f"The upstream model is unreachable: {detail}", code=UPSTREAM_UNAVAILABLE, outcome="upstream_error"
+            )
+        return ChatError(
+            status,
+            f"The upstream model answered HTTP {status}: {detail}",
+            code=UPSTREAM_ERROR,
+            outcome="upstream_error",
+        )
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"

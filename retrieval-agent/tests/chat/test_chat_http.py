@@ -1,0 +1,387 @@
+"""/v1/chat/completions and /v1/models over HTTP: the app (TestClient) and a scripted upstream on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+from fastapi.testclient import TestClient
+
+from shared_contract import ContractEmbedder
+from shared_contract.store import ChunkStore
+
+from ..conftest import AUTH, add_chunk, chunk_meta  # noqa: TID252
+from ..scripted_llm import Script, ScriptedLLM, Status, text, tool_call, tool_calls, tool_results, turn  # noqa: TID252
+from .chat_support import (  # noqa: TID252
+    QUESTION,
+    UPSTREAM_KEY,
+    chat_body,
+    chat_settings,
+    chunks,
+    sse_events,
+    streamed_text,
+    system_text,
+    tool_names,
+)
+
+ChatApi = Callable[..., tuple[TestClient, ScriptedLLM]]
+
+
+@pytest.fixture
+def chat_api(serve: Callable[[Any], str], app_factory: Callable[..., TestClient], seeded: ChunkStore) -> ChatApi:
+    def build(script: Script, *, models: list[str] | None = None, **overrides: Any) -> tuple[TestClient, ScriptedLLM]:
+        llm = ScriptedLLM(script, models=models)
+        base = serve(llm.app())
+        return app_factory(chat_settings(f"{base}/v1", **overrides), seeded), llm
+
+    return build
+
+
+def post(client: TestClient, body: dict[str, Any]) -> Any:
+    return client.post("/v1/chat/completions", json=body, headers=AUTH)
+
+
+def test_answer_carries_sources_and_the_upstream_got_the_numbered_context(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("It was completed in 1889 [1]."))
+    response = post(client, chat_body(collection_names=["kb-a"], temperature=0.2, unknown_field={"x": 1}))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["object"] == "chat.completion"
+    assert body["model"] == "scripted"
+    assert body["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "It was completed in 1889 [1].",
+        "tool_calls": None,
+    }
+    assert body["choices"][0]["finish_reason"] == "stop"
+    assert body["usage"]["total_tokens"] == 135
+    sources = body["rag_sources"]
+    assert sources[0]["index"] == 1
+    assert sources[0]["file_name"] == "paris.pdf"
+    assert sources[0]["file_id"] == "file-paris.pdf"
+    assert sources[0]["collection_name"] == "kb-a"
+    assert sources[0]["page"] == 1
+    assert 0.0 < sources[0]["score"] <= 1.0
+    assert "Eiffel Tower in Paris was completed in 1889" in sources[0]["text"]
+    assert [source["index"] for source in sources] == list(range(1, len(sources) + 1))
+    assert {source["collection_name"] for source in sources} == {"kb-a"}
+
+    (sent,) = llm.requests
+    assert sent["model"] == "scripted"
+    assert sent["temperature"] == 0.2
+    assert "unknown_field" not in sent
+    assert "collection_names" not in sent
+    assert llm.authorizations == [f"Bearer {UPSTREAM_KEY}"]
+    assert [m["role"] for m in sent["messages"]] == ["system", "user"]
+    context = system_text(sent)
+    assert "[1] paris.pdf (page 1, file_id: file-paris.pdf)" in context
+    assert "The Eiffel Tower in Paris was completed in 1889" in context
+    assert "cite" in context
+    assert sent["messages"][-1] == {"role": "user", "content": QUESTION}
+    assert set(tool_names(sent)) == {"read_full_document", "search"}
+
+    metrics = client.get("/metrics", headers=AUTH).text
+    assert 'chat_requests_total{outcome="ok",stream="false"} 1.0' in metrics
+    assert 'chat_duration_seconds_count{stream="false"} 1.0' in metrics
+
+
+def test_model_suffix_names_the_knowledge_bases(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("ok"))
+    response = post(client, chat_body("scripted@kb-b"))
+    assert response.status_code == 200, response.text
+    sources = response.json()["rag_sources"]
+    assert sources
+    assert {source["collection_name"] for source in sources} == {"kb-b"}
+    assert response.json()["model"] == "scripted@kb-b"
+    assert llm.requests[0]["model"] == "scripted"
+    assert "Eiffel Tower is painted every seven years" in system_text(llm.requests[0])
+    assert "1889" not in system_text(llm.requests[0])  # kb-a's passage is not searched
+
+    both = post(client, chat_body("scripted@kb-a+kb-b")).json()["rag_sources"]
+    assert {source["collection_name"] for source in both} == {"kb-a", "kb-b"}
+    assert llm.requests[1]["model"] == "scripted"
+
+
+def test_without_a_knowledge_base_the_request_is_forwarded_as_it_came(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("plain"))
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}]
+    response = post(client, chat_body(messages=messages))
+    assert response.status_code == 200, response.text
+    assert response.json()["rag_sources"] == []
+    assert llm.requests[0]["messages"] == messages
+    assert "tools" not in llm.requests[0]
+
+
+def test_read_full_document_round_sends_the_document_back_upstream(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if turn(body) == 0:
+            return tool_calls(
+                [
+                    ("read_full_document", {"file_id": "file-biology.pdf"}),
+                    # kb-b's document: outside this chat's knowledge bases.
+                    ("read_full_document", {"file_id": "file-secret.txt"}),
+                ]
+            )
+        return text("Photosynthesis and mitochondria [1].")
+
+    client, llm = chat_api(script)
+    response = post(client, chat_body("scripted@kb-a"))
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "Photosynthesis and mitochondria [1]."
+    assert len(llm.requests) == 2
+    second = llm.requests[1]["messages"]
+    assert second[-3]["role"] == "assistant"
+    assert [call["function"]["name"] for call in second[-3]["tool_calls"]] == ["read_full_document"] * 2
+    read, refused = tool_results(llm.requests[1])
+    assert "Photosynthesis converts sunlight" in read
+    assert "Mitochondria are the powerhouse" in read
+    assert "No document with file_id 'file-secret.txt'" in refused
+    assert "BANANA" not in refused
+    assert second[-2]["tool_call_id"] == "call_1_0"
+    assert second[-1]["tool_call_id"] == "call_1_1"
+
+
+def test_search_tool_adds_numbered_passages_to_the_sources(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if turn(body) == 0:
+            return tool_call("search", {"query": "second largest city of Denmark"})
+        return text("Aarhus [2].")
+
+    client, llm = chat_api(script, chat_context_k=1)
+    response = post(client, chat_body("scripted@kb-a"))
+    assert response.status_code == 200, response.text
+    sources = response.json()["rag_sources"]
+    assert sources[0]["file_name"] == "paris.pdf"
+    assert sources[1]["index"] == 2
+    assert sources[1]["file_name"] == "denmark.pdf"
+    (result,) = tool_results(llm.requests[1])
+    assert result.startswith("[2] denmark.pdf")
+    assert "Aarhus is the second largest city" in result
+
+
+def test_tool_rounds_stop_at_the_cap_then_one_call_without_tools(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if not body.get("tools"):
+            return text("final answer")
+        return tool_call("search", {"query": f"query {turn(body)}"}, call_id=f"call{turn(body)}")
+
+    client, llm = chat_api(script, chat_max_tool_rounds=2)
+    response = post(client, chat_body("scripted@kb-a"))
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "final answer"
+    assert [tool_names(request) for request in llm.requests] == [
+        ["read_full_document", "search"],
+        ["read_full_document", "search"],
+        [],
+    ]
+    assert len(tool_results(llm.requests[2])) == 2
+
+
+def test_client_tools_pass_through_and_their_calls_return_to_the_client(chat_api: ChatApi) -> None:
+    weather = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+    client, llm = chat_api(lambda body: tool_call("get_weather", {"city": "Paris"}))
+    response = post(client, chat_body("scripted@kb-a", tools=[weather], tool_choice="auto"))
+    assert response.status_code == 200, response.text
+    choice = response.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    (call,) = choice["message"]["tool_calls"]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    assert call["id"] == "call_1_0"
+    assert response.json()["rag_sources"]
+    (sent,) = llm.requests  # not executed here: no second round
+    assert sent["tools"][0] == weather
+    assert tool_names(sent) == ["get_weather", "read_full_document", "search"]
+    assert sent["tool_choice"] == "auto"
+
+
+def test_stream_frames_deltas_then_sources_then_done(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("The tower was completed in 1889 [1]."))
+    with client.stream(
+        "POST", "/v1/chat/completions", json=chat_body("scripted@kb-a", stream=True), headers=AUTH
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        raw = "".join(response.iter_text())
+    parsed = chunks(sse_events(raw))
+    assert streamed_text(parsed) == "The tower was completed in 1889 [1]."
+    assert len([chunk for chunk in parsed if chunk["choices"] and chunk["choices"][0]["delta"].get("content")]) > 3
+    assert parsed[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert {chunk["id"] for chunk in parsed} == {parsed[0]["id"]}
+    assert all(chunk["object"] == "chat.completion.chunk" and chunk["model"] == "scripted@kb-a" for chunk in parsed)
+    assert parsed[-2]["choices"][0]["finish_reason"] == "stop"
+    last = parsed[-1]
+    assert last["choices"] == []
+    assert last["rag_sources"][0]["file_name"] == "paris.pdf"
+    assert llm.requests[0]["stream"] is True
+    assert 'chat_requests_total{outcome="ok",stream="true"} 1.0' in client.get("/metrics", headers=AUTH).text
+
+
+def test_stream_runs_tool_rounds_and_streams_only_the_final_text(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if turn(body) == 0:
+            answer = tool_call("read_full_document", {"file_id": "file-biology.pdf"})
+            answer["choices"][0]["message"]["content"] = None
+            return answer
+        return text("Cells make ATP [1].")
+
+    client, llm = chat_api(script)
+    response = post(client, chat_body("scripted@kb-a", stream=True))
+    parsed = chunks(sse_events(response.text))
+    assert streamed_text(parsed) == "Cells make ATP [1]."
+    assert not any(chunk["choices"] and chunk["choices"][0]["delta"].get("tool_calls") for chunk in parsed)
+    assert len(llm.requests) == 2
+    (result,) = tool_results(llm.requests[1])
+    assert "Mitochondria are the powerhouse" in result
+    # The tool call went back upstream whole, though it streamed in pieces.
+    call = llm.requests[1]["messages"][-2]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"file_id": "file-biology.pdf"}
+
+
+def test_stream_returns_client_tool_calls(chat_api: ChatApi) -> None:
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    client, _ = chat_api(lambda body: tool_call("get_weather", {"city": "Oslo"}))
+    parsed = chunks(sse_events(post(client, chat_body("scripted@kb-a", stream=True, tools=[weather])).text))
+    calls = [
+        chunk["choices"][0]["delta"]["tool_calls"]
+        for chunk in parsed
+        if chunk["choices"] and "tool_calls" in chunk["choices"][0]["delta"]
+    ]
+    assert calls == [
+        [
+            {
+                "index": 0,
+                "id": "call_1_0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+            }
+        ]
+    ]
+    assert parsed[-2]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_upstream_status_comes_back_openai_shaped(chat_api: ChatApi, stream: bool) -> None:
+    client, _ = chat_api(lambda body: Status(429, '{"error": {"message": "slow down"}}'))
+    response = post(client, chat_body("scripted@kb-a", stream=stream))
+    assert response.status_code == 429
+    error = response.json()["error"]
+    assert error["type"] == "rate_limit_error"
+    assert error["code"] == "upstream_error"
+    assert "slow down" in error["message"]
+    assert set(error) == {"message", "type", "code", "param"}
+    stream_label = "true" if stream else "false"
+    metrics = client.get("/metrics", headers=AUTH).text
+    assert f'chat_requests_total{{outcome="upstream_error",stream="{stream_label}"}} 1.0' in metrics
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_upstream_down_is_502(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
+    client = app_factory(chat_settings(f"http://127.0.0.1:{_closed_port()}/v1"), seeded)
+    response = post(client, chat_body("scripted@kb-a"))
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "upstream_unavailable"
+    assert response.json()["error"]["type"] == "api_error"
+
+
+def test_chat_disabled_is_503(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:
+    client = app_factory(chat_settings(None), seeded)
+    for response in (post(client, chat_body()), client.get("/v1/models", headers=AUTH)):
+        assert response.status_code == 503
+        error = response.json()["error"]
+        assert error["code"] == "chat_disabled"
+        assert "CHAT_UPSTREAM_BASE_URL" in error["message"]
+
+
+def test_missing_key_is_401_openai_shaped(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("never"))
+    for headers in ({}, {"Authorization": "Bearer wrong-key"}):
+        response = client.post("/v1/chat/completions", json=chat_body(), headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["type"] == "authentication_error"
+        assert response.json()["error"]["code"] == "UNAUTHORIZED"
+    assert llm.requests == []
+    # Other paths keep the flat shape.
+    assert client.post("/search", json={}).json()["code"] == "UNAUTHORIZED"
+
+
+def test_invalid_requests_are_400_openai_shaped(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("never"))
+    missing = post(client, {"model": "scripted"})
+    assert missing.status_code == 400
+    assert missing.json()["error"]["type"] == "invalid_request_error"
+    assert "messages" in missing.json()["error"]["message"]
+    bad_name = post(client, chat_body("scripted@kb a"))
+    assert bad_name.status_code == 400
+    assert bad_name.json()["error"]["param"] == "model"
+    assert bad_name.json()["error"]["code"] == "invalid_knowledge_base"
+    bad_field = post(client, chat_body(collection_names=["ok", "../etc"]))
+    assert bad_field.status_code == 400
+    assert bad_field.json()["error"]["param"] == "collection_names"
+    assert post(client, chat_body("@kb-a")).status_code == 400
+    assert llm.requests == []
+
+
+def test_models_lists_upstream_models_with_knowledge_base_variants(
+    chat_api: ChatApi, seeded: ChunkStore, embedder: ContractEmbedder
+) -> None:
+    # An Open WebUI per-file tenant and a memory tenant: not offered as knowledge bases.
+    async def add_tenants() -> None:
+        for tenant in ("file-0123", "user-memory-42"):
+            await add_chunk(seeded, embedder, f"{tenant}-0", "Some text.", chunk_meta(tenant, "x.txt", 1, 0))
+
+    anyio.run(add_tenants)
+    client, _ = chat_api(lambda body: text("x"), models=["m1", "m2"])
+    response = client.get("/v1/models", headers=AUTH)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["object"] == "list"
+    ids = [card["id"] for card in body["data"]]
+    assert ids[:3] == ["m1", "m2", "scripted"]
+    assert {"m1@kb-a", "m2@kb-b", "scripted@kb-c"} <= set(ids)
+    assert not any("file-" in name or "user-memory" in name for name in ids)
+    assert len(ids) == 3 * 4
+
+
+def test_allow_list_restricts_models_and_requests(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("x"), chat_knowledge_bases="kb-a, kb-c")
+    ids = [card["id"] for card in client.get("/v1/models", headers=AUTH).json()["data"]]
+    # The upstream has no model list: CHAT_DEFAULT_MODEL stands in.
+    assert ids == ["scripted", "scripted@kb-a", "scripted@kb-c"]
+    refused = post(client, chat_body("scripted@kb-a+kb-b"))
+    assert refused.status_code == 404
+    assert refused.json()["error"]["code"] == "knowledge_base_not_found"
+    assert "'kb-b'" in refused.json()["error"]["message"]
+    assert llm.requests == []
+    assert post(client, chat_body("scripted@kb-a")).status_code == 200
+
+
+def test_failure_after_the_stream_started_is_an_error_event(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any] | Status:
+        if turn(body) == 0:
+            return tool_call("search", {"query": "Aarhus"})
+        return Status(500, '{"error": {"message": "upstream crashed"}}')
+
+    client, _ = chat_api(script)
+    events = sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text)
+    assert "[DONE]" not in events
+    error = json.loads(events[-1])["error"]
+    assert error["code"] == "upstream_error"
+    assert "upstream crashed" in error["message"]
+    assert (
+        'chat_requests_total{outcome="upstream_error",stream="true"} 1.0' in client.get("/metrics", headers=AUTH).text
+    )
