@@ -143,7 +143,8 @@ def create_app(
     install_openai_errors(app)
     app.include_router(health.router)
     app.include_router(search.router)
-    app.include_router(chat.router)
+    # The OpenAPI shows the chat routes only where they work (unconfigured, they answer 503 chat_disabled).
+    app.include_router(chat.router, include_in_schema=settings.chat_upstream_base_url is not None)
     app.include_router(metrics.router)
     mcp_sessions = mount_mcp(app) if settings.enable_mcp else None
     return app

@@ -307,6 +307,19 @@ def test_chat_disabled_is_503(app_factory: Callable[..., TestClient], seeded: Ch
         assert "CHAT_UPSTREAM_BASE_URL" in error["message"]
 
 
+def test_the_openapi_shows_the_chat_routes_only_where_chat_is_configured(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, chat_api: ChatApi
+) -> None:
+    disabled = app_factory(chat_settings(None), seeded).get("/openapi.json").json()["paths"]
+    assert "/v1/chat/completions" not in disabled
+    assert "/v1/models" not in disabled
+    client, _ = chat_api(lambda body: text("never"))
+    enabled = client.get("/openapi.json").json()["paths"]
+    documented = enabled["/v1/chat/completions"]["post"]["responses"]
+    assert {"200", "400", "401", "502", "503", "504", "default"} <= set(documented)
+    assert "/v1/models" in enabled
+
+
 def test_missing_key_is_401_openai_shaped(chat_api: ChatApi) -> None:
     client, llm = chat_api(lambda body: text("never"))
     for headers in ({}, {"Authorization": "Bearer wrong-key"}):

@@ -127,3 +127,18 @@ class ModelCard(BaseModel):
 class ModelList(BaseModel):
     object: Literal["list"] = "list"
     data: list[ModelCard]
+
+
+class OpenAIErrorDetail(BaseModel):
+    """OpenAI's error object."""
+
+    message: str
+    type: str
+    code: str | None = None
+    param: str | None = None
+
+
+class OpenAIErrorBody(BaseModel):
+    """Every failure on /v1/*: OpenAI's shape, which its SDKs parse (``error.message``)."""
+
+    error: OpenAIErrorDetail

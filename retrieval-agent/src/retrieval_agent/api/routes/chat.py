@@ -12,9 +12,24 @@ from starlette.responses import Response
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import ChatDep, MetricsDep
 from retrieval_agent.chat.errors import chat_disabled
-from retrieval_agent.chat.models import ChatCompletion, ChatCompletionRequest, ModelList
+from retrieval_agent.chat.models import ChatCompletion, ChatCompletionRequest, ModelList, OpenAIErrorBody
 
-router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[BEARER])
+_ERRORS: dict[int | str, dict[str, object]] = {
+    status: {"model": OpenAIErrorBody, "description": description}
+    for status, description in {
+        400: "invalid_request_error: the body or a knowledge-base name is invalid.",
+        401: "UNAUTHORIZED: missing or wrong API key.",
+        404: "knowledge_base_not_found: outside CHAT_KNOWLEDGE_BASES.",
+        413: "The body is larger than MAX_REQUEST_BYTES.",
+        502: "upstream_unavailable: the chat model could not be reached.",
+        503: "chat_disabled (CHAT_UPSTREAM_BASE_URL unset), or the store is unavailable.",
+        504: "upstream_timeout.",
+    }.items()
+}
+# An upstream error comes back with the upstream's own status (429, 401, ...).
+_ERRORS["default"] = {"model": OpenAIErrorBody, "description": "upstream_error, with the upstream's status."}
+
+router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[BEARER], responses=_ERRORS)
 
 # Proxies must pass each event on at once (nginx buffers otherwise).
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
