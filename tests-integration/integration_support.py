@@ -87,6 +87,27 @@ class Stack:
         return client
 
 
+def ingest_multipart(client: httpx.Client, path: Path, file_id: str, collection: str, **fields: str) -> dict[str, Any]:
+    """Multipart ``PUT /api/v1/ingest`` of ``path`` into ``collection`` (as Open WebUI's fork sends it); the 200 body."""
+    with path.open("rb") as handle:
+        response = client.put(
+            "/api/v1/ingest",
+            files={"file": (path.name, handle, "application/octet-stream")},
+            data={
+                "file_id": file_id,
+                "filename": path.name,
+                "collection_name": collection,
+                "collection_type": "file",
+                "user_id": "user-1",
+                "overwrite": "true",
+                **fields,
+            },
+        )
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
 def _start_moto() -> tuple[object, S3Endpoint]:
     from moto.server import ThreadedMotoServer
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from integration_support import Stack, running_rag_dev
+from integration_support import Stack, ingest_multipart, running_rag_dev
 from scripted_llm_server import ScriptedLLMServer
 
 AGENT_KEY = "scripted-agent-key-never-logged-0123456789"
@@ -48,23 +48,6 @@ class AgenticStack:
     log: Path
 
 
-def _ingest(client: httpx.Client, path: Path, file_id: str, collection: str) -> None:
-    with path.open("rb") as handle:
-        response = client.put(
-            "/api/v1/ingest",
-            files={"file": (path.name, handle, "text/plain")},
-            data={
-                "file_id": file_id,
-                "filename": path.name,
-                "collection_name": collection,
-                "collection_type": "file",
-                "user_id": "user-1",
-                "overwrite": "true",
-            },
-        )
-    assert response.status_code == 200, response.text
-
-
 @pytest.fixture(scope="module")
 def agentic(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgenticStack]:
     if os.environ.get("INGESTION_BASE_URL"):
@@ -93,7 +76,7 @@ def agentic(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             ]:
                 path = workdir / name
                 path.write_text(content, encoding="utf-8")
-                _ingest(ingestion, path, file_id, collection)
+                ingest_multipart(ingestion, path, file_id, collection)
             assert running.log is not None
             yield AgenticStack(retrieval, ingestion, llm, tenant, other, running.log)
 

@@ -11,13 +11,12 @@ import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from integration_support import Stack, running_rag_dev
+from integration_support import Stack, ingest_multipart, running_rag_dev
 from scripted_llm_server import ScriptedLLMServer
 
 UPSTREAM_KEY = "scripted-chat-upstream-key-0123456789"
@@ -34,23 +33,6 @@ class ChatStack:
     retrieval: httpx.Client
     llm: ScriptedLLMServer
     tenant: str
-
-
-def _ingest(client: httpx.Client, path: Path, file_id: str, collection: str) -> None:
-    with path.open("rb") as handle:
-        response = client.put(
-            "/api/v1/ingest",
-            files={"file": (path.name, handle, "text/plain")},
-            data={
-                "file_id": file_id,
-                "filename": path.name,
-                "collection_name": collection,
-                "collection_type": "file",
-                "user_id": "user-1",
-                "overwrite": "true",
-            },
-        )
-    assert response.status_code == 200, response.text
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +56,7 @@ def chat(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cha
             ]:
                 path = workdir / name
                 path.write_text(content, encoding="utf-8")
-                _ingest(ingestion, path, file_id, tenant)
+                ingest_multipart(ingestion, path, file_id, tenant)
             client = openai.OpenAI(
                 base_url=f"{running.retrieval_url}/v1", api_key=running.retrieval_key, max_retries=0, timeout=60
             )

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-from integration_support import FIXTURES, Stack
-from test_ingest_then_search import CONTRACT_PDF, TABLES_DOCX, chunks_of, ingest_multipart
+from integration_support import FIXTURES, Stack, ingest_multipart
+from test_ingest_then_search import CONTRACT_PDF, TABLES_DOCX, chunks_of
 
 SEARCHERS = 8
 INSURANCE_QUESTION = "What insurance coverage must the consultant obtain and maintain?"
@@ -54,7 +54,7 @@ def test_eight_searchers_while_ingesting_get_no_errors_and_the_same_answer(
 ) -> None:
     read_kb, write_kb = f"kb-read-{uuid.uuid4().hex[:8]}", f"kb-write-{uuid.uuid4().hex[:8]}"
     pdf_id = str(uuid.uuid4())
-    ingest_multipart(stack, CONTRACT_PDF, pdf_id, read_kb)
+    ingest_multipart(stack.ingestion(), CONTRACT_PDF, pdf_id, read_kb)
 
     writing_done = threading.Event()
     failures: list[str] = []
@@ -81,7 +81,7 @@ def test_eight_searchers_while_ingesting_get_no_errors_and_the_same_answer(
     def writer() -> list[int]:
         chunks = []
         for index, path in enumerate(WRITES):
-            body = ingest_multipart(stack, path, f"write-{index}-{uuid.uuid4().hex[:6]}", write_kb)
+            body = ingest_multipart(stack.ingestion(), path, f"write-{index}-{uuid.uuid4().hex[:6]}", write_kb)
             chunks.append(body["chunks_count"])
         return chunks
 
@@ -117,10 +117,10 @@ def test_eight_searchers_while_ingesting_get_no_errors_and_the_same_answer(
 
 def test_concurrent_reingests_of_one_file_leave_exactly_one_whole_version(stack: Stack) -> None:
     kb, file_id = f"kb-race-{uuid.uuid4().hex[:8]}", str(uuid.uuid4())
-    expected = ingest_multipart(stack, TABLES_DOCX, file_id, kb)["chunks_count"]
+    expected = ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb)["chunks_count"]
     for trial in range(20):
         with ThreadPoolExecutor(max_workers=2) as pool:
-            bodies = list(pool.map(lambda _: ingest_multipart(stack, TABLES_DOCX, file_id, kb), range(2)))
+            bodies = list(pool.map(lambda _: ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb), range(2)))
         assert [body["status"] for body in bodies] == [True, True], f"trial {trial}"
         chunks = chunks_of(stack, file_id)
         assert len({chunk["meta"]["ingest_version"] for chunk in chunks}) == 1, f"trial {trial}"
@@ -192,7 +192,7 @@ def _aborted_by_clients(stack: Stack) -> float:
 
 def test_a_client_that_disconnects_mid_ingest_leaves_the_previous_version_and_no_orphan(stack: Stack) -> None:
     kb, file_id = f"kb-gone-{uuid.uuid4().hex[:8]}", str(uuid.uuid4())
-    kept = ingest_multipart(stack, TABLES_DOCX, file_id, kb)["chunks_count"]
+    kept = ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb)["chunks_count"]
     before = _aborted_by_clients(stack)
     # ~1,000 chunks: minutes of embedding on these cores, so the client is gone long before a commit.
     words = " ".join(f"ledger{index} entry balance audited quarterly" for index in range(60_000))

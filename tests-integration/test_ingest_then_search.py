@@ -8,30 +8,11 @@ from typing import Any
 
 import httpx
 import pytest
-from integration_support import BUCKET, FIXTURES, Stack
+from integration_support import BUCKET, FIXTURES, Stack, ingest_multipart
 
 CONTRACT_PDF = FIXTURES / "kreuzberg__sample_contract.pdf"
 TABLES_DOCX = FIXTURES / "docling__word_tables.docx"
 SCAN_PDF = FIXTURES / "kreuzberg__non_searchable.pdf"
-
-
-def ingest_multipart(stack: Stack, path: Path, file_id: str, collection: str) -> dict[str, Any]:
-    with path.open("rb") as handle:
-        response = stack.ingestion().put(
-            "/api/v1/ingest",
-            files={"file": (path.name, handle, "application/octet-stream")},
-            data={
-                "file_id": file_id,
-                "filename": path.name,
-                "collection_name": collection,
-                "collection_type": "file",
-                "user_id": "user-1",
-                "overwrite": "true",
-            },
-        )
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def ingest_s3(stack: Stack, path: Path, file_id: str, collection: str) -> dict[str, Any]:
@@ -78,7 +59,7 @@ def knowledge_base(stack: Stack, unique: str) -> dict[str, str]:
     """One knowledge base holding a PDF (multipart) and a DOCX (S3 key)."""
     kb = f"kb-{unique}"
     pdf_id, docx_id = str(uuid.uuid4()), str(uuid.uuid4())
-    pdf = ingest_multipart(stack, CONTRACT_PDF, pdf_id, kb)
+    pdf = ingest_multipart(stack.ingestion(), CONTRACT_PDF, pdf_id, kb)
     docx = ingest_s3(stack, TABLES_DOCX, docx_id, kb)
     assert pdf["status"] is True
     assert pdf["collection_name"] == kb
@@ -108,7 +89,7 @@ def test_search_finds_the_docx_ingested_by_s3_key(stack: Stack, knowledge_base: 
 
 def test_another_tenant_sees_nothing_of_the_first(stack: Stack, knowledge_base: dict[str, str], unique: str) -> None:
     other_kb = f"kb-other-{unique}"
-    ingest_multipart(stack, FIXTURES / "tika__danish_europarl_sample.txt", str(uuid.uuid4()), other_kb)
+    ingest_multipart(stack.ingestion(), FIXTURES / "tika__danish_europarl_sample.txt", str(uuid.uuid4()), other_kb)
     body = search(stack, "What insurance coverage must the consultant obtain and maintain?", [other_kb], k=20)
     own_files = {knowledge_base["pdf"], knowledge_base["docx"]}
     assert body["metadatas"][0]  # the other tenant has chunks of its own
@@ -118,8 +99,8 @@ def test_another_tenant_sees_nothing_of_the_first(stack: Stack, knowledge_base: 
 
 def test_reingest_leaves_exactly_one_version(stack: Stack, unique: str) -> None:
     kb, file_id = f"kb-re-{unique}", str(uuid.uuid4())
-    first = ingest_multipart(stack, TABLES_DOCX, file_id, kb)
-    second = ingest_multipart(stack, TABLES_DOCX, file_id, kb)
+    first = ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb)
+    second = ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb)
     chunks = chunks_of(stack, file_id)
     versions = {chunk["meta"]["ingest_version"] for chunk in chunks}
     assert len(versions) == 1
@@ -129,7 +110,7 @@ def test_reingest_leaves_exactly_one_version(stack: Stack, unique: str) -> None:
 
 def test_delete_removes_the_file_from_search(stack: Stack, unique: str) -> None:
     kb, file_id = f"kb-del-{unique}", str(uuid.uuid4())
-    ingested = ingest_multipart(stack, TABLES_DOCX, file_id, kb)
+    ingested = ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb)
     response = stack.ingestion().delete(f"/api/v1/documents/{file_id}")
     assert response.status_code == 200, response.text
     assert response.json()["chunks_deleted"] == ingested["chunks_count"]
@@ -143,8 +124,8 @@ def test_delete_removes_the_file_from_search(stack: Stack, unique: str) -> None:
 def test_delete_can_be_scoped_to_one_collection(stack: Stack, unique: str) -> None:
     file_id = str(uuid.uuid4())
     kb_a, kb_b = f"kb-a-{unique}", f"kb-b-{unique}"
-    ingest_multipart(stack, TABLES_DOCX, file_id, kb_a)
-    ingest_multipart(stack, TABLES_DOCX, file_id, kb_b)
+    ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb_a)
+    ingest_multipart(stack.ingestion(), TABLES_DOCX, file_id, kb_b)
     response = stack.ingestion().delete(f"/api/v1/documents/{file_id}", params={"collection_name": kb_a})
     assert response.status_code == 200, response.text
     assert search(stack, "uniform table header cells", [kb_a])["documents"][0] == []
@@ -165,7 +146,7 @@ def test_wrong_keys_are_refused(stack: Stack) -> None:
 def test_a_scan_is_ocrd_and_found_with_its_page(stack: Stack, unique: str) -> None:
     kb = f"kb-scan-{unique}"
     file_id = str(uuid.uuid4())
-    ingest_multipart(stack, SCAN_PDF, file_id, kb)
+    ingest_multipart(stack.ingestion(), SCAN_PDF, file_id, kb)
     body = search(stack, "a PDF created from an image cannot be rendered as plain text", [kb], k=3)
     assert "non-text-searchable PDF" in body["documents"][0][0]
     meta = body["metadatas"][0][0]

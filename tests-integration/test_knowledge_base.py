@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_support import FIXTURES, Stack
+from integration_support import FIXTURES, Stack, ingest_multipart
 
 CONTRACT_PDF = FIXTURES / "kreuzberg__sample_contract.pdf"
 TABLES_DOCX = FIXTURES / "docling__word_tables.docx"
-
-
-def ingest(stack: Stack, path: Path, file_id: str, collection: str, **fields: str) -> dict[str, Any]:
-    with path.open("rb") as handle:
-        response = stack.ingestion().put(
-            "/api/v1/ingest",
-            files={"file": (path.name, handle, "application/octet-stream")},
-            data={"file_id": file_id, "filename": path.name, "collection_name": collection, "user_id": "u1", **fields},
-        )
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def search_files(stack: Stack, query: str, collections: list[str], search_filter: dict[str, Any]) -> set[str]:
@@ -40,8 +27,8 @@ def search_files(stack: Stack, query: str, collections: list[str], search_filter
 def kb(stack: Stack, unique: str) -> dict[str, str]:
     name = f"kb-labels-{unique}"
     pdf, docx = str(uuid.uuid4()), str(uuid.uuid4())
-    ingest(stack, CONTRACT_PDF, pdf, name, tags="contracts,signed", category="legal")
-    ingest(stack, TABLES_DOCX, docx, name, tags='["tables"]', category="reference")
+    ingest_multipart(stack.ingestion(), CONTRACT_PDF, pdf, name, tags="contracts,signed", category="legal")
+    ingest_multipart(stack.ingestion(), TABLES_DOCX, docx, name, tags='["tables"]', category="reference")
     return {"name": name, "pdf": pdf, "docx": docx}
 
 
@@ -67,7 +54,7 @@ def test_an_unknown_filter_key_is_422_naming_it(stack: Stack, kb: dict[str, str]
 def test_re_sending_the_same_file_is_unchanged_and_patched_tags_are_searchable(
     stack: Stack, kb: dict[str, str]
 ) -> None:
-    again = ingest(stack, CONTRACT_PDF, kb["pdf"], kb["name"])
+    again = ingest_multipart(stack.ingestion(), CONTRACT_PDF, kb["pdf"], kb["name"])
     assert again["unchanged"] is True
     assert again["content_hash"] == hashlib.sha256(CONTRACT_PDF.read_bytes()).hexdigest()
     patched = stack.ingestion().patch(
@@ -100,6 +87,6 @@ def test_the_same_file_in_a_second_knowledge_base_reuses_its_vectors(
     stack: Stack, kb: dict[str, str], unique: str
 ) -> None:
     other = f"kb-copy-{unique}"
-    body = ingest(stack, TABLES_DOCX, kb["docx"], other)
+    body = ingest_multipart(stack.ingestion(), TABLES_DOCX, kb["docx"], other)
     assert body["extraction"]["reused_vectors"] is True
     assert search_files(stack, "table", [other], {}) == {kb["docx"]}

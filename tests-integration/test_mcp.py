@@ -8,12 +8,11 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
-from integration_support import FIXTURES, Stack
+from integration_support import FIXTURES, Stack, ingest_multipart
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextResourceContents
@@ -30,22 +29,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def ingest(stack: Stack, path: Path, file_id: str, collection: str) -> None:
-    with path.open("rb") as handle:
-        response = stack.ingestion().put(
-            "/api/v1/ingest",
-            files={"file": (path.name, handle, "application/octet-stream")},
-            data={"file_id": file_id, "filename": path.name, "collection_name": collection, "user_id": "u1"},
-        )
-    assert response.status_code == 200, response.text
-
-
 @pytest.fixture(scope="module")
 def kb(stack: Stack, unique: str) -> dict[str, str]:
     name = f"kb-mcp-{unique}"
     pdf, md = str(uuid.uuid4()), str(uuid.uuid4())
-    ingest(stack, CONTRACT_PDF, pdf, name)
-    ingest(stack, WIKI_MD, md, name)
+    ingest_multipart(stack.ingestion(), CONTRACT_PDF, pdf, name)
+    ingest_multipart(stack.ingestion(), WIKI_MD, md, name)
     return {"name": name, "pdf": pdf, "md": md}
 
 

@@ -23,6 +23,7 @@ from shared_contract.store import (
     file_filter,
     match,
     pending_condition,
+    read_newest_version,
 )
 
 _RECOVERY_PAGE = 1024
@@ -162,18 +163,7 @@ class ChunkIndex:
 
     async def read_version(self, file_id: str, collection_name: str) -> list[PointRecord]:
         """Every point (payload and vectors) of the file's newest committed version in the tenant."""
-        records: list[PointRecord] = []
-        offset: str | None = None
-        while True:
-            page, offset = await self.store.scroll(
-                committed_file_filter(file_id, collection_name), limit=_RECOVERY_PAGE, offset=offset, with_vectors=True
-            )
-            records.extend(page)
-            if offset is None:
-                break
-        seqs = [_as_seq((record.payload.get(PAYLOAD_META) or {}).get(MetaKey.INGEST_SEQ)) or 0 for record in records]
-        newest = max(seqs, default=0)
-        return [record for record, seq in zip(records, seqs, strict=True) if seq == newest]
+        return await read_newest_version(self.store, file_id, collection_name, with_vectors=True)
 
     async def recover(self, *, pending_before_seq: int | None) -> RecoveryReport:
         """Start-up repair after a crash; see ``versioning.recover``."""

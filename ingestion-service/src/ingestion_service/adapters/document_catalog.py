@@ -34,6 +34,7 @@ from shared_contract.store import (
     file_filter,
     match,
     pending_condition,
+    read_newest_version,
     tenant_condition,
     tenant_filter,
 )
@@ -332,21 +333,9 @@ class DocumentCatalog:
 
         A version has at most MAX_CHUNKS_PER_DOCUMENT chunks, so reading all of them is bounded.
         """
-        records: list[PointRecord] = []
-        offset: str | None = None
-        while True:
-            page, offset = await self.store.scroll(
-                committed_file_filter(file_id, collection_name), limit=_PAGE, offset=offset, with_payload=_TEXT_FIELDS
-            )
-            records.extend(page)
-            if offset is None:
-                break
-        if not records:
+        version = await read_newest_version(self.store, file_id, collection_name, with_payload=_TEXT_FIELDS)
+        if not version:
             return None
-        newest = max(_seq(_meta(record)) for record in records)
-        version = [record for record in records if _seq(_meta(record)) == newest]
-        # Scroll pages come in point-id order; the text order is split_id.
-        version.sort(key=lambda record: _int(_meta(record).get(MetaKey.SPLIT_ID)) or 0)
         return DocumentText(
             file_id=file_id,
             collection_name=collection_name,

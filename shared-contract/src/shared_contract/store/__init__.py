@@ -21,6 +21,7 @@ from shared_contract.store.points import chunk_payload, chunk_point, point_id_fo
 from shared_contract.store.port import ChunkPoint, ChunkStore, FacetCount, PointRecord, StoreInfo, StoreKind
 from shared_contract.store.server import MIN_SERVER_VERSION, ServerStore
 from shared_contract.store.tenants import TenantCount, tenant_counts
+from shared_contract.store.versions import read_newest_version
 
 __all__ = [
     "MIN_SERVER_VERSION",
@@ -47,6 +48,7 @@ __all__ = [
     "open_store",
     "pending_condition",
     "point_id_for",
+    "read_newest_version",
     "tenant_condition",
     "tenant_counts",
     "tenant_filter",
