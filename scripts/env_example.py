@@ -71,6 +71,10 @@ COMPOSE_FIXED: dict[str, tuple[str | None, str]] = {
         "/var/lib/ingestion-state",
         "docker-compose.yml keeps it on the ingestion_state volume (reindex jobs resume after a restart).",
     ),
+    "MEMORY_PATH": (
+        "/var/lib/memory",
+        "docker-compose.yml keeps it on the memory volume (the facts and their Git history).",
+    ),
 }
 # Required by docker-compose.yml although the class has a default.
 COMPOSE_REQUIRED: dict[str, str] = {

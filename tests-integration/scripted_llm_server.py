@@ -13,7 +13,10 @@ One server answers every test, so a marker in the user's question picks the beha
 - ``[list]``: ``list_documents`` (most recent first), then ``read_document`` of the first one, then DONE.
 
 A chat request of the retrieval agent's /v1/chat/completions (its context system message carries
-numbered passages) is answered "According to <the first passage's header> [1]." A request with
+numbered passages) is answered "According to <the first passage's header> [1]."; one with a memory
+message (and no passages) "I remember: <the facts>.". The memory reconciler's two calls are answered
+by rule (``_memory_answer``): the facts of ``MEMORY_FACTS`` whose phrase the newest message holds, and
+an UPDATE of a shown fact that shares a word with the candidate (else an ADD). A request with
 ``"stream": true`` gets its answer as SSE chunks.
 """
 
@@ -73,7 +76,51 @@ def _tool_results(body: dict[str, Any]) -> list[Any]:
 _FIRST_PASSAGE = re.compile(r"^\[1\] (.+)$", re.MULTILINE)
 
 
+# The memory reconciler's output tools (retrieval_agent.memory.reconcile).
+EXTRACT_TOOL = "record_facts"
+DECIDE_TOOL = "decide_memory_operations"
+MEMORY_FACTS = {
+    "i use pip": "The user uses pip for Python packaging.",
+    "switched to poetry": "The user uses poetry for Python packaging.",
+    "green tea": "The user drinks green tea.",
+}
+_MEMORY_TOPICS = {"packaging", "tea"}
+_MEMORY_PROMPT = "What you remember about the user"
+
+
+def _last_user(body: dict[str, Any]) -> str:
+    users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
+    return users[-1] if users and isinstance(users[-1], str) else ""
+
+
+def _memory_answer(body: dict[str, Any]) -> dict[str, Any] | None:
+    tools = {tool["function"]["name"] for tool in body.get("tools") or []}
+    prompt = _last_user(body)
+    if EXTRACT_TOOL in tools:
+        newest = prompt.split("Newest message:\n", 1)[-1].lower()
+        facts = [{"text": fact, "language": "en"} for phrase, fact in MEMORY_FACTS.items() if phrase in newest]
+        return tool_call(EXTRACT_TOOL, {"facts": facts}, 0)
+    if DECIDE_TOOL not in tools:
+        return None
+    shown_part, _, new_part = prompt.partition("New candidate facts:\n")
+    shown = re.findall(r"^(\d+)\. (.+)$", shown_part, re.MULTILINE)
+    operations: list[dict[str, Any]] = []
+    for candidate in re.findall(r"^- (.+) \(language: [a-z]+\)$", new_part, re.MULTILINE):
+        topic = _MEMORY_TOPICS & set(re.findall(r"[a-z]+", candidate.lower()))
+        target = next((int(n) for n, fact in shown if topic & set(re.findall(r"[a-z]+", fact.lower()))), None)
+        if target is None:
+            operations.append({"action": "ADD", "text": candidate, "language": "en", "reason": "new"})
+        else:
+            operations.append({"action": "UPDATE", "fact": target, "text": candidate, "reason": "changed"})
+    return tool_call(DECIDE_TOOL, {"operations": operations}, 0)
+
+
 def _chat_answer(body: dict[str, Any]) -> dict[str, Any] | None:
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") == "system" and isinstance(content, str) and content.startswith(_MEMORY_PROMPT):
+            facts = [line[2:] for line in content.splitlines() if line.startswith("- ")]
+            return text(f"I remember: {' | '.join(facts)}.")
     for message in body.get("messages", []):
         content = message.get("content")
         if message.get("role") == "system" and isinstance(content, str) and "Passages:" in content:
@@ -110,6 +157,9 @@ def stream_events(answer: dict[str, Any]) -> bytes:
 
 def reply(body: dict[str, Any]) -> dict[str, Any] | str:
     """The scripted answer, or "down" / "hang" for the transport-level behaviours."""
+    memory = _memory_answer(body)
+    if memory is not None:
+        return memory
     chat = _chat_answer(body)
     if chat is not None:
         return chat

@@ -34,13 +34,18 @@ from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
 from shared_contract import file_collection_name, user_memory_collection_name
 from shared_contract.attributes import AttributeType, check_attributes
-from shared_contract.schema import FILE_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
+from shared_contract.schema import FILE_COLLECTION_PREFIX, MEMORY_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
 
 _SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
 
 
 def check_collection_binding(collection_name: str, *, file_id: str, user_id: str) -> None:
-    """``file-*`` must be this file's collection, ``user-memory-*`` this user's (403 otherwise)."""
+    """``file-*`` must be this file's collection, ``user-memory-*`` this user's, and ``memory-*`` belongs to
+    the retrieval agent's long-term memory (403 otherwise)."""
+    if collection_name.startswith(MEMORY_COLLECTION_PREFIX):
+        raise ForbiddenRequestError(
+            "collection_name 'memory-…' is reserved for long-term memory (the retrieval agent's /api/v1/memory)."
+        )
     if collection_name.startswith(USER_MEMORY_COLLECTION_PREFIX):
         if collection_name != user_memory_collection_name(user_id):
             raise ForbiddenRequestError("collection_name 'user-memory-…' must equal 'user-memory-<user_id>'.")

@@ -1,4 +1,4 @@
-"""``rag``: dev | ingest | sync | search | mcp | migrate | optimize."""
+"""``rag``: dev | ingest | sync | search | mcp | memory | migrate | optimize."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def _port(variable: str, default: int) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The command line."""
-    root = argparse.ArgumentParser(prog="rag", description="Local RAG stack: run it, ingest or sync files, search.")
+    root = argparse.ArgumentParser(
+        prog="rag", description="Local RAG stack: run it, ingest or sync files, search, edit memory."
+    )
     commands = root.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser("dev", help="run ingestion and retrieval in one process on an embedded Qdrant")
@@ -108,7 +110,46 @@ def parser() -> argparse.ArgumentParser:
     mcp.add_argument("--retrieval-api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
     mcp.add_argument("--ingestion-url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
     mcp.add_argument("--ingestion-api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
+    _memory_parser(commands)
     return root
+
+
+def _memory_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Every memory subcommand takes the connection flags after its own arguments, like `rag search`.
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument("--url", default=None, help="retrieval base URL (RAG_RETRIEVAL_URL)")
+    connection.add_argument("--api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
+    memory = commands.add_parser(
+        "memory",
+        help="read and edit a user's long-term memory (the retrieval agent's facts)",
+        description="Each user's facts are Markdown files the retrieval agent keeps under MEMORY_PATH/<user>/, "
+        "every change a Git commit; these commands go through its /api/v1/memory API (ENABLE_MEMORY=true).",
+    )
+    actions = memory.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
+    show = actions.add_parser("show", parents=[connection], help="a user's facts, or one fact in full")
+    show.add_argument("user", metavar="USER")
+    show.add_argument("fact_id", metavar="FACT_ID", nargs="?", default=None)
+    show.add_argument("--json", action="store_true", help="print the raw response")
+    log = actions.add_parser("log", parents=[connection], help="the history of a user's memory, newest first")
+    log.add_argument("user", metavar="USER")
+    log.add_argument("--fact", dest="fact_id", metavar="FACT_ID", default=None, help="only commits touching this fact")
+    log.add_argument("--limit", type=int, default=None, help="at most N commits (the service's default: 50)")
+    log.add_argument("--json", action="store_true", help="print the raw response")
+    edit = actions.add_parser("edit", parents=[connection], help="rewrite a fact in $VISUAL/$EDITOR (else vi)")
+    edit.add_argument("user", metavar="USER")
+    edit.add_argument("fact_id", metavar="FACT_ID")
+    edit.add_argument("--text", default=None, help="the new text, without opening an editor (for scripts)")
+    add = actions.add_parser("add", parents=[connection], help="remember a new fact")
+    add.add_argument("user", metavar="USER")
+    add.add_argument("text", metavar="TEXT")
+    add.add_argument("--language", default=None, help="ISO 639-1 code of the text (its BM25 stemmer)")
+    forget = actions.add_parser("forget", parents=[connection], help="delete a fact (moved to deleted/)")
+    forget.add_argument("user", metavar="USER")
+    forget.add_argument("fact_id", metavar="FACT_ID")
+    forget.add_argument("--reason", default=None, help="recorded in the file and the commit")
+    wipe = actions.add_parser("wipe", parents=[connection], help="forget a user entirely, history included")
+    wipe.add_argument("user", metavar="USER")
+    wipe.add_argument("--yes", action="store_true", help="required: there is no undo")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "sync":
         return _sync(args)
+    if args.command == "memory":
+        return _memory(args)
     if args.command == "mcp":
         from rag_cli.mcp_backend import COLLECTIONS_ENV, run_mcp
 
@@ -205,6 +248,26 @@ def _sync(args: argparse.Namespace) -> int:
         debounce_ms=args.debounce_ms,
         interval_s=args.interval,
     )
+
+
+def _memory(args: argparse.Namespace) -> int:
+    from rag_cli.memory import USAGE_ERROR, MemoryCommands
+
+    if args.memory_command == "log" and args.limit is not None and args.limit < 1:
+        sys.stderr.write("rag memory log: --limit must be at least 1\n")
+        return USAGE_ERROR
+    memory = MemoryCommands(retrieval_endpoint(args.url, args.api_key))
+    if args.memory_command == "show":
+        return memory.show(args.user, args.fact_id, as_json=args.json)
+    if args.memory_command == "log":
+        return memory.log(args.user, fact_id=args.fact_id, limit=args.limit, as_json=args.json)
+    if args.memory_command == "edit":
+        return memory.edit(args.user, args.fact_id, text=args.text)
+    if args.memory_command == "add":
+        return memory.add(args.user, args.text, language=args.language)
+    if args.memory_command == "forget":
+        return memory.forget(args.user, args.fact_id, reason=args.reason)
+    return memory.wipe(args.user, confirmed=args.yes)
 
 
 if __name__ == "__main__":

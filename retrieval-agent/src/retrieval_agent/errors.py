@@ -26,3 +26,23 @@ class QueryGenerationError(RetrievalError):
 class InvalidFilterError(RetrievalError):
     """The request's ``filter`` cannot run (an attribute not in INDEXED_ATTRIBUTES, a condition of the
     wrong type): a 422 naming the key, like any other invalid field."""
+
+
+class MemoryFailure(RetrievalError):
+    """Base class of long-term memory failures."""
+
+
+class MemoryDisabledError(MemoryFailure):
+    """ENABLE_MEMORY is off: the memory API answers 503 MEMORY_DISABLED."""
+
+
+class FactNotFoundError(MemoryFailure):
+    """No fact with this id in the user's memory (404 FACT_NOT_FOUND)."""
+
+
+class InvalidMemoryRequestError(MemoryFailure):
+    """A user or fact id that breaks its rule, or a fact text out of bounds (422 INVALID_REQUEST)."""
+
+
+class MemoryStorageError(MemoryFailure):
+    """The memory folder or its Git repository failed (500 MEMORY_FAILED); nothing was half-written."""

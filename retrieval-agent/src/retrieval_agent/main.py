@@ -12,17 +12,22 @@ from fastapi import FastAPI
 from prometheus_client import ProcessCollector
 from pydantic_ai.models import Model
 
-from retrieval_agent.adapters.llm import build_query_model, llm_timeout
+from retrieval_agent.adapters.git import find_git
+from retrieval_agent.adapters.llm import build_memory_model, build_query_model, llm_timeout
 from retrieval_agent.adapters.reranker import FastembedReranker, Reranker, build_reranker
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.api.auth import install_edge
 from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.openai_errors import install_openai_errors
-from retrieval_agent.api.routes import chat, health, metrics, search
+from retrieval_agent.api.routes import chat, health, memory, metrics, search
 from retrieval_agent.chat.service import ChatService
 from retrieval_agent.chat.upstream import ChatUpstream
 from retrieval_agent.mcp.http import mount_mcp
+from retrieval_agent.memory.index import MemoryIndex
+from retrieval_agent.memory.reconcile import Reconciler
+from retrieval_agent.memory.repository import FactRepository
+from retrieval_agent.memory.service import MemoryService
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
@@ -31,6 +36,42 @@ from shared_contract import ContractConfigError, ContractEmbedder
 from shared_contract.store import ChunkStore, close_store, open_store
 
 logger = logging.getLogger("retrieval_agent")
+
+
+def build_memory(
+    settings: Settings,
+    git: str,
+    upstream: ChatUpstream | None,
+    store: ChunkStore,
+    embedder: ContractEmbedder,
+    metrics_: SearchMetrics,
+    http_client: httpx.AsyncClient,
+) -> MemoryService:
+    """The memory service; it reconciles with the chat upstream's model when there is one.
+
+    A MEMORY_MODEL that LiteLLM would route to another provider is refused (ContractConfigError): the
+    reconciliation's structured output runs over the OpenAI-compatible API at CHAT_UPSTREAM_BASE_URL.
+    """
+    reconciler = None
+    if upstream is not None:
+        route = upstream.route(settings.effective_memory_model)
+        if route.api_base is None:
+            raise ContractConfigError(
+                "MEMORY_MODEL",
+                "must be a model served at CHAT_UPSTREAM_BASE_URL (no LiteLLM provider prefix): "
+                "facts are reconciled with PydanticAI over the OpenAI-compatible API",
+            )
+        model = build_memory_model(settings, route.model, http_client)
+        reconciler = Reconciler(model, max_operations=settings.memory_max_operations, timeout=settings.memory_timeout)
+    else:
+        logger.info("memory: no CHAT_UPSTREAM_BASE_URL, so facts come only from the memory API")
+    return MemoryService(
+        settings,
+        repository=FactRepository(settings.memory_path, git),
+        index=MemoryIndex(store, embedder, settings),
+        reconciler=reconciler,
+        metrics=metrics_,
+    )
 
 
 def create_app(
@@ -58,9 +99,13 @@ def create_app(
         active_reranker: Reranker | None = None
         owned_embedder: ContractEmbedder | None = None
         upstream: ChatUpstream | None = None
+        memory_service: MemoryService | None = None
         # The LLM's connection pool, closed with the app (pydantic-ai's shared one never is).
         llm_client = httpx.AsyncClient(timeout=llm_timeout(settings))
+        memory_client = httpx.AsyncClient(timeout=httpx.Timeout(settings.memory_timeout, connect=5.0))
         try:
+            # Checked before any model loads, like the agent's endpoint below.
+            git = find_git() if settings.enable_memory else None
             # Checked before any model loads: a misconfigured agentic deployment fails at once.
             model = query_model if query_model is not None else build_query_model(settings, llm_client)
             if settings.enable_agentic_rag and model is None:
@@ -115,8 +160,20 @@ def create_app(
             if settings.chat_upstream_base_url is not None:
                 # Importing LiteLLM takes about a second: in a thread, at start-up, not on the first chat.
                 upstream = await anyio.to_thread.run_sync(ChatUpstream, settings)
+            memory_service = (
+                None
+                if git is None
+                else build_memory(settings, git, upstream, active_store, active_embedder, metrics_, memory_client)
+            )
+            app.state.memory = memory_service
+            if upstream is not None:
                 app.state.chat = ChatService(
-                    settings, upstream=upstream, search=linear, store=search_store, metrics=metrics_
+                    settings,
+                    upstream=upstream,
+                    search=linear,
+                    store=search_store,
+                    metrics=metrics_,
+                    memory=memory_service,
                 )
             # The MCP sessions run inside the lifespan, so a tool call always finds the search service.
             mcp_running: AbstractAsyncContextManager[None] = (
@@ -125,6 +182,9 @@ def create_app(
             async with mcp_running:
                 yield
         finally:
+            if memory_service is not None:
+                await memory_service.aclose()
+            await memory_client.aclose()
             if active_reranker is not None and reranker is None:
                 await active_reranker.aclose()
             if upstream is not None:
@@ -146,5 +206,6 @@ def create_app(
     # The OpenAPI shows the chat routes only where they work (unconfigured, they answer 503 chat_disabled).
     app.include_router(chat.router, include_in_schema=settings.chat_upstream_base_url is not None)
     app.include_router(metrics.router)
+    app.include_router(memory.router, include_in_schema=settings.enable_memory)
     mcp_sessions = mount_mcp(app) if settings.enable_mcp else None
     return app

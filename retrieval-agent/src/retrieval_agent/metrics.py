@@ -129,6 +129,37 @@ class SearchMetrics:
         self.chat_tool_calls = Counter(
             "chat_tool_calls_total", "RAG tool calls the chat model made, by tool.", ["tool"], registry=self.registry
         )
+        # Long-term memory (ENABLE_MEMORY).
+        self.memory_recall_duration = Histogram(
+            "memory_recall_duration_seconds",
+            "Memory's share of a chat turn: waiting for earlier reconciliations, picking up hand edits, ranking.",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0),
+            registry=self.registry,
+        )
+        self.memory_reconciliations = Counter(
+            "memory_reconciliations_total",
+            "Reconciliations of a user message by outcome (applied, no_facts, no_change, malformed, model_error, "
+            "error).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.memory_reconcile_duration = Histogram(
+            "memory_reconcile_duration_seconds",
+            "Wall time of one background reconciliation (both model calls, file writes, commits, indexing).",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+            registry=self.registry,
+        )
+        self.memory_operations = Counter(
+            "memory_operations_total",
+            "Facts added, updated or deleted (by reconciliation or the memory API).",
+            ["action"],
+            registry=self.registry,
+        )
+        self.memory_index_changes = Counter(
+            "memory_index_changes_total",
+            "Fact points written or removed to make the index match the memory folders (hand edits included).",
+            registry=self.registry,
+        )
         self.results_returned = Histogram(
             "results_returned",
             "Hits in the first result set.",

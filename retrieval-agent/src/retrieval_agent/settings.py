@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
@@ -199,6 +200,53 @@ class Settings(ContractSettings):
     )
     chat_timeout: float = Field(default=120.0, gt=0, le=600, description="Seconds per upstream chat call.")
 
+    # Long-term memory: one Markdown file per fact under MEMORY_PATH/<user>/, every change a Git commit,
+    # indexed under the tenant memory-<user>; reconciled on each chat turn by the chat model.
+    enable_memory: bool = Field(
+        default=False,
+        description="Remember facts per user (chat's `user` field or MEMORY_USER_HEADER) and serve "
+        "/api/v1/memory; needs the git binary.",
+    )
+    memory_path: Path = Field(
+        default=Path(".data/memory"), description="One folder (and Git repository) per user of Markdown facts."
+    )
+    memory_model: str = Field(
+        default="",
+        description="Model that extracts and reconciles facts, at CHAT_UPSTREAM_BASE_URL; empty = CHAT_DEFAULT_MODEL.",
+    )
+    memory_user_header: str = Field(
+        default="X-OpenWebUI-User-Id",
+        description="Header naming the user when a chat request has no `user` field (Open WebUI forwards it "
+        "with ENABLE_FORWARD_USER_INFO_HEADERS).",
+    )
+    memory_scope: Literal["user", "conversation"] = Field(
+        default="user",
+        description="user: every conversation shares the user's facts; conversation: only the facts learned "
+        "in the same conversation (metadata.chat_id or X-OpenWebUI-Chat-Id) are recalled.",
+    )
+    memory_context_k: int = Field(default=5, ge=1, le=50, description="Facts injected per chat turn.")
+    memory_max_operations: int = Field(
+        default=5, ge=1, le=50, description="Most ADD/UPDATE/DELETE operations one turn may apply."
+    )
+    memory_candidates: int = Field(
+        default=5, ge=1, le=20, description="Existing facts shown to the model next to each new candidate fact."
+    )
+    memory_min_relevance: float = Field(
+        default=0.2, ge=0.0, le=1.0, description="Facts whose cosine to the turn is below this are not recalled."
+    )
+    memory_recency_half_life_days: float = Field(
+        default=30.0, gt=0, description="Age (since the last update) at which a fact's recency boost halves."
+    )
+    memory_recency_weight: float = Field(
+        default=0.3, ge=0.0, le=1.0, description="Share of a fact's score that recency decides (0 = relevance only)."
+    )
+    memory_mmr_lambda: float = Field(
+        default=0.7, ge=0.0, le=1.0, description="MMR trade-off: 1 = relevance only, lower = more diverse facts."
+    )
+    memory_timeout: float = Field(
+        default=60.0, gt=0, le=600, description="Seconds for one turn's reconciliation (both model calls)."
+    )
+
     @property
     def relevance_models(self) -> Mapping[ModelName, PlattModel]:
         """The Platt models per retrieval path: the defaults, with RELEVANCE_CALIBRATION's overrides."""
@@ -218,6 +266,11 @@ class Settings(ContractSettings):
         """The meta keys /search returns; None means every stored key."""
         fields = [part.strip() for part in self.search_metadata_fields.split(",") if part.strip()]
         return None if "*" in fields else frozenset(fields)
+
+    @property
+    def effective_memory_model(self) -> str:
+        """MEMORY_MODEL, or CHAT_DEFAULT_MODEL when unset."""
+        return self.memory_model.strip() or self.chat_default_model
 
     @property
     def chat_knowledge_base_list(self) -> frozenset[str] | None:

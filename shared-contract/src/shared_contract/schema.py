@@ -73,17 +73,26 @@ def meta_path(key: str) -> str:
 
 FILE_COLLECTION_PREFIX: Final = "file-"
 USER_MEMORY_COLLECTION_PREFIX: Final = "user-memory-"
+# This project's long-term memory (retrieval agent, ENABLE_MEMORY): one tenant per user, written only
+# by the memory service. Reserved: ingestion, /search and chat refuse it as a knowledge base.
+MEMORY_COLLECTION_PREFIX: Final = "memory-"
+MEMORY_TENANT_RULE: Final = (
+    "names starting with 'memory-' are reserved for long-term memory: read it through /api/v1/memory/{user}/facts"
+)
 
 
-TenantKind = Literal["knowledge_base", "file", "user_memory"]
+TenantKind = Literal["knowledge_base", "file", "user_memory", "memory"]
 
 
 def tenant_kind(name: str) -> TenantKind:
-    """Open WebUI's naming: ``file-<id>`` holds one uploaded file, ``user-memory-<id>`` a user's memories."""
+    """Open WebUI's naming: ``file-<id>`` holds one uploaded file, ``user-memory-<id>`` a user's memories;
+    ``memory-<user>`` is this project's long-term memory of one user."""
     if name.startswith(FILE_COLLECTION_PREFIX):
         return "file"
     if name.startswith(USER_MEMORY_COLLECTION_PREFIX):
         return "user_memory"
+    if name.startswith(MEMORY_COLLECTION_PREFIX):
+        return "memory"
     return "knowledge_base"
 
 
@@ -95,3 +104,8 @@ def file_collection_name(file_id: str) -> str:
 def user_memory_collection_name(user_id: str) -> str:
     """The tenant Open WebUI uses for a user's memories."""
     return f"{USER_MEMORY_COLLECTION_PREFIX}{user_id}"
+
+
+def memory_collection_name(user: str) -> str:
+    """The tenant holding one user's long-term memory facts."""
+    return f"{MEMORY_COLLECTION_PREFIX}{user}"

@@ -17,6 +17,7 @@ from shared_contract.store import tenant_filter
 from shared_contract.store.edge_requests import (
     SERVER_DEFAULT_RRF_K,
     to_edge_condition,
+    to_edge_expression,
     to_edge_filter,
     to_edge_index,
     to_edge_match,
@@ -249,6 +250,61 @@ def test_fusions_translate_with_the_servers_default_k() -> None:
 def test_other_queries_are_refused(query: Any) -> None:
     with pytest.raises(StoreRequestError, match="does not support"):
         to_edge_query(query, "text-dense")
+
+
+# -- formula expressions --------------------------------------------------------------------
+# Nested expressions read back as the bare Expression type (qdrant-edge 0.9.0), so only the top
+# of a translated tree can be inspected; test_formula.py runs whole trees on the engine.
+
+
+def variant(expression: Any) -> str:
+    """An expression's variant: the stub declares them as factories, at runtime each is a subclass."""
+    return type(expression).__name__
+
+
+def test_datetime_expressions_translate() -> None:
+    constant = to_edge_expression(models.DatetimeExpression(datetime="2026-06-01T12:00:00Z"))
+    assert variant(constant) == "Datetime"
+    assert constant.date_time == "2026-06-01T12:00:00Z"
+    key = to_edge_expression(models.DatetimeKeyExpression(datetime_key="meta.updated_at"))
+    assert variant(key) == "DatetimeKey"
+    assert key.path == "meta.updated_at"
+
+
+@pytest.mark.parametrize(
+    ("expression", "kind"),
+    [
+        (models.ExpDecayExpression(exp_decay=models.DecayParamsExpression(x="x")), edge.DecayKind.Exp),
+        (models.GaussDecayExpression(gauss_decay=models.DecayParamsExpression(x="x")), edge.DecayKind.Gauss),
+        (models.LinDecayExpression(lin_decay=models.DecayParamsExpression(x="x")), edge.DecayKind.Lin),
+    ],
+)
+def test_decays_translate_their_kind_and_leave_unset_parameters_to_the_engine(expression: Any, kind: Any) -> None:
+    decay = to_edge_expression(expression)
+    assert variant(decay) == "Decay"
+    assert (decay.kind, decay.target, decay.midpoint, decay.scale) == (kind, None, None, None)
+
+
+def test_a_datetime_decay_translates_its_target_midpoint_and_scale() -> None:
+    decay = to_edge_expression(
+        models.ExpDecayExpression(
+            exp_decay=models.DecayParamsExpression(
+                x=models.DatetimeKeyExpression(datetime_key="meta.updated_at"),
+                target=models.DatetimeExpression(datetime="2026-06-01T12:00:00Z"),
+                scale=86_400.0,
+                midpoint=0.25,
+            )
+        )
+    )
+    assert (decay.kind, decay.midpoint, decay.scale) == (edge.DecayKind.Exp, 0.25, 86_400.0)
+    assert isinstance(decay.x, edge.Expression)
+    assert isinstance(decay.target, edge.Expression)
+
+
+def test_an_unsupported_expression_inside_a_decay_is_refused() -> None:
+    decay = models.LinDecayExpression(lin_decay=models.DecayParamsExpression(x=models.SqrtExpression(sqrt="x")))
+    with pytest.raises(StoreRequestError, match="does not support this expression: SqrtExpression"):
+        to_edge_expression(decay)
 
 
 def test_a_prefetch_leg_translates_with_its_filter_params_and_threshold() -> None:

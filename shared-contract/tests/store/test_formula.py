@@ -1,9 +1,11 @@
-"""Formula queries on the embedded engine: the merged BM25 leg the retrieval agent sends."""
+"""Formula queries on the embedded engine: the merged BM25 leg the retrieval agent sends, and the
+decay over a datetime payload key that boosts recently updated memory facts."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import qdrant_edge as edge
@@ -102,3 +104,84 @@ def test_formula_expressions_outside_the_subset_are_refused() -> None:
     query = models.FormulaQuery(formula=models.SqrtExpression(sqrt="$score[0]"))
     with pytest.raises(StoreRequestError, match="does not support"):
         to_edge_query(query, None)
+
+
+# -- decays over a datetime payload key ---------------------------------------------------------
+
+DECAY_TENANT = "kb-decay"
+TARGET = "2026-06-01T12:00:00Z"
+DAY = 86_400.0
+# file id -> meta.updated_at (None: the key is absent); one day apart, the last in another notation.
+UPDATED = {
+    "now": TARGET,
+    "day": "2026-05-31T12:00:00Z",
+    "two-days": "2026-05-30T13:00:00+01:00",
+    "unknown": None,
+}
+
+
+@pytest.fixture(scope="module")
+async def dated() -> AsyncIterator[ChunkStore]:
+    """Points with the same vector (score 1.0) and different ``meta.updated_at``; no datetime index."""
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:")
+    opened = open_store(settings)
+    await bootstrap_collection(opened, settings)
+    points = []
+    for file_id, updated_at in UPDATED.items():
+        meta: dict[str, Any] = {"collection_name": DECAY_TENANT, "file_id": file_id, "languages": ["en"]}
+        if updated_at is not None:
+            meta["updated_at"] = updated_at
+        points.append(chunk_point(uuid.uuid4().hex, file_id, meta, dense=[1.0] + [0.0] * 383, sparse=None))
+    await opened.upsert(points)
+    yield opened
+    await close_store(opened)
+
+
+def _decayed(decay: models.Expression, defaults: dict[str, Any] | None) -> models.QueryRequest:
+    selector = tenant_filter([DECAY_TENANT])
+    return models.QueryRequest(
+        prefetch=[models.Prefetch(query=[1.0] + [0.0] * 383, using="text-dense", filter=selector, limit=10)],
+        query=models.FormulaQuery(formula=models.MultExpression(mult=["$score", decay]), defaults=defaults),
+        limit=10,
+        with_payload=["meta.file_id"],
+    )
+
+
+def _params(midpoint: float | None = 0.5) -> models.DecayParamsExpression:
+    return models.DecayParamsExpression(
+        x=models.DatetimeKeyExpression(datetime_key="meta.updated_at"),
+        target=models.DatetimeExpression(datetime=TARGET),
+        scale=DAY,  # datetimes count in seconds
+        midpoint=midpoint,
+    )
+
+
+@pytest.mark.parametrize(
+    ("decay", "expected"),
+    [
+        # midpoint ** (distance / scale)
+        (models.ExpDecayExpression(exp_decay=_params()), {"now": 1.0, "day": 0.5, "two-days": 0.25}),
+        # midpoint ** ((distance / scale) ** 2)
+        (models.GaussDecayExpression(gauss_decay=_params()), {"now": 1.0, "day": 0.5, "two-days": 0.0625}),
+        # 1 - (1 - midpoint) * distance / scale, floored at 0
+        (models.LinDecayExpression(lin_decay=_params()), {"now": 1.0, "day": 0.5, "two-days": 0.0}),
+    ],
+)
+async def test_decays_over_a_datetime_key_score_by_age_without_a_datetime_index(
+    dated: ChunkStore, decay: models.Expression, expected: dict[str, float]
+) -> None:
+    hits = await dated.query(_decayed(decay, {"meta.updated_at": "1970-01-01T00:00:00Z"}))
+    scores = {hit.payload["meta"]["file_id"]: hit.score for hit in hits}
+    assert scores == pytest.approx({**expected, "unknown": 0.0}, abs=1e-6)
+
+
+async def test_a_point_without_the_datetime_key_fails_the_query_unless_it_has_a_default(dated: ChunkStore) -> None:
+    with pytest.raises(StoreRequestError):
+        await dated.query(_decayed(models.ExpDecayExpression(exp_decay=_params()), None))
+
+
+async def test_a_decay_without_target_midpoint_or_scale_takes_the_servers_defaults(dated: ChunkStore) -> None:
+    # target 0, midpoint 0.5, scale 1: x = 2 gives 0.5 ** 2.
+    bare = models.ExpDecayExpression(exp_decay=models.DecayParamsExpression(x=2.0))
+    hits = await dated.query(_decayed(bare, None))
+    assert [hit.score for hit in hits] == pytest.approx([0.25] * len(UPDATED))

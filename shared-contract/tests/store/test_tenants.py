@@ -28,6 +28,7 @@ def point(tenant: str, file_id: str, split_id: int, *, state: str = "live") -> C
 def test_open_webui_names_decide_the_kind() -> None:
     assert tenant_kind("file-3f2a") == "file"
     assert tenant_kind("user-memory-u1") == "user_memory"
+    assert tenant_kind("memory-u1") == "memory"
     assert tenant_kind("kb-handbook") == "knowledge_base"
     assert tenant_kind("profile-file-x") == "knowledge_base"
 

@@ -189,6 +189,7 @@ def test_malformed_json_is_422(client: TestClient) -> None:
     [
         ("file-other", "f1", "u1", 403),
         ("user-memory-someone", "f1", "u1", 403),
+        ("memory-u1", "f1", "u1", 403),  # long-term memory's tenant: written by the retrieval agent only
         ("user-memory-u1", "f1", "u1", 200),
         ("a-knowledge-base-id", "f1", "u1", 200),
     ],

@@ -45,3 +45,15 @@ def llm_timeout(settings: Settings) -> httpx.Timeout:
     """
     longest = max(settings.query_generation_timeout, settings.agent_timeout if settings.enable_agentic_rag else 0.0)
     return httpx.Timeout(longest, connect=min(5.0, longest))
+
+
+def build_memory_model(settings: Settings, route_model: str, http_client: httpx.AsyncClient) -> Model:
+    """The model that extracts and reconciles memory facts: MEMORY_MODEL (or CHAT_DEFAULT_MODEL) at the chat
+    upstream's OpenAI-compatible endpoint. ``route_model``: the name as LiteLLM's routing sends it there
+    (``openai/<name>``); the caller checks that the name routes to CHAT_UPSTREAM_BASE_URL at all."""
+    if settings.chat_upstream_base_url is None:
+        raise ValueError("the memory model needs CHAT_UPSTREAM_BASE_URL")
+    key = settings.chat_upstream_api_key
+    api_key = key.get_secret_value() if key is not None else "no-key"
+    provider = OpenAIProvider(base_url=settings.chat_upstream_base_url, api_key=api_key, http_client=http_client)
+    return OpenAIChatModel(route_model.removeprefix("openai/"), provider=provider)

@@ -13,6 +13,7 @@ from fastapi import Depends, Request
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.chat.service import ChatService
+from retrieval_agent.memory.service import MemoryService
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
@@ -40,6 +41,12 @@ async def get_chat(request: Request) -> ChatService | None:
     return chat
 
 
+async def get_memory(request: Request) -> MemoryService | None:
+    """The memory service when ENABLE_MEMORY=true, else None."""
+    memory: MemoryService | None = getattr(request.app.state, "memory", None)
+    return memory
+
+
 async def get_store(request: Request) -> StoreSearch:
     store: StoreSearch = request.app.state.store
     return store
@@ -54,5 +61,6 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SearchDep = Annotated[LinearSearch, Depends(get_search)]
 AgentDep = Annotated[AgenticSearch | None, Depends(get_agent)]
 ChatDep = Annotated[ChatService | None, Depends(get_chat)]
+MemoryDep = Annotated[MemoryService | None, Depends(get_memory)]
 StoreDep = Annotated[StoreSearch, Depends(get_store)]
 MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]

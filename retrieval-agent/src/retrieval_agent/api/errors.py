@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from retrieval_agent.errors import InvalidFilterError
+from retrieval_agent.errors import (
+    FactNotFoundError,
+    InvalidFilterError,
+    InvalidMemoryRequestError,
+    MemoryDisabledError,
+    MemoryStorageError,
+)
 from shared_contract import (
     CollectionMissingError,
     ContractMismatchError,
@@ -37,11 +43,20 @@ from shared_contract.http import (
 )
 
 SEARCH_FAILED = "SEARCH_FAILED"
+MEMORY_DISABLED = "MEMORY_DISABLED"
+FACT_NOT_FOUND = "FACT_NOT_FOUND"
+MEMORY_FAILED = "MEMORY_FAILED"
 
 CODE_HINTS: Mapping[str, str] = {
     SEARCH_FAILED: (
         "A fault inside the retrieval agent: the request_failed log line with this request_id has the "
         "cause and traceback. Retry once; report it if it repeats."
+    ),
+    MEMORY_DISABLED: "Long-term memory is off: set ENABLE_MEMORY=true (and MEMORY_PATH) on the retrieval agent.",
+    FACT_NOT_FOUND: "GET /api/v1/memory/{user}/facts lists the user's facts; deleted ones are in the folder's deleted/.",
+    MEMORY_FAILED: (
+        "The memory folder or its Git repository failed (disk full, permissions, a git lock left behind): "
+        "the request_failed log line has git's message. Nothing was half-written."
     ),
 }
 
@@ -54,6 +69,10 @@ STORE_REJECTED_HINT = (
 # the exception text.
 _MAPPING: list[tuple[type[Exception], int, str, str | None, str | None]] = [
     (InvalidFilterError, 422, INVALID_REQUEST, None, None),
+    (InvalidMemoryRequestError, 422, INVALID_REQUEST, None, None),
+    (MemoryDisabledError, 503, MEMORY_DISABLED, "Long-term memory is disabled (ENABLE_MEMORY=false).", None),
+    (FactNotFoundError, 404, FACT_NOT_FOUND, None, None),
+    (MemoryStorageError, 500, MEMORY_FAILED, "The memory folder could not be changed or read.", None),
     (QdrantUnavailableError, 503, QDRANT_UNAVAILABLE, "Qdrant is unreachable or failed.", None),
     (CollectionMissingError, 503, COLLECTION_MISSING, None, None),
     (ContractMismatchError, 503, COLLECTION_MISMATCH, None, None),

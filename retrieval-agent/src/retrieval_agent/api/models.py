@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from shared_contract import CollectionName
 from shared_contract.document_filter import DocumentFilter
+from shared_contract.schema import MEMORY_TENANT_RULE, tenant_kind
 
 DEFAULT_K = 5
 # Open WebUI's knowledge tool searches every knowledge base the user can read (up to 50) when the
@@ -44,6 +45,13 @@ class SearchRequest(BaseModel):
         default=None,
         description="Only chunks of documents matching this metadata filter, within collection_names (never wider).",
     )
+
+    @field_validator("collection_names")
+    @classmethod
+    def _no_memory_tenant(cls, value: list[str]) -> list[str]:
+        if any(tenant_kind(name) == "memory" for name in value):
+            raise ValueError(MEMORY_TENANT_RULE)
+        return value
 
     @field_validator("k", mode="before")
     @classmethod

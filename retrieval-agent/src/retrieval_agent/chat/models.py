@@ -78,6 +78,16 @@ class RagSource(BaseModel):
     text: str
 
 
+class MemorySource(BaseModel):
+    """One remembered fact shown to the model this turn (ENABLE_MEMORY)."""
+
+    id: str = Field(description="The fact's id: GET /api/v1/memory/{user}/facts/{id}.")
+    text: str
+    score: float = Field(description="Relevance to the turn with the recency boost (the ranking's score).")
+    relevance: float = Field(description="Cosine similarity between the turn and the fact.")
+    updated_at: str = Field(description="When the fact was last learned or changed (RFC 3339).")
+
+
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str | None = None
@@ -115,6 +125,10 @@ class ChatCompletion(BaseModel):
     choices: list[Choice]
     usage: Usage
     rag_sources: list[RagSource] = Field(default_factory=lambda: list[RagSource]())
+    memory_sources: list[MemorySource] = Field(
+        default_factory=lambda: list[MemorySource](),
+        description="The user's remembered facts given to the model (empty without ENABLE_MEMORY or a user).",
+    )
 
 
 class ModelCard(BaseModel):

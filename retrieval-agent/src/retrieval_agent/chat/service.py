@@ -29,23 +29,26 @@ from retrieval_agent.chat.errors import (
     invalid_request,
     openai_error,
 )
+from retrieval_agent.chat.memory import memory_message, memory_sources, recall_text, user_turn
 from retrieval_agent.chat.models import (
     AssistantMessage,
     ChatCompletion,
     ChatCompletionRequest,
     Choice,
+    MemorySource,
     ModelCard,
     ModelList,
     Usage,
 )
 from retrieval_agent.chat.tools import RagTools, tool_schemas
 from retrieval_agent.chat.upstream import ChatUpstream
+from retrieval_agent.memory.service import MemoryService, Speaker
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
 from shared_contract import CollectionMissingError
 from shared_contract.names import check_collection_name
-from shared_contract.schema import tenant_kind
+from shared_contract.schema import MEMORY_TENANT_RULE, tenant_kind
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +118,7 @@ class ChatTurn:
     params: dict[str, Any]
     client_tools: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
     tool_choice: Any = None
+    memory_sources: list[MemorySource] = field(default_factory=lambda: list[MemorySource]())
 
     @property
     def client_tool_names(self) -> frozenset[str]:
@@ -157,12 +161,14 @@ class ChatService:
         search: LinearSearch,
         store: StoreSearch,
         metrics: SearchMetrics,
+        memory: MemoryService | None = None,
     ) -> None:
         self.settings = settings
         self.upstream = upstream
         self.search = search
         self.store = store
         self.metrics = metrics
+        self.memory = memory
 
     def observe(self, outcome: ChatOutcome, *, stream: bool, started: float | None = None) -> None:
         """Count one chat request (and its duration when it ran)."""
@@ -186,6 +192,8 @@ class ChatService:
                 check_collection_name(name, field="each knowledge base name")
             except ValueError as exc:
                 raise invalid_request(f"{param}: {exc}", param=param, code=INVALID_KNOWLEDGE_BASE) from None
+            if tenant_kind(name) == "memory":
+                raise invalid_request(f"{param}: {MEMORY_TENANT_RULE}", param=param, code=INVALID_KNOWLEDGE_BASE)
         allowed = self.settings.chat_knowledge_base_list
         refused = [name for name in names if allowed is not None and name not in allowed]
         if refused:
@@ -198,8 +206,10 @@ class ChatService:
             )
         return model, names
 
-    async def prepare(self, request: ChatCompletionRequest) -> ChatTurn:
-        """Validate, retrieve and build the augmented messages (nothing is sent upstream yet)."""
+    async def prepare(self, request: ChatCompletionRequest, speaker: Speaker | None = None) -> ChatTurn:
+        """Validate, retrieve and build the augmented messages (nothing is sent upstream yet). With memory
+        and a ``speaker``, the user's facts are recalled into a system message and the user's new message
+        is scheduled for reconciliation."""
         model, names = self.knowledge_bases_of(request)
         settings = self.settings
         messages = [message.model_dump(exclude_unset=True) for message in request.messages]
@@ -227,6 +237,14 @@ class ChatService:
                 # After the client's own system messages: some chat templates refuse a system turn later on.
                 at = next((i for i, message in enumerate(messages) if message.get("role") != "system"), len(messages))
                 messages.insert(at, {"role": "system", "content": context})
+        remembered: list[MemorySource] = []
+        if self.memory is not None and speaker is not None:
+            remembered = memory_sources(await self.memory.recall(speaker, recall_text(request.messages)))
+            if remembered:
+                at = next((i for i, message in enumerate(messages) if message.get("role") != "system"), len(messages))
+                messages.insert(at, {"role": "system", "content": memory_message(remembered)})
+            said, earlier = user_turn(request.messages)
+            self.memory.remember(speaker, said, context=earlier)
         return ChatTurn(
             model=request.model,
             upstream_model=model,
@@ -237,6 +255,7 @@ class ChatService:
             params=request.forwarded_params(),
             client_tools=list(request.tools or []),
             tool_choice=request.tool_choice if request.tools else None,
+            memory_sources=remembered,
         )
 
     async def _run_tools(self, turn: ChatTurn, content: str | None, calls: Sequence[ToolCall]) -> None:
@@ -249,11 +268,12 @@ class ChatService:
 
     # -- whole answers ----------------------------------------------------------------------------
 
-    async def complete(self, request: ChatCompletionRequest) -> ChatCompletion:
-        """The whole answer, with ``rag_sources``. Raises ChatError (or a store/embedder error)."""
+    async def complete(self, request: ChatCompletionRequest, speaker: Speaker | None = None) -> ChatCompletion:
+        """The whole answer, with ``rag_sources`` (and ``memory_sources``). Raises ChatError (or a
+        store/embedder error)."""
         started = time.perf_counter()
         try:
-            turn = await self.prepare(request)
+            turn = await self.prepare(request, speaker)
             completion = await self._complete(turn)
         except ChatError as exc:
             self.observe(exc.outcome, stream=False, started=started)
@@ -300,16 +320,17 @@ class ChatService:
                 choices=[Choice(message=reply, finish_reason=finish)],
                 usage=usage,
                 rag_sources=list(turn.book.sources),
+                memory_sources=list(turn.memory_sources),
             )
 
     # -- streams ----------------------------------------------------------------------------------
 
-    async def stream(self, request: ChatCompletionRequest) -> AsyncIterator[str]:
+    async def stream(self, request: ChatCompletionRequest, speaker: Speaker | None = None) -> AsyncIterator[str]:
         """The answer as SSE events. Validation, retrieval and the first upstream request happen here, so
         their failures are an HTTP error; later ones are an ``error`` event ending the stream."""
         started = time.perf_counter()
         try:
-            turn = await self.prepare(request)
+            turn = await self.prepare(request, speaker)
             first = await self.upstream.stream(
                 turn.upstream_model,
                 turn.messages,
@@ -384,7 +405,8 @@ class ChatService:
                     yield event({}, "stop" if finish in (None, "tool_calls") else finish)
                 break
             sources = [source.model_dump() for source in turn.book.sources]
-            yield event(None, rag_sources=sources)
+            remembered = [source.model_dump() for source in turn.memory_sources]
+            yield event(None, rag_sources=sources, memory_sources=remembered)
             yield "data: [DONE]\n\n"
         except ChatError as exc:
             outcome = exc.outcome

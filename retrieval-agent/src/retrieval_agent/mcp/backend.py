@@ -31,6 +31,7 @@ from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.query import request_conditions
 from shared_contract import ContractError, MetaKey
 from shared_contract.document_filter import DocumentFilter
+from shared_contract.schema import tenant_kind
 from shared_contract.store import tenant_counts, tenant_filter
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class InProcessBackend:
     async def search(
         self, query: str, collection: str, *, k: int, document_filter: DocumentFilter | None
     ) -> list[Passage]:
+        _refuse_memory(collection)
         pipeline = self._search()
         try:
             conditions = request_conditions(document_filter, pipeline.settings.attribute_types)
@@ -111,6 +113,7 @@ class InProcessBackend:
         return await self._store().count(tenant_filter([collection])) > 0
 
     async def read_document(self, file_id: str, collection: str) -> DocumentText:
+        _refuse_memory(collection)
         try:
             document = await read_whole_document(self._store(), file_id, [collection], max_chars=DOCUMENT_MAX_CHARS)
         except (ContractError, RetrievalError) as exc:
@@ -127,6 +130,7 @@ class InProcessBackend:
         )
 
     async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList:
+        _refuse_memory(collection)
         try:
             entries, _ = await list_document_entries(self._store(), [collection], [])
         except (ContractError, RetrievalError) as exc:
@@ -151,10 +155,16 @@ class InProcessBackend:
             collections=[
                 CollectionInfo(name=tenant.name, kind=tenant.kind, documents=tenant.documents, chunks=tenant.chunks)
                 for tenant in tenants
-                if include_all or tenant.kind == "knowledge_base"
+                if tenant.kind == "knowledge_base" or (include_all and tenant.kind != "memory")
             ],
             complete=complete,
         )
+
+
+def _refuse_memory(collection: str) -> None:
+    """Users' long-term memory is never a knowledge base an MCP client can read."""
+    if tenant_kind(collection) == "memory":
+        raise CollectionNotFoundError(collection)
 
 
 def _summary(collection: str, file_id: str, meta: dict[str, Any]) -> DocumentSummary:

@@ -169,7 +169,8 @@ def to_edge_query(query: object, using: str | None) -> Any:
 
 
 def to_edge_expression(expression: object) -> Any:
-    """Formula expressions: constants, variables (``$score[i]``, payload keys), sums, products, max, min."""
+    """Formula expressions: constants, variables (``$score[i]``, payload keys), sums, products, max, min,
+    datetimes (constants and payload keys) and the exp/gauss/lin decays."""
     if isinstance(expression, bool):
         raise _unsupported("this expression", expression)
     if isinstance(expression, int | float):
@@ -184,7 +185,26 @@ def to_edge_expression(expression: object) -> Any:
         return edge.Expression.Max([to_edge_expression(item) for item in expression.max])
     if isinstance(expression, models.MinExpression):
         return edge.Expression.Min([to_edge_expression(item) for item in expression.min])
+    if isinstance(expression, models.DatetimeExpression):
+        return edge.Expression.Datetime(expression.datetime)
+    if isinstance(expression, models.DatetimeKeyExpression):
+        return edge.Expression.DatetimeKey(expression.datetime_key)
+    if isinstance(expression, models.ExpDecayExpression):
+        return _decay(edge.DecayKind.Exp, expression.exp_decay)
+    if isinstance(expression, models.GaussDecayExpression):
+        return _decay(edge.DecayKind.Gauss, expression.gauss_decay)
+    if isinstance(expression, models.LinDecayExpression):
+        return _decay(edge.DecayKind.Lin, expression.lin_decay)
     raise _unsupported("this expression", expression)
+
+
+def _decay(kind: Any, params: models.DecayParamsExpression) -> Any:
+    # Unset target/midpoint/scale stay None: the engine applies the server's defaults (0, 0.5, 1.0).
+    # qdrant-edge 0.9.0 takes all five arguments, although its stub marks the last three optional.
+    target = None if params.target is None else to_edge_expression(params.target)
+    return edge.Expression.Decay(
+        kind, to_edge_expression(params.x), target=target, midpoint=params.midpoint, scale=params.scale
+    )
 
 
 def to_edge_prefetch(prefetch: models.Prefetch, filters: FilterConverter = to_edge_filter) -> Any:

@@ -35,7 +35,10 @@ async def list_collections(
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     include_all: Annotated[
-        bool, Query(description="Also Open WebUI's per-upload `file-*` and per-user `user-memory-*` tenants.")
+        bool,
+        Query(
+            description="Also Open WebUI's per-upload `file-*` and per-user `user-memory-*` tenants, and long-term memory's `memory-*`."
+        ),
     ] = False,
 ) -> CollectionListResponse:
     """The tenants that hold committed chunks, by name, with documents and chunks each (two facets)."""

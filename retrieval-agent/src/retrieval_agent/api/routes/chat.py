@@ -5,13 +5,14 @@ Errors on these paths are OpenAI-shaped (``api/openai_errors.py``).
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response
 
 from retrieval_agent.api.auth import BEARER
-from retrieval_agent.api.deps import ChatDep, MetricsDep
+from retrieval_agent.api.deps import ChatDep, MetricsDep, SettingsDep
 from retrieval_agent.chat.errors import chat_disabled
+from retrieval_agent.chat.memory import speaker_of
 from retrieval_agent.chat.models import ChatCompletion, ChatCompletionRequest, ModelList, OpenAIErrorBody
 
 _ERRORS: dict[int | str, dict[str, object]] = {
@@ -40,15 +41,21 @@ _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     response_model=None,
     responses={200: {"model": ChatCompletion, "description": "JSON, or SSE chunks when stream=true."}},
 )
-async def chat_completions(body: ChatCompletionRequest, chat: ChatDep, metrics: MetricsDep) -> Response:
+async def chat_completions(
+    body: ChatCompletionRequest, request: Request, chat: ChatDep, metrics: MetricsDep, settings: SettingsDep
+) -> Response:
     """OpenAI chat completions, answered after a search of the knowledge bases named by ``collection_names``
-    or the model's ``@kb1+kb2`` suffix; the passages used come back in ``rag_sources``."""
+    or the model's ``@kb1+kb2`` suffix; the passages used come back in ``rag_sources``. With ENABLE_MEMORY,
+    the user named by ``user`` (or MEMORY_USER_HEADER) gets their remembered facts (``memory_sources``)."""
     if chat is None:
         metrics.chat_requests.labels(outcome="disabled", stream="true" if body.stream else "false").inc()
         raise chat_disabled()
+    speaker = speaker_of(body, request.headers, user_header=settings.memory_user_header) if chat.memory else None
     if body.stream:
-        return StreamingResponse(await chat.stream(body), media_type="text/event-stream", headers=_STREAM_HEADERS)
-    completion = await chat.complete(body)
+        return StreamingResponse(
+            await chat.stream(body, speaker), media_type="text/event-stream", headers=_STREAM_HEADERS
+        )
+    completion = await chat.complete(body, speaker)
     return JSONResponse(completion.model_dump())
 
 

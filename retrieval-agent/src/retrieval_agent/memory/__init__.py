@@ -1,0 +1,1 @@
+"""Long-term memory: facts as Markdown files with Git history, indexed per user, reconciled per chat turn."""
