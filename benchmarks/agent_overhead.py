@@ -21,13 +21,9 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import multiprocessing
 import re
-import socket
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +32,9 @@ import httpx
 from benchmarks.beir import DEFAULT_DATA_DIR, load_dataset
 from benchmarks.client import ServiceClient
 from benchmarks.quality import RESULTS_DIR, WORK_DIR, collection_for, machine
+from benchmarks.scripted_model import scripted_model
 from benchmarks.speed import load_test
-from benchmarks.stack import Stack, free_port, running_stack
+from benchmarks.stack import Stack, running_stack
 
 SAMPLE_DIR = Path(__file__).resolve().parent / "tests" / "fixtures" / "scifact-sample"
 _QUERY_LINE = re.compile(r"^- (.+)$", re.MULTILINE)
@@ -70,55 +67,11 @@ def instant_reply(body: dict[str, Any]) -> bytes:
     return _completion({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
 
 
-class InstantModelHandler(BaseHTTPRequestHandler):
-    """``POST /v1/chat/completions`` answered at once by :func:`instant_reply`."""
-
-    protocol_version = "HTTP/1.1"  # keep-alive, as a real proxy
-    # Headers and body are two writes: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms each.
-    disable_nagle_algorithm = True
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        payload = instant_reply(json.loads(self.rfile.read(length) or b"{}"))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: ARG002 - silence the access log
-        return
-
-
-def _serve_model(port: int) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", port), InstantModelHandler)
-    server.daemon_threads = True
-    server.serve_forever()
-
-
 @contextmanager
 def instant_model() -> Iterator[str]:
-    """The scripted model in its own process (as a remote model would be: it does not share this
-    process's GIL with the load generator); yields its /v1 base URL."""
-    port = free_port()
-    # fork: the child needs no import path (a spawned one could not import ``benchmarks`` under pytest);
-    # this runs before any thread of ours starts.
-    process = multiprocessing.get_context("fork").Process(target=_serve_model, args=(port,), daemon=True)
-    process.start()
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or not process.is_alive():
-                    raise RuntimeError("the instant model server did not start") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        process.join(timeout=10)
+    """The scripted model (:func:`instant_reply`) in its own process; yields its /v1 base URL."""
+    with scripted_model(instant_reply) as url:
+        yield url
 
 
 def service_counters(stack: Stack) -> dict[str, float]:

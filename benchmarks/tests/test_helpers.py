@@ -7,6 +7,7 @@ import httpx
 from benchmarks.agent_overhead import instant_model, instant_reply
 from benchmarks.client import SearchResult, parse_search
 from benchmarks.ingest import file_id_for
+from benchmarks.memory import CASES, DECIDE_TOOL, oracle_reply
 from benchmarks.quality import hits_to_run
 from benchmarks.rerank_server import RerankServer
 from benchmarks.speed import percentile
@@ -67,3 +68,29 @@ def test_instant_model_serves_over_http() -> None:
         response = httpx.post(f"{url}/chat/completions", json={"messages": []}, timeout=10)
     assert response.status_code == 200
     assert response.json()["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_memory_oracle_updates_the_concerned_fact_only_when_it_was_shown() -> None:
+    case = CASES[0]
+    assert case.target is not None
+
+    def decide(shown: str) -> list[dict[str, object]]:
+        body = {
+            "tools": [{"type": "function", "function": {"name": DECIDE_TOOL}}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": f"Existing facts:\n{shown}\n\nNew candidate facts:\n- {case.candidate} (language: en)",
+                }
+            ],
+        }
+        call = json.loads(oracle_reply(body))["choices"][0]["message"]["tool_calls"][0]
+        operations: list[dict[str, object]] = json.loads(call["function"]["arguments"])["operations"]
+        return operations
+
+    assert decide(f"1. The user lives in Bergen.\n2. {case.target}") == [
+        {"action": "UPDATE", "fact": 2, "reason": "contradiction", "text": case.candidate}
+    ]
+    assert decide("1. The user lives in Bergen.") == [
+        {"action": "ADD", "text": case.candidate, "language": "en", "reason": "new"}
+    ]

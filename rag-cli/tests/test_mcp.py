@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import socket
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-import uvicorn
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 from starlette.applications import Starlette
@@ -20,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .conftest import INGESTION_KEY, RETRIEVAL_KEY  # noqa: TID252
+from .conftest import INGESTION_KEY, RETRIEVAL_KEY, serving  # noqa: TID252
 
 pytestmark = pytest.mark.anyio
 
@@ -126,19 +123,8 @@ def anyio_backend() -> str:
 @pytest.fixture
 def services() -> Iterator[tuple[Services, str]]:
     fake = Services()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(fake.app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "scripted services did not start"
-        time.sleep(0.01)
-    yield fake, f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serving(fake.app()) as url:
+        yield fake, url
 
 
 @asynccontextmanager

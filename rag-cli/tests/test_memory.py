@@ -7,15 +7,12 @@ import json
 import shlex
 import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -25,7 +22,7 @@ from rag_cli.__main__ import main
 from rag_cli.config import Endpoint
 from rag_cli.memory import MemoryApi
 
-from .conftest import RETRIEVAL_KEY  # noqa: TID252
+from .conftest import RETRIEVAL_KEY, serving  # noqa: TID252
 
 TEA = "0b7c4f0e-6a51-4f1e-9a47-0c1d2e3f4a5b"
 BERLIN = "5d2e9a10-1b2c-4d3e-8f90-a1b2c3d4e5f6"
@@ -168,25 +165,14 @@ class FakeMemory:
 @pytest.fixture
 def memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMemory]:
     fake = FakeMemory()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(fake.app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "scripted memory API did not start"
-        time.sleep(0.01)
-    monkeypatch.setenv("RAG_RETRIEVAL_URL", f"http://127.0.0.1:{port}")
-    monkeypatch.setenv("RETRIEVAL_API_KEY", RETRIEVAL_KEY)
-    # Wide enough that rich never folds a fact id or a line the assertions look for.
-    monkeypatch.setenv("COLUMNS", "200")
-    for name in ("VISUAL", "EDITOR"):
-        monkeypatch.delenv(name, raising=False)
-    yield fake
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serving(fake.app()) as url:
+        monkeypatch.setenv("RAG_RETRIEVAL_URL", url)
+        monkeypatch.setenv("RETRIEVAL_API_KEY", RETRIEVAL_KEY)
+        # Wide enough that rich never folds a fact id or a line the assertions look for.
+        monkeypatch.setenv("COLUMNS", "200")
+        for name in ("VISUAL", "EDITOR"):
+            monkeypatch.delenv(name, raising=False)
+        yield fake
 
 
 def use_editor(

@@ -197,7 +197,10 @@ class FactRepository:
         repository = await self._ensure(user)
         stored, data = fact.rendered()
         path = repository.path / stored.file_name
-        await anyio.to_thread.run_sync(_write_atomically, path, data)
+        try:
+            await anyio.to_thread.run_sync(_write_atomically, path, data)
+        except OSError as exc:
+            raise MemoryStorageError(f"cannot write {stored.file_name}: {exc}") from exc
         await repository.commit_all(_message(action, stored, reason))
         return stored
 
@@ -262,7 +265,10 @@ class FactRepository:
             _write_atomically(target, data)
             (repository.path / stored.file_name).unlink()
 
-        await anyio.to_thread.run_sync(move)
+        try:
+            await anyio.to_thread.run_sync(move)
+        except OSError as exc:
+            raise MemoryStorageError(f"cannot move {stored.file_name} to {DELETED_DIR}/: {exc}") from exc
         await repository.commit_all(_message("DELETE", stored, reason))
         return stored
 
