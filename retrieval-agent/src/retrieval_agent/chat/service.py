@@ -105,6 +105,13 @@ def _accumulate(calls: dict[int, ToolCall], delta: object) -> None:
             slot["function"]["arguments"] = slot["function"].get("arguments", "") + function["arguments"]
 
 
+def _insert_system(messages: list[dict[str, Any]], content: str) -> None:
+    """A system message after the client's own system messages: some chat templates refuse a system
+    turn later on."""
+    at = next((i for i, message in enumerate(messages) if message.get("role") != "system"), len(messages))
+    messages.insert(at, {"role": "system", "content": content})
+
+
 @dataclass
 class ChatTurn:
     """One request, prepared: the upstream model, the augmented messages, the tools and the sources."""
@@ -234,15 +241,12 @@ class ChatService:
             context, shown = context_message(book.sources, tools=rag_tools is not None)
             book.keep(shown)
             if shown or rag_tools is not None:
-                # After the client's own system messages: some chat templates refuse a system turn later on.
-                at = next((i for i, message in enumerate(messages) if message.get("role") != "system"), len(messages))
-                messages.insert(at, {"role": "system", "content": context})
+                _insert_system(messages, context)
         remembered: list[MemorySource] = []
         if self.memory is not None and speaker is not None:
             remembered = memory_sources(await self.memory.recall(speaker, recall_text(request.messages)))
             if remembered:
-                at = next((i for i, message in enumerate(messages) if message.get("role") != "system"), len(messages))
-                messages.insert(at, {"role": "system", "content": memory_message(remembered)})
+                _insert_system(messages, memory_message(remembered))
             said, earlier = user_turn(request.messages)
             self.memory.remember(speaker, said, context=earlier)
         return ChatTurn(
