@@ -150,7 +150,7 @@ async def collect(dataset_name: str, split: str, env: dict[str, Any], paths: Seq
                             path=path,
                             model=search.calibrator.model_for(hit, path),
                             cosine=hit.cosine,
-                            fused=None if path == "dense" else hit.score * settings.hybrid_rrf_k,
+                            fused=None if path == "dense" else hit.score * search.fused_scale(path),
                             raw=hit.score,
                             relevance=hit.relevance,
                             relevant=doc in relevant,

@@ -31,12 +31,23 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         "HYBRID_SPARSE_WEIGHT": "0",
         "HYBRID_LEXICAL_WEIGHT": "1",
     },
-    # The service's defaults (fusion tuned jointly on SciFact train and NorQuAD dev).
+    # The service's defaults (z-score fusion tuned jointly on SciFact train and NorQuAD dev).
     "hybrid": {**BASE, "ENABLE_HYBRID_SEARCH": "true"},
+    # The defaults before z-score fusion: weighted RRF in the engine, tuned the same way.
+    "rrf5": {
+        **BASE,
+        "ENABLE_HYBRID_SEARCH": "true",
+        "HYBRID_FUSION": "rrf",
+        "HYBRID_RRF_K": "5",
+        "HYBRID_DENSE_WEIGHT": "0.75",
+        "HYBRID_SPARSE_WEIGHT": "0.25",
+        "HYBRID_LEXICAL_WEIGHT": "0.5",
+    },
     # Textbook RRF (k 60, equal weights), the starting point before tuning.
     "rrf60": {
         **BASE,
         "ENABLE_HYBRID_SEARCH": "true",
+        "HYBRID_FUSION": "rrf",
         "HYBRID_RRF_K": "60",
         "HYBRID_DENSE_WEIGHT": "1.0",
         "HYBRID_DENSE_WEIGHT_OTHER_LANGUAGES": "1.0",
@@ -46,20 +57,24 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
     },
 }
 
-ALL_CONFIGS = ["dense", "sparse", "bm25", "rrf60", "hybrid", "tuned", "rerank"]
+ALL_CONFIGS = ["dense", "sparse", "bm25", "rrf60", "rrf5", "hybrid", "tuned", "rerank"]
 
 
-def tuned_path(dataset: str) -> Path:
-    return TUNED_DIR / f"{dataset}.json"
+def tuned_path(dataset: str, fusion: str = "zscore") -> Path:
+    """benchmarks.tune's output for a dataset (or ``joint``): ``<name>-zscore.json``, or ``<name>.json`` for RRF."""
+    return TUNED_DIR / (f"{dataset}.json" if fusion == "rrf" else f"{dataset}-{fusion}.json")
 
 
 def tuned_env(dataset: str) -> dict[str, str] | None:
-    """The best fusion settings found by benchmarks.tune on the tuning split, or None if not tuned yet."""
-    path = tuned_path(dataset)
-    if not path.exists():
+    """The best fusion settings found by benchmarks.tune on the tuning split (z-score when tuned,
+    else RRF), or None if not tuned yet."""
+    path = next((p for p in (tuned_path(dataset), tuned_path(dataset, "rrf")) if p.exists()), None)
+    if path is None:
         return None
     best = json.loads(path.read_text(encoding="utf-8"))["best"]
-    return {**BASE, "ENABLE_HYBRID_SEARCH": "true", **{key: str(value) for key, value in best["env"].items()}}
+    # Files written before z-score fusion existed hold RRF points without HYBRID_FUSION.
+    env = {"HYBRID_FUSION": "rrf", **{key: str(value) for key, value in best["env"].items()}}
+    return {**BASE, "ENABLE_HYBRID_SEARCH": "true", **env}
 
 
 def rerank_env(rerank_url: str) -> dict[str, str]:

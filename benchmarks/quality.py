@@ -90,16 +90,20 @@ def select_subset(
 
 
 def hits_to_run(result: SearchResult, id_map: dict[str, str]) -> tuple[Run, int]:
-    """Chunk hits -> doc scores (best chunk per doc); also the number of hits not from this corpus."""
+    """Chunk hits -> doc scores (best chunk per doc); also the number of hits not from this corpus.
+
+    The score is the hit's position as /search returned it (the list order is the ranking), not its
+    ``distances`` value: the calibrated relevance is capped so it never rises down the list, and
+    its ties would otherwise be broken by doc id.
+    """
     run: dict[str, float] = {}
     foreign = 0
-    for hit in result.hits:
+    for position, hit in enumerate(result.hits):
         doc_id = id_map.get(hit.file_id)
         if doc_id is None:
             foreign += 1
             continue
-        if doc_id not in run or hit.score > run[doc_id]:
-            run[doc_id] = hit.score
+        run.setdefault(doc_id, -float(position))
     return run, foreign
 
 

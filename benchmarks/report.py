@@ -66,10 +66,12 @@ def quality_tables(results_dir: Path) -> str:
         if tuned.exists():
             report = json.loads(tuned.read_text(encoding="utf-8"))
             best = report["best"]
+            start = report["offline"]["default"]
+            start_fusion = "z-score" if start["k"] is None else f"RRF k {start['k']}"
             out.append(
                 f"\nTuned on {report['split']} ({report['queries']} queries): {best['env']} → offline nDCG@10 "
-                f"{best['ndcg@10']:.4f} (starting point k {report['offline']['default']['k']}, weights "
-                f"{report['offline']['default']['weights']}: {report['offline']['default']['ndcg@10']:.4f}; legs alone: dense "
+                f"{best['ndcg@10']:.4f} (starting point {start_fusion}, weights "
+                f"{start['weights']}: {start['ndcg@10']:.4f}; legs alone: dense "
                 f"{report['offline']['dense_only']['ndcg@10']:.4f}, sparse {report['offline']['sparse_only']['ndcg@10']:.4f})."
             )
             if "api_check" in report:

@@ -1,12 +1,14 @@
-"""Tune hybrid fusion (RRF k, leg weights, prefetch depth) on a tuning split, never on test.
+"""Tune hybrid fusion (leg weights, prefetch depth; RRF k) on a tuning split, never on test.
 
-    python -m benchmarks.tune --dataset scifact            # tunes on train; writes benchmarks/tuned/scifact.json
-    python -m benchmarks.tune --joint scifact,norquad      # one point for both; writes benchmarks/tuned/joint.json
+    python -m benchmarks.tune --dataset scifact            # tunes on train; writes benchmarks/tuned/scifact-zscore.json
+    python -m benchmarks.tune --joint scifact,norquad      # one point for both; writes benchmarks/tuned/joint-zscore.json
+    python -m benchmarks.tune --fusion rrf ...             # Qdrant's weighted RRF instead (tuned/<name>.json)
 
 Every leg (dense, BM42 sparse, one BM25 leg per lexical language field present in the tenant) is
 fetched once per query, in-process, from the dataset's store (the same engine, query vectors, tenant
-filter, per-tenant IDF and Qdrant weighted-RRF formula the retrieval agent uses), deep enough for the
-largest prefetch; every grid point is then fused offline. The best point and the defaults are then
+filter and per-tenant IDF the retrieval agent uses), with the legs' raw scores, deep enough for the
+largest prefetch; every grid point is then fused offline with the agent's own z-score function
+(``retrieval_agent.search.fusion``), or with Qdrant's weighted-RRF formula for ``--fusion rrf``. The best point and the defaults are then
 run through the real /search API on the tuning split to check the offline fusion agrees with it.
 The `tuned` row of benchmarks.quality reads the JSON this writes.
 """
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.beir import DEFAULT_DATA_DIR, REPO_ROOT, load_dataset
 from benchmarks.configs import CONFIG_ENV, TUNED_DIR, tuned_path
 from benchmarks.ingest import file_id_map, read_done
@@ -42,6 +46,17 @@ from benchmarks.quality import (
 from benchmarks.stack import running_stack
 
 RRF_KS = (2, 5, 10, 30, 60)
+# Z-score fusion ranks the same under any common scale of the weights: BM25's weight is fixed at 1
+# (or 0, with dense at 1), the others relative to it.
+ZSCORE_WEIGHTS = tuple(
+    [
+        (dense, sparse, 1.0)
+        for dense in (0.0, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 2.0)
+        for sparse in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2)
+    ]
+    + [(1.0, sparse, 0.0) for sparse in (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)]
+)
+ZSCORE_DEFAULT_POINT = (None, (1.0, 1.0, 1.0), 2)
 # (dense, sparse BM42, lexical BM25) weights.
 WEIGHTS = tuple(
     (dense, sparse, lexical)
@@ -53,8 +68,8 @@ WEIGHTS = tuple(
 MULTIPLIERS = (2, 4, 8)
 DEFAULT_POINT = (60, (1.0, 1.0, 1.0), 4)
 
-# A leg: (point id, file id) pairs, best first.
-Leg = list[tuple[str, str]]
+# A leg: (point id, file id, raw score), best first.
+Leg = list[tuple[str, str, float]]
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,7 @@ def qdrant_rrf(legs: Sequence[Leg], weights: Sequence[float], k: int, limit: int
     scores: dict[str, float] = {}
     file_of: dict[str, str] = {}
     for leg, weight in zip(legs, weights, strict=True):
-        for pos, (point_id, file_id) in enumerate(leg):
+        for pos, (point_id, file_id, _) in enumerate(leg):
             contribution = 0.0 if weight <= 0 else 1.0 / ((pos + 1.0) / weight + k - 1.0)
             scores[point_id] = scores.get(point_id, 0.0) + contribution
             file_of.setdefault(point_id, file_id)
@@ -88,9 +103,55 @@ def fused_run(legs: Legs, k: int, weights: tuple[float, float, float], multiplie
     return run
 
 
+@dataclass(frozen=True)
+class ZscoreCandidates:
+    """One query's candidates at one depth: each leg's standardised scores, as the agent fuses them."""
+
+    z: np.ndarray  # (candidates, 3): dense, sparse, lexical; 0 where the leg did not return it
+    returned: np.ndarray  # (candidates, 3) bool: which legs returned it
+    files: list[str]
+
+
+def zscore_candidates(legs: Legs, depth: int) -> ZscoreCandidates:
+    """Candidates in first-seen order (dense, sparse, lexical; each best first), standardised per leg."""
+    from retrieval_agent.search.fusion import standardised
+
+    position: dict[str, int] = {}
+    files: list[str] = []
+    tops = [legs.dense[:depth], legs.sparse[:depth], legs.lexical[:depth]]
+    for top in tops:
+        for point_id, file_id, _ in top:
+            if point_id not in position:
+                position[point_id] = len(files)
+                files.append(file_id)
+    z = np.zeros((len(files), 3))
+    returned = np.zeros((len(files), 3), dtype=bool)
+    for column, top in enumerate(tops):
+        for (point_id, _, _), value in zip(top, standardised([score for _, _, score in top]), strict=True):
+            z[position[point_id], column] = value
+            returned[position[point_id], column] = True
+    return ZscoreCandidates(z=z, returned=returned, files=files)
+
+
+def zscore_run(candidates: ZscoreCandidates, weights: tuple[float, float, float], id_map: dict[str, str]) -> Run:
+    """The agent's z-score fusion (``zscore_fuse``): weighted sum, legs with weight 0 not sent, ties in
+    first-seen order; the top SEARCH_K chunks mapped to documents by their best chunk."""
+    w = np.asarray(weights, dtype=float)
+    sent = candidates.returned[:, w > 0].any(axis=1)
+    scores = candidates.z @ w
+    kept = np.nonzero(sent)[0]
+    order = kept[np.argsort(-scores[kept], kind="stable")][:SEARCH_K]
+    run: dict[str, float] = {}
+    for index in order:
+        doc_id = id_map.get(candidates.files[index])
+        if doc_id is not None and doc_id not in run:
+            run[doc_id] = float(scores[index])
+    return run
+
+
 def leg_run(leg: Leg, id_map: dict[str, str]) -> Run:
     run: dict[str, float] = {}
-    for pos, (_, file_id) in enumerate(leg[:SEARCH_K]):
+    for pos, (_, file_id, _) in enumerate(leg[:SEARCH_K]):
         doc_id = id_map.get(file_id)
         if doc_id is not None:
             run.setdefault(doc_id, -float(pos))
@@ -139,7 +200,9 @@ async def _fetch_legs(qdrant_path: Path, dataset: str, queries: dict[str, str], 
                 query=query, using=using, filter=flt, params=params, limit=depth, with_payload=payload
             )
         points = await store.query(request)
-        return [(p.point_id, str((p.payload.get("meta") or {}).get(MetaKey.FILE_ID, ""))) for p in points]
+        return [
+            (p.point_id, str((p.payload.get("meta") or {}).get(MetaKey.FILE_ID, "")), float(p.score)) for p in points
+        ]
 
     legs: dict[str, Legs] = {}
     started = time.perf_counter()
@@ -167,9 +230,11 @@ async def _fetch_legs(qdrant_path: Path, dataset: str, queries: dict[str, str], 
     return legs
 
 
-def point_env(k: int, weights: tuple[float, float, float], multiplier: int) -> dict[str, str]:
+def point_env(k: int | None, weights: tuple[float, float, float], multiplier: int) -> dict[str, str]:
+    """A grid point as the agent's settings: an RRF point has a k, a z-score point none."""
+    env = {"HYBRID_FUSION": "zscore"} if k is None else {"HYBRID_FUSION": "rrf", "HYBRID_RRF_K": str(k)}
     return {
-        "HYBRID_RRF_K": str(k),
+        **env,
         "HYBRID_DENSE_WEIGHT": str(weights[0]),
         "HYBRID_SPARSE_WEIGHT": str(weights[1]),
         "HYBRID_LEXICAL_WEIGHT": str(weights[2]),
@@ -197,18 +262,28 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
     fetch_s = time.perf_counter() - started
 
     grid: list[dict[str, Any]] = []
-    for k, weights, multiplier in itertools.product(RRF_KS, WEIGHTS, MULTIPLIERS):
-        runs = {qid: fused_run(legs[qid], k, weights, multiplier, id_map) for qid in queries}
-        summary, _ = evaluate(runs, qrels)
-        grid.append({"k": k, "weights": list(weights), "multiplier": multiplier, **summary.as_dict()})
+    if args.fusion == "rrf":
+        default_point: tuple[int | None, tuple[float, float, float], int] = DEFAULT_POINT
+        for k, weights, multiplier in itertools.product(RRF_KS, WEIGHTS, MULTIPLIERS):
+            runs = {qid: fused_run(legs[qid], k, weights, multiplier, id_map) for qid in queries}
+            summary, _ = evaluate(runs, qrels)
+            grid.append({"k": k, "weights": list(weights), "multiplier": multiplier, **summary.as_dict()})
+    else:
+        default_point = ZSCORE_DEFAULT_POINT
+        for multiplier in MULTIPLIERS:
+            candidates = {qid: zscore_candidates(legs[qid], SEARCH_K * multiplier) for qid in queries}
+            for weights in (*ZSCORE_WEIGHTS, ZSCORE_DEFAULT_POINT[1]):
+                runs = {qid: zscore_run(candidates[qid], weights, id_map) for qid in queries}
+                summary, _ = evaluate(runs, qrels)
+                grid.append({"k": None, "weights": list(weights), "multiplier": multiplier, **summary.as_dict()})
 
     # Best nDCG@10; ties go to the point nearest the defaults (fewest changed settings).
     def changed(point: dict[str, Any]) -> int:
         return sum(
             [
-                point["k"] != DEFAULT_POINT[0],
-                tuple(point["weights"]) != DEFAULT_POINT[1],
-                point["multiplier"] != DEFAULT_POINT[2],
+                point["k"] != default_point[0],
+                tuple(point["weights"]) != default_point[1],
+                point["multiplier"] != default_point[2],
             ]
         )
 
@@ -216,18 +291,19 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
     default = next(
         p
         for p in grid
-        if (p["k"], tuple(p["weights"]), p["multiplier"]) == (DEFAULT_POINT[0], DEFAULT_POINT[1], DEFAULT_POINT[2])
+        if (p["k"], tuple(p["weights"]), p["multiplier"]) == (default_point[0], default_point[1], default_point[2])
     )
     dense_only, _ = evaluate({q: leg_run(legs[q].dense, id_map) for q in queries}, qrels)
     sparse_only, _ = evaluate({q: leg_run(legs[q].sparse, id_map) for q in queries}, qrels)
     lexical_only = next(
         p
         for p in grid
-        if tuple(p["weights"]) == (0.0, 0.0, 1.0) and p["k"] == DEFAULT_POINT[0] and p["multiplier"] == 2
+        if tuple(p["weights"]) == (0.0, 0.0, 1.0) and p["k"] == default_point[0] and p["multiplier"] == 2
     )
     best_env = point_env(best["k"], (best["weights"][0], best["weights"][1], best["weights"][2]), best["multiplier"])
     report: dict[str, Any] = {
         "dataset": args.dataset,
+        "fusion": args.fusion,
         "split": split,
         "objective": "ndcg@10",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -289,7 +365,7 @@ async def language_mix(qdrant_path: Path, dataset: str) -> dict[str, int]:
     return {str(hit.value): hit.count for hit in hits}
 
 
-def joint(datasets: Sequence[str], work_dir: Path) -> dict[str, Any]:
+def joint(datasets: Sequence[str], work_dir: Path, fusion: str = "zscore") -> dict[str, Any]:
     """One default for every language, chosen on the tuning splits only (no test split is looked at).
 
     The dense leg has two weights: one over chunks in the dense model's languages, one over the
@@ -304,7 +380,7 @@ def joint(datasets: Sequence[str], work_dir: Path) -> dict[str, Any]:
     grids = {
         name: {
             (p["k"], tuple(p["weights"]), p["multiplier"]): p["ndcg@10"]
-            for p in json.loads(tuned_path(name).read_text(encoding="utf-8"))["grid"]
+            for p in json.loads(tuned_path(name, fusion).read_text(encoding="utf-8"))["grid"]
         }
         for name in datasets
     }
@@ -319,7 +395,9 @@ def joint(datasets: Sequence[str], work_dir: Path) -> dict[str, Any]:
     dense_values = sorted({weights[0] for _, weights, _ in next(iter(grids.values()))})
     rest = {(k, weights[1:], multiplier) for grid in grids.values() for k, weights, multiplier in grid}
     candidates: list[dict[str, Any]] = []
-    for (k, (sparse, lexical), multiplier), own, other in itertools.product(sorted(rest), dense_values, dense_values):
+    for (k, (sparse, lexical), multiplier), own, other in itertools.product(
+        sorted(rest, key=lambda point: (point[0] or 0, point[1], point[2])), dense_values, dense_values
+    ):
         per_dataset = {}
         for name, grid in grids.items():
             dense = own if covered[name] else other
@@ -348,6 +426,7 @@ def joint(datasets: Sequence[str], work_dir: Path) -> dict[str, Any]:
     env["HYBRID_DENSE_WEIGHT_OTHER_LANGUAGES"] = str(best["dense_other"])
     report: dict[str, Any] = {
         "datasets": list(datasets),
+        "fusion": fusion,
         "objective": "mean ndcg@10 over the tuning splits",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "dense_model_covers": covered,
@@ -372,17 +451,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--joint",
         default=None,
-        help="comma list of tuned datasets: pick one point for all of them (writes tuned/joint.json)",
+        help="comma list of tuned datasets: pick one point for all of them (writes tuned/joint-zscore.json)",
     )
+    parser.add_argument("--fusion", choices=("zscore", "rrf"), default="zscore", help="the fusion to tune")
     args = parser.parse_args(argv)
     if args.joint:
-        report = joint([name.strip() for name in args.joint.split(",") if name.strip()], args.work_dir)
-        out = args.out or TUNED_DIR / "joint.json"
+        report = joint([name.strip() for name in args.joint.split(",") if name.strip()], args.work_dir, args.fusion)
+        out = args.out or tuned_path("joint", args.fusion)
         out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {out}")
         return 0
     report = tune(args)
-    out = args.out or tuned_path(args.dataset)
+    out = args.out or tuned_path(args.dataset, args.fusion)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out}")

@@ -8,6 +8,7 @@ from benchmarks.agent_overhead import instant_model, instant_reply
 from benchmarks.client import SearchResult, parse_search
 from benchmarks.ingest import file_id_for
 from benchmarks.memory import CASES, DECIDE_TOOL, oracle_reply
+from benchmarks.metrics import rank
 from benchmarks.quality import hits_to_run
 from benchmarks.rerank_server import RerankServer
 from benchmarks.speed import percentile
@@ -35,8 +36,19 @@ def test_hits_map_to_best_chunk_per_doc_and_count_foreign() -> None:
         "distances": [[0.9, 0.8, 0.7, 0.6]],
     }
     run, foreign = hits_to_run(SearchResult(parse_search(body), 0.0), {"d-1": "1", "d-2": "2"})
-    assert run == {"1": 0.9, "2": 0.6}
+    assert run == {"1": 0.0, "2": -3.0}  # positions: the list order is the ranking
     assert foreign == 1
+
+
+def test_tied_distances_keep_the_order_search_returned() -> None:
+    # Capped relevance ties down the list; the doc ids would sort "1" before "2".
+    body = {
+        "documents": [["c1", "c2", "c3"]],
+        "metadatas": [[{"file_id": "d-3"}, {"file_id": "d-2"}, {"file_id": "d-1"}]],
+        "distances": [[0.4, 0.4, 0.4]],
+    }
+    run, _ = hits_to_run(SearchResult(parse_search(body), 0.0), {"d-1": "1", "d-2": "2", "d-3": "3"})
+    assert rank(run) == ["3", "2", "1"]
     assert parse_search({"documents": [], "metadatas": [], "distances": []}) == []
 
 

@@ -1,4 +1,5 @@
-"""The offline fusion must reproduce Qdrant's weighted RRF, or tuning optimises the wrong thing."""
+"""The offline fusion must reproduce the agent's: Qdrant's weighted RRF and the agent's z-score
+fusion, or tuning optimises the wrong thing."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import pytest
 from qdrant_client import models
 from qdrant_client.hybrid.fusion import reciprocal_rank_fusion
 
-from benchmarks.tune import Legs, fused_run, qdrant_rrf
+from benchmarks.tune import Legs, fused_run, point_env, qdrant_rrf, zscore_candidates, zscore_run
+from retrieval_agent.search.fusion import zscore_fuse
+from shared_contract.store import PointRecord
 
 
 def points(ids: list[int]) -> list[models.ScoredPoint]:
@@ -19,7 +22,9 @@ def test_matches_qdrant_client_fusion(k: int, weights: tuple[float, float]) -> N
     expected = reciprocal_rank_fusion(
         [points(dense), points(sparse)], limit=5, ranking_constant_k=k, weights=list(weights)
     )
-    ours = qdrant_rrf([[(str(i), f"f{i}") for i in dense], [(str(i), f"f{i}") for i in sparse]], weights, k, 5)
+    ours = qdrant_rrf(
+        [[(str(i), f"f{i}", 0.0) for i in dense], [(str(i), f"f{i}", 0.0) for i in sparse]], weights, k, 5
+    )
     assert [score for _, _, score in ours] == pytest.approx([p.score for p in expected])
     # Equal scores may come in either order; compare the id sets per distinct score.
     by_score_ours: dict[float, set[str]] = {round(s, 12): set() for _, _, s in ours}
@@ -33,7 +38,9 @@ def test_matches_qdrant_client_fusion(k: int, weights: tuple[float, float]) -> N
 
 def test_fused_run_maps_chunks_to_best_doc_score_and_cuts_prefetch() -> None:
     # Two chunks of doc A (files f-a); B only in the sparse leg, beyond a depth-1 prefetch.
-    legs = Legs(dense=[("p1", "f-a"), ("p2", "f-a")], sparse=[("p3", "f-c"), ("p4", "f-b")], lexical=[])
+    legs = Legs(
+        dense=[("p1", "f-a", 0.9), ("p2", "f-a", 0.8)], sparse=[("p3", "f-c", 3.0), ("p4", "f-b", 1.0)], lexical=[]
+    )
     run = fused_run(legs, k=60, weights=(1.0, 1.0, 1.0), multiplier=8, id_map={"f-a": "A", "f-b": "B", "f-c": "C"})
     assert set(run) == {"A", "B", "C"}
     assert run["A"] == pytest.approx(1 / 60)  # the best chunk, rank 1 of the dense leg
@@ -41,7 +48,47 @@ def test_fused_run_maps_chunks_to_best_doc_score_and_cuts_prefetch() -> None:
 
 
 def test_fused_run_weights_the_bm25_leg_with_the_lexical_weight() -> None:
-    legs = Legs(dense=[("p2", "f-b")], sparse=[], lexical=[("p1", "f-a"), ("p2", "f-b")])
+    legs = Legs(dense=[("p2", "f-b", 0.5)], sparse=[], lexical=[("p1", "f-a", 7.0), ("p2", "f-b", 3.0)])
     run = fused_run(legs, k=10, weights=(1.0, 1.0, 0.5), multiplier=8, id_map={"f-a": "A", "f-b": "B"})
     assert run["A"] == pytest.approx(1 / (1 / 0.5 + 9))
     assert run["B"] == pytest.approx(1 / (1 + 9) + 1 / (2 / 0.5 + 9))
+
+
+ZLEGS = Legs(
+    dense=[("p1", "f-a", 0.9), ("p2", "f-b", 0.7), ("p3", "f-c", 0.6), ("p4", "f-a", 0.1)],
+    sparse=[("p5", "f-e", 4.0), ("p3", "f-c", 2.0)],
+    lexical=[("p3", "f-c", 11.0), ("p6", "f-d", 5.0), ("p2", "f-b", 4.5)],
+)
+ZMAP = {"f-a": "A", "f-b": "B", "f-c": "C", "f-d": "D", "f-e": "E"}
+
+
+def as_records(leg: list[tuple[str, str, float]]) -> list[PointRecord]:
+    return [PointRecord(point_id=point_id, score=score) for point_id, _, score in leg]
+
+
+@pytest.mark.parametrize("weights", [(1.0, 1.0, 1.0), (1.2, 0.6, 1.0), (2.0, 0.0, 1.0), (0.0, 1.0, 1.0)])
+def test_zscore_run_ranks_as_the_agents_fusion(weights: tuple[float, float, float]) -> None:
+    legs = [ZLEGS.dense, ZLEGS.sparse, ZLEGS.lexical]
+    sent = [(leg, weight) for leg, weight in zip(legs, weights, strict=True) if weight > 0]
+    agent = zscore_fuse([as_records(leg) for leg, _ in sent], [weight for _, weight in sent], limit=100)
+    file_of = {point_id: file_id for leg in legs for point_id, file_id, _ in leg}
+    expected: dict[str, float] = {}
+    for candidate in agent:  # the agent's chunks, mapped to documents by their best chunk
+        expected.setdefault(ZMAP[file_of[candidate.point_id]], candidate.score)
+    run = zscore_run(zscore_candidates(ZLEGS, depth=100), weights, ZMAP)
+    assert list(run) == list(expected)
+    assert list(run.values()) == pytest.approx(list(expected.values()))
+
+
+def test_zscore_candidates_respect_the_depth() -> None:
+    candidates = zscore_candidates(ZLEGS, depth=1)
+    # One candidate per leg: each alone, so each gets the no-spread value.
+    assert candidates.files == ["f-a", "f-e", "f-c"]
+    assert candidates.z.tolist() == [[2.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 2.0]]
+
+
+def test_a_zscore_point_sets_the_fusion_and_no_k() -> None:
+    env = point_env(None, (1.2, 0.6, 1.0), 2)
+    assert env["HYBRID_FUSION"] == "zscore"
+    assert "HYBRID_RRF_K" not in env
+    assert point_env(5, (0.75, 0.25, 0.5), 2)["HYBRID_FUSION"] == "rrf"

@@ -295,15 +295,36 @@ class RecordingStore:
 
     async def query(self, request: Any) -> Any:
         self.queries.append(request)
-        legs = request.prefetch if isinstance(request.prefetch, list) else []
-        if self.fail_text_queries and any(isinstance(leg.query, models.TextQuery) for leg in legs):
+        if self.fail_text_queries and has_text_query(request):
             raise StoreRequestError("BM25 requires a text index on field lexical_en", missing_text_index=True)
         return await self.inner.query(request)
 
+    async def query_batch(self, requests: Any) -> Any:
+        """Recorded as one entry: the list of requests."""
+        self.queries.append(list(requests))
+        if self.fail_text_queries and any(has_text_query(request) for request in requests):
+            raise StoreRequestError("BM25 requires a text index on field lexical_en", missing_text_index=True)
+        return await self.inner.query_batch(requests)
+
+    def hybrid_legs_sent(self) -> list[list[str]]:
+        """The legs of each hybrid search sent (a z-score batch or an RRF request), in order."""
+        return [
+            leg_fields(entry) for entry in self.queries if isinstance(entry, list) or isinstance(entry.prefetch, list)
+        ]
+
+
+def has_text_query(request: Any) -> bool:
+    """Whether a request or any of its prefetches is a BM25 text query."""
+    if isinstance(request.query, models.TextQuery):
+        return True
+    return isinstance(request.prefetch, list) and any(has_text_query(leg) for leg in request.prefetch)
+
 
 def leg_fields(request: Any) -> list[str]:
-    """The ``using`` of each leg of a recorded request (or of the request itself); a BM25 leg merged
-    over several language fields lists those fields."""
+    """The ``using`` of each leg of a recorded request (or of the request itself, or of each request
+    of a batch); a BM25 leg merged over several language fields lists those fields."""
+    if isinstance(request, list):
+        return [field for leg in request for field in leg_fields(leg)]
     if not isinstance(request.prefetch, list):
         return [request.using]
     fields: list[str] = []

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from retrieval_agent.search.relevance import DEFAULT_MODELS, RRF_HYBRID_MODELS, PlattModel
 from retrieval_agent.settings import Settings
 from shared_contract import ContractConfigError, load_settings
 
@@ -41,9 +42,14 @@ def test_sparse_query_model_alias(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_hybrid_and_lexical_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("API_KEY", API_KEY)
     settings = load_settings(Settings)
-    # Tuned jointly on SciFact train and NorQuAD dev (benchmarks/tuned/joint.json).
-    assert (settings.hybrid_rrf_k, settings.hybrid_dense_weight, settings.hybrid_sparse_weight) == (5, 0.75, 0.25)
-    assert (settings.hybrid_lexical_weight, settings.hybrid_dense_weight_other_languages) == (0.5, 0.0)
+    # Tuned jointly on SciFact train and NorQuAD dev (benchmarks/tuned/joint-zscore.json).
+    assert settings.hybrid_fusion == "zscore"
+    assert (settings.hybrid_dense_weight, settings.hybrid_sparse_weight, settings.hybrid_lexical_weight) == (
+        1.2,
+        0.6,
+        1.0,
+    )
+    assert (settings.hybrid_rrf_k, settings.hybrid_dense_weight_other_languages) == (5, 0.0)
     assert (settings.lexical_bm25_k1, settings.lexical_bm25_b) == (None, None)  # the engine's 1.2 / 0.75
     assert settings.lexical_language_cache_ttl_seconds == 10.0
 
@@ -64,3 +70,18 @@ def test_old_bm25_weight_still_sets_the_lexical_weight(monkeypatch: pytest.Monke
     monkeypatch.setenv("API_KEY", API_KEY)
     monkeypatch.setenv("BM25_WEIGHT", "0.3")
     assert load_settings(Settings).hybrid_lexical_weight == 0.3
+
+
+def test_relevance_defaults_follow_the_hybrid_fusion(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_KEY", API_KEY)
+    zscore = load_settings(Settings).relevance_models
+    monkeypatch.setenv("HYBRID_FUSION", "rrf")
+    rrf = load_settings(Settings).relevance_models
+    # The fused feature is on another scale per fusion; the dense path's model is the same.
+    assert zscore["native_hybrid"] == DEFAULT_MODELS["native_hybrid"]
+    assert rrf["native_hybrid"] == RRF_HYBRID_MODELS["native_hybrid"] != zscore["native_hybrid"]
+    assert rrf["dense"] == zscore["dense"]
+    monkeypatch.setenv("RELEVANCE_CALIBRATION", '{"dense": [1, 2, 0]}')
+    overridden = load_settings(Settings).relevance_models
+    assert overridden["native_hybrid"] == RRF_HYBRID_MODELS["native_hybrid"]
+    assert overridden["dense"] == PlattModel(1.0, 2.0, 0.0)

@@ -10,7 +10,7 @@ from typing import Literal, Self
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
 from retrieval_agent.search.queries import FollowUpMode
-from retrieval_agent.search.relevance import DEFAULT_MODELS, ModelName, PlattModel, RerankerScale, parse_models
+from retrieval_agent.search.relevance import ModelName, PlattModel, RerankerScale, default_models, parse_models
 from shared_contract import ContractConfigError, ContractSettings, load_settings
 from shared_contract.http import LogFormat
 from shared_contract.names import check_collection_name
@@ -57,28 +57,37 @@ class Settings(ContractSettings):
     )
     multi_query_rrf_k: int = Field(default=60, ge=1, description="RRF constant when merging several queries.")
 
-    # Hybrid search: one Query API call, weighted RRF over a dense leg, a sparse (BM42) leg and one
-    # BM25 leg per lexical language present in the requested tenants.
+    # Hybrid search: a dense leg, a sparse (BM42) leg and a BM25 leg over the lexical languages present
+    # in the requested tenants, fused by z-score (default) or by Qdrant's weighted RRF.
     enable_hybrid_search: bool = True
     # Fusion defaults tuned jointly on SciFact train and NorQuAD dev (benchmarks/tuned/; docs/benchmarks.md).
-    hybrid_rrf_k: int = Field(default=5, ge=1, description="RRF constant of the hybrid fusion.")
+    hybrid_fusion: Literal["zscore", "rrf"] = Field(
+        default="zscore",
+        description="How the hybrid legs are fused: zscore (weighted standardised scores, fused by the service "
+        "from one batch request) or rrf (Qdrant's weighted RRF in one request).",
+    )
+    hybrid_rrf_k: int = Field(
+        default=5,
+        ge=1,
+        description="RRF constant of the hybrid fusion when HYBRID_FUSION=rrf, and of the client-side BM25 fallback.",
+    )
     hybrid_dense_weight: float = Field(
-        default=0.75,
+        default=1.2,
         ge=0.0,
-        description="RRF weight of the dense leg over chunks in the dense model's languages; 0 drops it.",
+        description="Fusion weight of the dense leg over chunks in the dense model's languages; 0 drops it.",
     )
     hybrid_dense_weight_other_languages: float = Field(
         default=0.0,
         ge=0.0,
-        description="RRF weight of the dense leg over chunks in other languages (monolingual dense models only).",
+        description="Fusion weight of the dense leg over chunks in other languages (monolingual dense models only).",
     )
-    hybrid_sparse_weight: float = Field(default=0.25, ge=0.0, description="RRF weight of the sparse leg; 0 drops it.")
+    hybrid_sparse_weight: float = Field(default=0.6, ge=0.0, description="Fusion weight of the sparse leg; 0 drops it.")
     hybrid_lexical_weight: float = Field(
-        default=0.5,
+        default=1.0,
         ge=0.0,
         # BM25_WEIGHT was the lexical weight of the old fallbacks; still read so deployments keep their value.
         validation_alias=AliasChoices("hybrid_lexical_weight", "bm25_weight"),
-        description="RRF weight of the BM25 leg (the tenants' language fields merged by score), also of the client-side BM25; 0 drops it.",
+        description="Fusion weight of the BM25 leg (the tenants' language fields merged by score), also of the client-side BM25; 0 drops it.",
     )
     hybrid_prefetch_multiplier: int = Field(default=2, ge=1, le=50, description="Each leg fetches limit x this.")
     lexical_bm25_k1: float | None = Field(default=None, ge=0.0, description="BM25 k1; None: the engine's 1.2.")
@@ -249,10 +258,11 @@ class Settings(ContractSettings):
 
     @property
     def relevance_models(self) -> Mapping[ModelName, PlattModel]:
-        """The Platt models per retrieval path: the defaults, with RELEVANCE_CALIBRATION's overrides."""
+        """The Platt models per retrieval path: the defaults for HYBRID_FUSION, with RELEVANCE_CALIBRATION's overrides."""
+        defaults = default_models(self.hybrid_fusion)
         if not self.relevance_calibration.strip():
-            return DEFAULT_MODELS
-        return parse_models(json.loads(self.relevance_calibration))
+            return defaults
+        return parse_models(json.loads(self.relevance_calibration), defaults)
 
     @property
     def effective_reranker_score_scale(self) -> RerankerScale:

@@ -426,7 +426,7 @@ async def test_the_server_adapter_sends_one_tenant_scoped_hybrid_query_under_the
         "prefetch": [
             {
                 "prefetch": legs,
-                "query": {"rrf": {"k": settings.hybrid_rrf_k, "weights": [0.75, 0.25, 0.5]}},
+                "query": {"rrf": {"k": settings.hybrid_rrf_k, "weights": [1.2, 0.6, 1.0]}},
                 "filter": TENANT_JSON,
                 "limit": pool,
             }
@@ -481,7 +481,7 @@ async def test_the_server_adapter_scopes_a_conversation_on_every_leg(
     }
     [sent] = server.queries()
     # Without recency the fused request goes out as it is: RRF over the legs, no formula.
-    assert sent["query"] == {"rrf": {"k": settings.hybrid_rrf_k, "weights": [0.75, 0.25, 0.5]}}
+    assert sent["query"] == {"rrf": {"k": settings.hybrid_rrf_k, "weights": [1.2, 0.6, 1.0]}}
     assert sent["filter"] == scoped
     assert [leg["filter"] for leg in sent["prefetch"]] == [scoped, scoped, scoped]
 

@@ -124,7 +124,12 @@ async def retrieve(
 async def test_native_hybrid_golden_ranking_matches_rrf_formula(store_factory: Callable[..., ChunkStore]) -> None:
     store = await make_store(store_factory, sparse=True)
     search = pipeline(
-        store, hybrid_rrf_k=60, hybrid_dense_weight=1.0, hybrid_sparse_weight=1.0, hybrid_lexical_weight=0.0
+        store,
+        hybrid_fusion="rrf",
+        hybrid_rrf_k=60,
+        hybrid_dense_weight=1.0,
+        hybrid_sparse_weight=1.0,
+        hybrid_lexical_weight=0.0,
     )
     result = await retrieve(search)
     assert result.path == "native_hybrid"
@@ -143,10 +148,15 @@ async def test_native_hybrid_golden_ranking_matches_rrf_formula(store_factory: C
     assert [h.score for h in client_side] == pytest.approx([h.score for h in result.hits], rel=1e-6)
 
 
-async def test_three_legs_golden_ranking(store_factory: Callable[..., ChunkStore]) -> None:
+async def test_three_legs_golden_ranking_with_rrf(store_factory: Callable[..., ChunkStore]) -> None:
     store = RecordingStore(await make_store(store_factory, sparse=True))
     search = pipeline(
-        store, hybrid_rrf_k=60, hybrid_dense_weight=1.0, hybrid_sparse_weight=1.0, hybrid_lexical_weight=1.0
+        store,
+        hybrid_fusion="rrf",
+        hybrid_rrf_k=60,
+        hybrid_dense_weight=1.0,
+        hybrid_sparse_weight=1.0,
+        hybrid_lexical_weight=1.0,
     )
     result = await retrieve(search)
     assert leg_fields(store.queries[-1]) == ["text-dense", "text-sparse", "lexical_en"]
@@ -179,6 +189,7 @@ async def test_hybrid_weights(
 ) -> None:
     search = pipeline(
         await make_store(store_factory, sparse=True),
+        hybrid_fusion="rrf",
         hybrid_dense_weight=dense_weight,
         hybrid_sparse_weight=sparse_weight,
         hybrid_lexical_weight=lexical_weight,
@@ -205,9 +216,9 @@ async def test_collection_without_sparse_fuses_dense_and_bm25_legs(store_factory
     store = RecordingStore(await make_store(store_factory, sparse=False))
     result = await retrieve(pipeline(store, embedder))
     assert result.path == "native_hybrid"
-    assert leg_fields(store.queries[-1]) == ["text-dense", "lexical_en"]
-    # Defaults (k 10, dense 0.5, lexical 1): dense A B C D, BM25 D C  ->  D C A B
-    assert names(result.hits) == ["D", "C", "A", "B"]
+    assert store.hybrid_legs_sent() == [["text-dense", "lexical_en"]]
+    # Defaults (z-score, dense 1.2, lexical 1): dense A B C D (cosine 1, 0.8, 0.6, 0), BM25 D C.
+    assert names(result.hits) == ["A", "B", "D", "C"]
     assert embedder.calls == [("zebra", False)]
 
 
@@ -256,13 +267,52 @@ async def test_multi_query_merge_is_rrf_across_queries(store_factory: Callable[.
     assert merged[0].score == pytest.approx(1 / 61 + 1 / 61 + 1 / 60)
 
 
-async def test_default_fusion(store_factory: Callable[..., ChunkStore]) -> None:
+def standardised_by_hand(scores: dict[str, float]) -> dict[str, float]:
+    """(score - min) / population std over one leg's candidates (the z-score fusion's definition)."""
+    values = list(scores.values())
+    mean = sum(values) / len(values)
+    std = (sum((value - mean) ** 2 for value in values) / len(values)) ** 0.5
+    return {name: (value - min(values)) / std for name, value in scores.items()}
+
+
+async def test_default_fusion_is_zscore_over_three_legs(store_factory: Callable[..., ChunkStore]) -> None:
+    store = RecordingStore(await make_store(store_factory, sparse=True))
+    result = await retrieve(pipeline(store))
+    # One batch with the three legs, then one read of the fused hits.
+    assert store.hybrid_legs_sent() == [["text-dense", "text-sparse", "lexical_en"]]
+    assert len(store.queries) == 2
+    # English chunks and an English dense model: weights dense 1.2, sparse 0.6, BM25 1.0.
+    dense = standardised_by_hand({"A": 1.0, "B": 0.8, "C": 0.6, "D": 0.0})  # cosines
+    # Two candidates in a leg standardise to 2 and 0 whatever their raw scores.
+    sparse = {"C": 2.0, "D": 0.0}
+    bm25 = {"D": 2.0, "C": 0.0}  # "zebra" twice in D
+    expected = {name: 1.2 * dense[name] + 0.6 * sparse.get(name, 0.0) + bm25.get(name, 0.0) for name in "ABCD"}
+    assert names(result.hits) == ["A", "C", "B", "D"]
+    assert [hit.score for hit in result.hits] == pytest.approx([expected[n] for n in names(result.hits)], rel=1e-5)
+    # The cosine comes with the read: it feeds the calibrated relevance.
+    assert [hit.cosine for hit in result.hits] == pytest.approx([1.0, 0.6, 0.8, 0.0], abs=1e-5)
+
+
+async def test_zscore_weights_trade_the_legs(store_factory: Callable[..., ChunkStore]) -> None:
+    store = await make_store(store_factory, sparse=True)
+    lexical_heavy = await retrieve(
+        pipeline(store, hybrid_dense_weight=1.0, hybrid_sparse_weight=0.0, hybrid_lexical_weight=2.0)
+    )
+    # dense A 2.67, B 2.14, C 1.60, D 0; BM25 x2: D 4, C 0
+    assert names(lexical_heavy.hits) == ["D", "A", "B", "C"]
+    dense_heavy = await retrieve(
+        pipeline(store, hybrid_dense_weight=2.0, hybrid_sparse_weight=0.0, hybrid_lexical_weight=1.0)
+    )
+    assert names(dense_heavy.hits) == ["A", "B", "C", "D"]
+
+
+async def test_default_fusion_with_rrf(store_factory: Callable[..., ChunkStore]) -> None:
     # dense: A B C D; sparse: C D; BM25: D C. English chunks and an English dense model:
-    # k=5, weights dense 0.75 / sparse 0.25 / lexical 0.5.
-    result = await retrieve(pipeline(await make_store(store_factory, sparse=True)))
+    # k=5, weights dense 1.2 / sparse 0.6 / lexical 1.0.
+    result = await retrieve(pipeline(await make_store(store_factory, sparse=True), hybrid_fusion="rrf"))
     assert names(result.hits) == ["C", "D", "A", "B"]
     # Weighted RRF: 1 / ((rank + 1) / w + k - 1), 0-based rank.
-    assert round(result.hits[0].score, 6) == round(1 / (3 / 0.75 + 4) + 1 / (1 / 0.25 + 4) + 1 / (2 / 0.5 + 4), 6)
+    assert round(result.hits[0].score, 6) == round(1 / (3 / 1.2 + 4) + 1 / (1 / 0.6 + 4) + 1 / (2 / 1.0 + 4), 6)
 
 
 async def test_a_vanished_text_index_retries_without_bm25_legs_and_is_counted(
@@ -272,15 +322,15 @@ async def test_a_vanished_text_index_retries_without_bm25_legs_and_is_counted(
     search = pipeline(store)
     result = await retrieve(search)
     assert result.path == "native_hybrid"
-    assert names(result.hits) == ["C", "D", "A", "B"]
-    assert [leg_fields(request) for request in store.queries] == [
+    # dense (x1.2) and sparse (x0.6) alone: A 3.21, C 1.92 + 1.2, B 2.57, D 0
+    assert names(result.hits) == ["A", "C", "B", "D"]
+    assert store.hybrid_legs_sent() == [
         ["text-dense", "text-sparse", "lexical_en"],
         ["text-dense", "text-sparse"],
     ]
     # Marked unsupported for a while: the next query sends no BM25 leg at all.
     await retrieve(search)
-    assert leg_fields(store.queries[-1]) == ["text-dense", "text-sparse"]
-    assert len(store.queries) == 3
+    assert store.hybrid_legs_sent()[2:] == [["text-dense", "text-sparse"]]
     assert "lexical_retries_total 1.0" in search.metrics.render().decode()
 
 
@@ -323,11 +373,11 @@ async def test_norwegian_inflections_are_found_only_through_the_stemmed_leg(
     search = pipeline(store, embedder, hybrid_dense_weight=0.0, hybrid_sparse_weight=0.0)
 
     stemmed = await search.retrieve("hund bro", ["kb-no"], 5)
-    assert leg_fields(store.queries[-1]) == ["lexical_no"]
+    assert store.hybrid_legs_sent()[-1] == ["lexical_no"]
     assert [hit.content for hit in stemmed.hits] == [text]
 
     unstemmed = await search.retrieve("hund bro", ["kb-raw"], 5)
-    assert leg_fields(store.queries[-1]) == ["lexical_any"]
+    assert store.hybrid_legs_sent()[-1] == ["lexical_any"]
     assert unstemmed.hits == []
 
 

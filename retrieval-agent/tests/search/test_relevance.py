@@ -33,7 +33,7 @@ def test_sigmoid_is_stable_at_large_magnitudes() -> None:
 def test_hybrid_relevance_is_a_probability_that_rises_with_cosine_and_fused_score() -> None:
     calibrator = RelevanceCalibrator(DEFAULT_MODELS)
     low, by_cosine, by_rank = calibrator.retrieved(
-        [hit(0.01, 0.1), hit(0.01, 0.8), hit(0.05, 0.1)], "native_hybrid", rrf_k=60
+        [hit(0.01, 0.1), hit(0.01, 0.8), hit(0.05, 0.1)], "native_hybrid", fused_scale=60
     )
     assert 0.0 < low.relevance < by_cosine.relevance < 1.0
     assert low.relevance < by_rank.relevance < 1.0
@@ -43,14 +43,16 @@ def test_hybrid_relevance_is_a_probability_that_rises_with_cosine_and_fused_scor
 
 def test_the_dense_path_uses_the_cosine_only() -> None:
     model = PlattModel(intercept=-2.0, cosine=4.0, fused=100.0)
-    [scored] = RelevanceCalibrator({**DEFAULT_MODELS, "dense": model}).retrieved([hit(0.9, 0.8)], "dense", rrf_k=60)
+    [scored] = RelevanceCalibrator({**DEFAULT_MODELS, "dense": model}).retrieved(
+        [hit(0.9, 0.8)], "dense", fused_scale=60
+    )
     assert scored.relevance == pytest.approx(sigmoid(-2.0 + 4.0 * 0.8))
 
 
 def test_a_missing_cosine_adds_nothing() -> None:
     model = PlattModel(intercept=-1.0, cosine=5.0, fused=1.0)
     [scored] = RelevanceCalibrator({**DEFAULT_MODELS, "bm25_fallback": model}).retrieved(
-        [hit(0.02, None)], "bm25_fallback", rrf_k=50
+        [hit(0.02, None)], "bm25_fallback", fused_scale=50
     )
     assert scored.relevance == pytest.approx(sigmoid(-1.0 + 1.0 * 0.02 * 50))
 

@@ -476,6 +476,34 @@ async def test_each_leg_ranks_as_constructed(three_legs: tuple[Opened, str, list
     assert rankings == [["d1", "d2", "d3"], ["d2", "d3"], ["d3", "d1"]]
 
 
+async def test_a_query_batch_answers_each_request_as_its_own_query_would(
+    three_legs: tuple[Opened, str, list[models.Prefetch]],
+) -> None:
+    shared, _, legs = three_legs
+    requests = [
+        models.QueryRequest(query=leg.query, using=leg.using, filter=leg.filter, limit=10, with_payload=False)
+        for leg in legs
+    ]
+    batched = await shared.store.query_batch(requests)
+    alone = [await shared.store.query(request) for request in requests]
+    assert [[(hit.point_id, hit.score) for hit in hits] for hits in batched] == [
+        [(hit.point_id, hit.score) for hit in hits] for hits in alone
+    ]
+    assert [len(hits) for hits in batched] == [3, 2, 2]
+    assert all(hit.payload == {} for hits in batched for hit in hits)
+
+
+async def test_an_empty_query_batch_is_empty(shared: Opened) -> None:
+    assert await shared.store.query_batch([]) == []
+
+
+async def test_a_query_batch_with_a_rejected_request_is_a_request_error(shared: Opened) -> None:
+    with pytest.raises(StoreRequestError):
+        await shared.store.query_batch(
+            [models.QueryRequest(query=[1.0, 0.0, 0.0, 0.0], using="no-such-vector", limit=1)]
+        )
+
+
 async def test_rrf_over_dense_sparse_and_text_legs_is_qdrants_weighted_rrf(
     three_legs: tuple[Opened, str, list[models.Prefetch]],
 ) -> None:

@@ -491,6 +491,56 @@ async def test_a_hybrid_query_goes_out_as_one_query_request(created: ScriptedQdr
     ]
 
 
+async def test_a_query_batch_goes_out_as_one_batch_request(created: ScriptedQdrant, store: ServerStore) -> None:
+    created.results["points/query/batch"] = [
+        {"points": [{"id": POINT_A, "version": 3, "score": 0.75}]},
+        {"points": [{"id": POINT_B, "version": 3, "score": 9.5}, {"id": POINT_A, "version": 3, "score": 2.0}]},
+    ]
+    tenant = tenant_filter(["tenant-a"])
+    idf = models.SearchParams(idf=models.IdfCorpusParams(corpus=tenant))
+    results = await store.query_batch(
+        [
+            models.QueryRequest(query=[0.1, 0.2, 0.3], using="text-dense", filter=tenant, limit=40, with_payload=False),
+            models.QueryRequest(
+                query=models.TextQuery(text="hund bro"),
+                using="lexical_no",
+                filter=tenant,
+                params=idf,
+                limit=40,
+                with_payload=False,
+            ),
+        ]
+    )
+
+    [sent] = created.sent("POST", "/points/query/batch")
+    assert sent.body == {
+        "searches": [
+            {
+                # qdrant-client spells a raw vector as a nearest query in a batch; the server reads both.
+                "query": {"nearest": [0.1, 0.2, 0.3]},
+                "using": "text-dense",
+                "filter": TENANT_FILTER_JSON,
+                "limit": 40,
+                "with_payload": False,
+                "with_vector": False,
+            },
+            {
+                "query": {"text": "hund bro"},
+                "using": "lexical_no",
+                "filter": TENANT_FILTER_JSON,
+                "params": {"idf": {"corpus": TENANT_FILTER_JSON}},
+                "limit": 40,
+                "with_payload": False,
+                "with_vector": False,
+            },
+        ]
+    }
+    assert results == [
+        [PointRecord(point_id=POINT_A, score=0.75)],
+        [PointRecord(point_id=POINT_B, score=9.5), PointRecord(point_id=POINT_A, score=2.0)],
+    ]
+
+
 async def test_a_query_asking_for_the_dense_vector_sends_with_vector_and_reads_it(
     created: ScriptedQdrant, store: ServerStore
 ) -> None:

@@ -138,6 +138,14 @@ class StoreSearch:
             self.forget_capabilities()
             raise
 
+    async def query_batch(self, requests: Sequence[models.QueryRequest]) -> list[list[PointRecord]]:
+        """Several Query API requests in one call; the same typed errors as :meth:`query`."""
+        try:
+            return await self.store.query_batch(requests)
+        except CollectionMissingError:
+            self.forget_capabilities()
+            raise
+
     async def scroll_contents(self, collection_names: Sequence[str], max_docs: int) -> list[PointRecord]:
         """Up to ``max_docs`` committed chunks of the given tenants, content and meta only."""
         return await self.scroll_records(tenant_filter(collection_names), max_docs)

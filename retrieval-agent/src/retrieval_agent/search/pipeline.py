@@ -26,6 +26,7 @@ from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.metrics import SearchMetrics, SearchPath
 from retrieval_agent.search.embed import embed_query
+from retrieval_agent.search.fusion import zscore_fuse
 from retrieval_agent.search.lexical import Bm25Cache
 from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
 from retrieval_agent.search.queries import (
@@ -37,10 +38,14 @@ from retrieval_agent.search.queries import (
 )
 from retrieval_agent.search.query import (
     FusionParams,
+    HybridLegs,
     dense_request,
     dense_weight_for,
-    hybrid_request,
+    fused_points_request,
+    hybrid_legs,
+    leg_requests,
     lexical_fields_for,
+    rrf_request,
 )
 from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
@@ -123,6 +128,7 @@ class LinearSearch:
             prefetch_limit=limit * settings.hybrid_prefetch_multiplier,
             bm25_k1=settings.lexical_bm25_k1,
             bm25_b=settings.lexical_bm25_b,
+            method=settings.hybrid_fusion,
         )
 
     async def retrieve(
@@ -156,38 +162,66 @@ class LinearSearch:
         vectors = await embed_query(self.embedder, query, with_sparse=sparse, metrics=self.metrics)
         params = self.fusion(limit, language_mix)
 
-        def build(lexical_fields: Sequence[str]) -> models.QueryRequest | None:
-            return hybrid_request(
+        def build(lexical_fields: Sequence[str]) -> HybridLegs | None:
+            return hybrid_legs(
                 dense=vectors.dense,
                 sparse=vectors.sparse,
                 text=query,
                 lexical_fields=lexical_fields,
                 collection_names=collection_names,
-                limit=limit,
                 params=params,
                 sparse_idf=capabilities.sparse_idf,
                 conditions=conditions,
             )
 
-        request = build(fields)
-        if request is None:
+        legs = build(fields)
+        if legs is None:
             return await self._dense(query, collection_names, limit, dense=vectors.dense, conditions=conditions)
         try:
-            with self.metrics.time_stage("qdrant"):
-                points = await self.store.query(request)
+            hits, exhausted = await self._fused(legs, params, vectors.dense, collection_names, limit, conditions)
         except StoreRequestError as exc:
             if not (exc.missing_text_index and fields):
                 raise
             self._lexical_missing(exc)
-            request = build(())
-            if request is None:
+            legs = build(())
+            if legs is None:
                 if conditions:
                     return await self._dense(query, collection_names, limit, dense=vectors.dense, conditions=conditions)
                 return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
+            hits, exhausted = await self._fused(legs, params, vectors.dense, collection_names, limit, conditions)
+        return self._done(query, newest_versions(hits), "native_hybrid", exhausted=exhausted)
+
+    async def _fused(
+        self,
+        legs: HybridLegs,
+        params: FusionParams,
+        dense: Sequence[float],
+        collection_names: Sequence[str],
+        limit: int,
+        conditions: Sequence[models.Condition],
+    ) -> tuple[list[Hit], bool]:
+        """The legs fused into up to ``limit`` hits, and whether the store ran out of candidates."""
+        if params.method == "rrf":
             with self.metrics.time_stage("qdrant"):
-                points = await self.store.query(request)
-        hits = newest_versions([point_to_hit(point, cosine_to=vectors.dense) for point in points])
-        return self._done(query, hits, "native_hybrid", exhausted=len(points) < limit)
+                points = await self.store.query(rrf_request(legs, k=params.k, limit=limit))
+            return [point_to_hit(point, cosine_to=dense) for point in points], len(points) < limit
+        # One stage: the legs in one batch, then one read of the fused hits.
+        with self.metrics.time_stage("qdrant"):
+            candidates = await self.store.query_batch(leg_requests(legs))
+            fused = zscore_fuse(candidates, legs.weights, limit)
+            if not fused:
+                return [], True
+            points = await self.store.query(
+                fused_points_request(dense, [candidate.point_id for candidate in fused], collection_names, conditions)
+            )
+        # A point deleted between the two calls is gone from the second: it drops out.
+        read = {point.point_id: point for point in points}
+        hits = [
+            point_to_hit(read[candidate.point_id], candidate.score, known_cosine=read[candidate.point_id].score)
+            for candidate in fused
+            if candidate.point_id in read
+        ]
+        return hits, len(fused) < limit
 
     async def _dense(
         self,
@@ -239,13 +273,19 @@ class LinearSearch:
         self.metrics.lexical_retries.inc()
         logger.warning("a lexical text index is missing, retrying without BM25 legs: %s", exc)
 
+    def fused_scale(self, path: SearchPath) -> float:
+        """What turns a path's fused score into the calibration feature: RRF scores times their k."""
+        if path == "native_hybrid" and self.settings.hybrid_fusion == "zscore":
+            return 1.0
+        return float(self.settings.hybrid_rrf_k)
+
     async def _load_corpus(self, collection_names: Sequence[str], max_docs: int) -> list[Hit]:
         records = await self.store.scroll_contents(collection_names, max_docs)
         return [point_to_hit(record, 0.0) for record in records]
 
     def _done(self, query: str, hits: list[Hit], path: SearchPath, *, exhausted: bool) -> RetrievedList:
         self.metrics.path.labels(path=path).inc()
-        calibrated = self.calibrator.retrieved(hits, path, rrf_k=self.settings.hybrid_rrf_k)
+        calibrated = self.calibrator.retrieved(hits, path, fused_scale=self.fused_scale(path))
         return RetrievedList(query=query, hits=calibrated, path=path, exhausted=exhausted)
 
     async def search(

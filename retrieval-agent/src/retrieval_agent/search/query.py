@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from qdrant_client import models
 
@@ -23,9 +24,14 @@ from shared_contract.store import pending_condition, tenant_condition, tenant_fi
 RESULT_PAYLOAD = (PAYLOAD_CONTENT, PAYLOAD_META)
 
 
+FusionMethod = Literal["zscore", "rrf"]
+
+
 @dataclass(frozen=True, slots=True)
 class FusionParams:
-    """Weighted RRF over the prefetch legs: ``sum(1 / ((rank + 1) / w + k - 1))`` (0-based rank).
+    """How the hybrid legs are fused: ``zscore`` (weighted standardised scores, fused by the service:
+    :mod:`retrieval_agent.search.fusion`) or ``rrf`` (Qdrant's weighted RRF in one request,
+    ``sum(1 / ((rank + 1) / w + k - 1))`` over 0-based ranks; ``k`` applies to it only).
 
     A leg whose weight is 0 would add nothing but zero-score candidates, so it is not sent.
     """
@@ -37,6 +43,7 @@ class FusionParams:
     prefetch_limit: int
     bm25_k1: float | None = None  # None: the engine's default (1.2)
     bm25_b: float | None = None  # None: the engine's default (0.75)
+    method: FusionMethod = "rrf"
 
 
 def lexical_fields_for(codes: Iterable[str], indexed: Iterable[str]) -> list[str]:
@@ -149,19 +156,26 @@ def dense_request(
     )
 
 
-def hybrid_request(
+@dataclass(frozen=True, slots=True)
+class HybridLegs:
+    """The legs of one hybrid search and their fusion weights, in order: dense, sparse, BM25."""
+
+    legs: list[models.Prefetch]
+    weights: list[float]
+
+
+def hybrid_legs(
     *,
     dense: Sequence[float],
     sparse: SparseVectorData | None,
     text: str,
     lexical_fields: Sequence[str],
     collection_names: Sequence[str],
-    limit: int,
     params: FusionParams,
     sparse_idf: bool,
     conditions: Sequence[models.Condition] = (),
-) -> models.QueryRequest | None:
-    """One request: a dense, a sparse and a BM25 leg, fused with weighted RRF.
+) -> HybridLegs | None:
+    """A dense, a sparse and a BM25 leg, each fetching ``params.prefetch_limit`` candidates.
 
     Legs, in order: ``text-dense``; ``text-sparse`` (when ``sparse`` has terms); the BM25 leg over
     ``lexical_fields`` (:func:`lexical_prefetch`). Zero-weight legs are left out. None when no leg but the dense
@@ -194,11 +208,83 @@ def hybrid_request(
         weights.append(params.lexical_weight)
     if not any(leg.using != DENSE_VECTOR for leg in legs):
         return None
+    return HybridLegs(legs=legs, weights=weights)
+
+
+def hybrid_request(
+    *,
+    dense: Sequence[float],
+    sparse: SparseVectorData | None,
+    text: str,
+    lexical_fields: Sequence[str],
+    collection_names: Sequence[str],
+    limit: int,
+    params: FusionParams,
+    sparse_idf: bool,
+    conditions: Sequence[models.Condition] = (),
+) -> models.QueryRequest | None:
+    """One request: the :func:`hybrid_legs` fused with Qdrant's weighted RRF (k ``params.k``).
+
+    None when no leg but the dense one remains.
+    """
+    legs = hybrid_legs(
+        dense=dense,
+        sparse=sparse,
+        text=text,
+        lexical_fields=lexical_fields,
+        collection_names=collection_names,
+        params=params,
+        sparse_idf=sparse_idf,
+        conditions=conditions,
+    )
+    return None if legs is None else rrf_request(legs, k=params.k, limit=limit)
+
+
+def rrf_request(legs: HybridLegs, *, k: int, limit: int) -> models.QueryRequest:
+    """The legs fused in the store with Qdrant's weighted RRF: one request."""
     return models.QueryRequest(
-        prefetch=legs,
-        query=models.RrfQuery(rrf=models.Rrf(k=params.k, weights=weights)),
+        prefetch=legs.legs,
+        query=models.RrfQuery(rrf=models.Rrf(k=k, weights=legs.weights)),
         limit=limit,
         with_payload=list(RESULT_PAYLOAD),
         # The dense vector of each fused hit: its cosine to the query feeds the calibrated relevance.
         with_vector=[DENSE_VECTOR],
+    )
+
+
+def leg_requests(legs: HybridLegs) -> list[models.QueryRequest]:
+    """Each leg as its own request for one batch: ids and raw scores only (the service fuses them)."""
+    return [
+        models.QueryRequest(
+            prefetch=leg.prefetch,
+            query=leg.query,
+            using=leg.using,
+            filter=leg.filter,
+            params=leg.params,
+            limit=leg.limit,
+            with_payload=False,
+        )
+        for leg in legs.legs
+    ]
+
+
+def fused_points_request(
+    dense: Sequence[float],
+    point_ids: Sequence[str],
+    collection_names: Sequence[str],
+    conditions: Sequence[models.Condition] = (),
+) -> models.QueryRequest:
+    """The payloads of the fused hits and their dense cosine to the query (the score of this request).
+
+    A dense query over exactly these points: one call reads what the result needs, and the cosine
+    feeds the calibrated relevance. The tenant filter stays, so an id can never reach outside it.
+    """
+    return models.QueryRequest(
+        query=list(dense),
+        using=DENSE_VECTOR,
+        filter=models.Filter(
+            must=[models.HasIdCondition(has_id=list(point_ids)), scoped_filter(collection_names, conditions)]
+        ),
+        limit=len(point_ids),
+        with_payload=list(RESULT_PAYLOAD),
     )

@@ -5,8 +5,9 @@ Each hit's ``relevance`` estimates the probability that the chunk is relevant to
 - Retrieval paths (``native_hybrid``, ``dense``, ``bm25_fallback``): Platt scaling,
   ``sigmoid(intercept + cosine_weight * cosine + fused_weight * fused)``. ``cosine`` is the
   query's dense cosine to the chunk (an absolute signal: a query with nothing relevant gets low
-  values); ``fused`` is the path's RRF score times its RRF k (roughly the summed weight of the legs
-  that ranked the chunk near the top). The dense path has no fused score; the client-side BM25
+  values); ``fused`` is the path's fused score: the z-score sum (how far above the legs' weakest
+  candidates the chunk stands, in standard deviations, weighted), or an RRF score times its k
+  (roughly the summed weight of the legs that ranked the chunk near the top). The dense path has no fused score; the client-side BM25
   fallback has no cosine for its lexical-only hits, so its model uses the fused score alone. A
   hybrid hit in a language the dense model was not trained on (``meta.lexical_language`` outside
   an English-only MiniLM's languages) gets ``native_hybrid_other_languages``, a fused-score model:
@@ -54,13 +55,26 @@ class PlattModel:
         return sigmoid(logit)
 
 
-# Fitted with the service defaults (k 10) on SciFact train, NorQuAD dev for other languages.
+# Fitted with the service defaults (z-score fusion, k 10 hits) on SciFact train, NorQuAD dev for
+# other languages (benchmarks/tuned/calibration.json).
 DEFAULT_MODELS: Mapping[ModelName, PlattModel] = {
+    "native_hybrid": PlattModel(intercept=-5.44, cosine=2.524, fused=0.517),
+    "native_hybrid_other_languages": PlattModel(intercept=-3.137, fused=0.967),
+    "dense": PlattModel(intercept=-7.855, cosine=10.87),
+    "bm25_fallback": PlattModel(intercept=-5.288, fused=3.277),
+}
+# HYBRID_FUSION=rrf: its fused feature is an RRF score times k, on another scale. Fitted the same
+# way with RRF k 5 and weights dense 0.75, BM42 0.25, BM25 0.5 (its tuned point before z-score).
+RRF_HYBRID_MODELS: Mapping[ModelName, PlattModel] = {
+    **DEFAULT_MODELS,
     "native_hybrid": PlattModel(intercept=-6.047, cosine=3.104, fused=2.487),
     "native_hybrid_other_languages": PlattModel(intercept=-4.117, fused=5.116),
-    "dense": PlattModel(intercept=-7.855, cosine=10.87),
-    "bm25_fallback": PlattModel(intercept=-4.711, fused=3.591),
 }
+
+
+def default_models(fusion: str) -> Mapping[ModelName, PlattModel]:
+    """The fitted Platt models for the hybrid fusion in use (``zscore`` or ``rrf``)."""
+    return RRF_HYBRID_MODELS if fusion == "rrf" else DEFAULT_MODELS
 
 
 def sigmoid(value: float) -> float:
@@ -71,9 +85,11 @@ def sigmoid(value: float) -> float:
     return exp / (1.0 + exp)
 
 
-def parse_models(raw: Mapping[str, object]) -> dict[ModelName, PlattModel]:
-    """Coefficients per path from ``{"native_hybrid": [intercept, cosine, fused], ...}``; missing paths keep the defaults."""
-    models = dict(DEFAULT_MODELS)
+def parse_models(
+    raw: Mapping[str, object], defaults: Mapping[ModelName, PlattModel] = DEFAULT_MODELS
+) -> dict[ModelName, PlattModel]:
+    """Coefficients per path from ``{"native_hybrid": [intercept, cosine, fused], ...}``; missing paths keep ``defaults``."""
+    models = dict(defaults)
     for name, coefficients in raw.items():
         path = next((known for known in DEFAULT_MODELS if known == name), None)
         if path is None:
@@ -108,14 +124,15 @@ class RelevanceCalibrator:
             return "native_hybrid_other_languages"
         return path
 
-    def retrieved(self, hits: Sequence[Hit], path: SearchPath, *, rrf_k: int) -> list[Hit]:
-        """The hits with their relevance from the path's model (``score`` is the fused score on fused paths)."""
+    def retrieved(self, hits: Sequence[Hit], path: SearchPath, *, fused_scale: float) -> list[Hit]:
+        """The hits with their relevance from the path's model (``score`` is the fused score on fused paths,
+        times ``fused_scale`` as the feature: an RRF score times its k, a z-score fused score as is)."""
         fused_path = path != "dense"
         return [
             replace(
                 hit,
                 relevance=self.models[self.model_for(hit, path)].probability(
-                    hit.cosine, hit.score * rrf_k if fused_path else None
+                    hit.cosine, hit.score * fused_scale if fused_path else None
                 ),
             )
             for hit in hits

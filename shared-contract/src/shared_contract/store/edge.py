@@ -277,15 +277,17 @@ class EdgeStore:
     async def query(self, request: models.QueryRequest) -> list[PointRecord]:
         edge_request = to_edge_request(request)
         points = self._read("query", lambda shard: shard.query(edge_request))
-        with_vectors = edge_request.with_vector is not False
+        return _scored_records(points, with_vectors=edge_request.with_vector is not False)
+
+    async def query_batch(self, requests: Sequence[models.QueryRequest]) -> list[list[PointRecord]]:
+        if not requests:
+            return []
+        edge_requests = [to_edge_request(request) for request in requests]
+        batch = edge.QueryBatchRequest(edge_requests)
+        results = self._read("query batch", lambda shard: shard.query_batch(batch))
         return [
-            PointRecord(
-                point_id=str(point.id),
-                payload=point.payload or {},
-                score=point.score,
-                vectors=_read_vectors(point.vector) if with_vectors else None,
-            )
-            for point in points
+            _scored_records(points, with_vectors=edge_request.with_vector is not False)
+            for edge_request, points in zip(edge_requests, results, strict=True)
         ]
 
     async def scroll(
@@ -364,3 +366,15 @@ def _vectors(point: ChunkPoint) -> dict[str, Any]:
     if point.sparse is not None:
         vectors[SPARSE_VECTOR] = edge.SparseVector(list(point.sparse.indices), list(point.sparse.values))
     return vectors
+
+
+def _scored_records(points: Sequence[Any], *, with_vectors: bool) -> list[PointRecord]:
+    return [
+        PointRecord(
+            point_id=str(point.id),
+            payload=point.payload or {},
+            score=point.score,
+            vectors=_read_vectors(point.vector) if with_vectors else None,
+        )
+        for point in points
+    ]

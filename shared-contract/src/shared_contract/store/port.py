@@ -114,6 +114,10 @@ class ChunkStore(Protocol):
         """One Query API request (prefetch legs, fusion, filters, text queries, IDF scope)."""
         ...
 
+    async def query_batch(self, requests: Sequence[models.QueryRequest]) -> list[list[PointRecord]]:
+        """Several Query API requests in one call (one planned pass); one result list per request, in order."""
+        ...
+
     async def scroll(
         self,
         selector: models.Filter | None,

@@ -225,15 +225,29 @@ class ServerStore:
                 with_vectors=request.with_vector if request.with_vector is not None else False,
             ),
         )
-        with_vectors = request.with_vector not in (None, False)
-        return [
-            PointRecord(
-                point_id=str(point.id),
-                payload=dict(point.payload or {}),
-                score=float(point.score),
-                vectors=_read_vectors(point.vector) if with_vectors else None,
+        return _scored_records(response.points, with_vectors=request.with_vector not in (None, False))
+
+    async def query_batch(self, requests: Sequence[models.QueryRequest]) -> list[list[PointRecord]]:
+        if not requests:
+            return []
+        # Defaults as query() sends them, so a request means the same in either call.
+        sent = [
+            request.model_copy(
+                update={
+                    "limit": request.limit or 10,
+                    "with_payload": request.with_payload if request.with_payload is not None else True,
+                    "with_vector": request.with_vector if request.with_vector is not None else False,
+                }
             )
-            for point in response.points
+            for request in requests
+        ]
+        responses = await self._call(
+            "query_batch_points",
+            lambda: self._client.query_batch_points(collection_name=self._collection, requests=sent),
+        )
+        return [
+            _scored_records(response.points, with_vectors=request.with_vector not in (None, False))
+            for request, response in zip(sent, responses, strict=True)
         ]
 
     async def scroll(
@@ -305,3 +319,15 @@ def _vectors(point: ChunkPoint) -> dict[str, Any]:
             indices=list(point.sparse.indices), values=list(point.sparse.values)
         )
     return vectors
+
+
+def _scored_records(points: Sequence[models.ScoredPoint], *, with_vectors: bool) -> list[PointRecord]:
+    return [
+        PointRecord(
+            point_id=str(point.id),
+            payload=dict(point.payload or {}),
+            score=float(point.score),
+            vectors=_read_vectors(point.vector) if with_vectors else None,
+        )
+        for point in points
+    ]
