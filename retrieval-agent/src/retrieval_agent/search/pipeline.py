@@ -2,9 +2,11 @@
 
 Path per query, chosen on live collection capabilities (cached a few seconds):
 
-- ``native_hybrid``: hybrid on: one Query API call with a dense leg, a sparse leg (when the
-  collection has ``text-sparse``) and one BM25 leg per lexical language of the requested tenants
-  (when the collection has the lexical text indexes), fused server-side with weighted RRF.
+- ``native_hybrid``: hybrid on: a dense leg, a sparse leg (when the collection has ``text-sparse``)
+  and a BM25 leg over the lexical languages of the requested tenants (when the collection has the
+  lexical text indexes), sent as one batch and fused here by z-score (:mod:`.fusion`), then the
+  fused hits read in one more call; ``HYBRID_FUSION=rrf``: one Query API call fused server-side
+  with weighted RRF.
 - ``bm25_fallback``: hybrid on but the collection has neither ``text-sparse`` nor a lexical text
   index (a collection another tool created): dense search fused with a bounded, cached
   client-side BM25 (last resort).
