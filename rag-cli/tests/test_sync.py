@@ -6,6 +6,8 @@ import asyncio
 import hashlib
 import io
 import json
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from rag_cli.sync import (
     run_sync,
     sync_file_id,
     watch_source,
+    watch_until_signalled,
 )
 
 KEY = "k" * 40
@@ -546,3 +549,35 @@ def test_watch_syncs_what_changed_after_a_quiet_period(folder: Path) -> None:
     asyncio.run(scenario())
     assert sync_file_id(root, "d.md") in {doc["file_id"] for doc in fake.documents.values()}
     assert "1 added, 0 changed, 0 unchanged, 1 removed, 0 failed" in buffer.getvalue()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_watch_and_restores_the_handlers(folder: Path, signum: int) -> None:
+    fake = FakeIngestion()
+    out, buffer = console()
+    before = signal.getsignal(signum)
+
+    async def scenario() -> None:
+        watching = asyncio.create_task(
+            watch_until_signalled(
+                FolderSource(folder.resolve()),
+                Endpoint("http://ingestion", KEY),
+                SyncOptions(collection="kb"),
+                console=out,
+                debounce_ms=200,
+                transport=fake.transport(),
+            )
+        )
+        deadline = time.monotonic() + 20
+        while "watching" not in buffer.getvalue():
+            assert not watching.done(), buffer.getvalue()
+            assert time.monotonic() < deadline, buffer.getvalue()
+            await asyncio.sleep(0.05)
+        # A few watcher cycles in: the signal lands while the watcher thread runs.
+        await asyncio.sleep(1.3)
+        os.kill(os.getpid(), signum)
+        await asyncio.wait_for(watching, timeout=10)
+
+    asyncio.run(scenario())
+    assert len(fake.names("kb")) == 3
+    assert signal.getsignal(signum) == before

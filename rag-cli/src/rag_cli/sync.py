@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import signal
 import uuid
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -732,6 +733,56 @@ async def watch_source(
                 await _round(source, endpoint, options, client=client, console=console, scope=scope, quiet=True)
 
 
+# Signals that end a watch: Ctrl-C, and what `docker stop` / Kubernetes send.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def watch_until_signalled(
+    source: Source,
+    endpoint: Endpoint,
+    options: SyncOptions,
+    *,
+    console: Console,
+    debounce_ms: int = 1_500,
+    interval_s: float = 60.0,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> None:
+    """:func:`watch_source` until SIGINT or SIGTERM.
+
+    A signal sets the stop event, which the folder watcher checks every quiet period and the S3
+    poller waits on, and cancels a round in flight. Cancelling alone is not enough: watchfiles runs
+    its watcher in a worker thread under a task group it cancels itself every second, and a
+    cancellation that lands in that window is swallowed, so the watch would go on.
+    """
+    stop = asyncio.Event()
+    watching = asyncio.ensure_future(
+        watch_source(
+            source,
+            endpoint,
+            options,
+            console=console,
+            debounce_ms=debounce_ms,
+            interval_s=interval_s,
+            stop=stop,
+            transport=transport,
+        )
+    )
+
+    def request_stop() -> None:
+        stop.set()
+        watching.cancel()
+
+    loop = asyncio.get_running_loop()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, request_stop)
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
+
+
 def run_sync(
     endpoint: Endpoint,
     source_text: str,
@@ -754,10 +805,11 @@ def run_sync(
         console.print(f"[red]rag sync: {escape(str(exc))}[/red]")
         return 2
     if watch:
-        # Ctrl-C is how a watch ends: asyncio.run cancels the rounds, then re-raises it here.
+        # Ctrl-C (or SIGTERM) is how a watch ends; a Ctrl-C before the handlers are in place
+        # arrives as KeyboardInterrupt.
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(
-                watch_source(
+                watch_until_signalled(
                     source,
                     endpoint,
                     options,
