@@ -26,6 +26,12 @@ SUMMARY = re.compile(r"(\d+) added, (\d+) changed, (\d+) unchanged, (\d+) remove
 # Only a guard against a hung command; no assertion depends on how long a sync takes.
 COMMAND_GUARD_S = 600
 RAG_SYNC = (sys.executable, "-m", "rag_cli", "sync")
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 WATCH_GUARD_S = 180
 
 
@@ -215,6 +221,9 @@ def test_watch_follows_a_new_file_and_ctrl_c_stops_it(stack: Stack, unique: str,
             env=rag_env(stack),
             stdout=sink,
             stderr=subprocess.STDOUT,
+            # As a terminal starts it: a test run launched in the background ignores SIGINT, and a
+            # child would inherit that (and rightly keep ignoring Ctrl-C).
+            preexec_fn=_interruptible,
         )
     try:
         deadline = time.monotonic() + WATCH_GUARD_S

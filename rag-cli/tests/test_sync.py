@@ -551,11 +551,17 @@ def test_watch_syncs_what_changed_after_a_quiet_period(folder: Path) -> None:
     assert "1 added, 0 changed, 0 unchanged, 1 removed, 0 failed" in buffer.getvalue()
 
 
+def _handler_before_the_watch(signum: int, frame: object) -> None:
+    raise AssertionError(f"signal {signum} reached the handler the watch replaces")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_watch_and_restores_the_handlers(folder: Path, signum: int) -> None:
     fake = FakeIngestion()
     out, buffer = console()
-    before = signal.getsignal(signum)
+    # A known handler (not the environment's, which may ignore SIGINT): the watch replaces it, then
+    # puts it back.
+    original = signal.signal(signum, _handler_before_the_watch)
 
     async def scenario() -> None:
         watching = asyncio.create_task(
@@ -578,6 +584,9 @@ def test_a_signal_stops_the_watch_and_restores_the_handlers(folder: Path, signum
         os.kill(os.getpid(), signum)
         await asyncio.wait_for(watching, timeout=10)
 
-    asyncio.run(scenario())
+    try:
+        asyncio.run(scenario())
+        assert signal.getsignal(signum) is _handler_before_the_watch
+    finally:
+        signal.signal(signum, original)
     assert len(fake.names("kb")) == 3
-    assert signal.getsignal(signum) == before

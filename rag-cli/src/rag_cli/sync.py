@@ -773,14 +773,20 @@ async def watch_until_signalled(
         watching.cancel()
 
     loop = asyncio.get_running_loop()
-    for signum in STOP_SIGNALS:
+    # A signal the parent set to be ignored (a background job's SIGINT) stays ignored.
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    handled = [signum for signum, handler in previous.items() if handler is not signal.SIG_IGN]
+    for signum in handled:
         loop.add_signal_handler(signum, request_stop)
     try:
         with contextlib.suppress(asyncio.CancelledError):
             await watching
     finally:
-        for signum in STOP_SIGNALS:
+        for signum in handled:
             loop.remove_signal_handler(signum)
+            handler = previous[signum]
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
 def run_sync(
