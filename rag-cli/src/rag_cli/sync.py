@@ -750,9 +750,9 @@ async def watch_until_signalled(
     """:func:`watch_source` until SIGINT or SIGTERM.
 
     A signal sets the stop event, which the folder watcher checks every quiet period and the S3
-    poller waits on, and cancels a round in flight. Cancelling alone is not enough: watchfiles runs
-    its watcher in a worker thread under a task group it cancels itself every second, and a
-    cancellation that lands in that window is swallowed, so the watch would go on.
+    poller waits on, and cancels a round in flight. The stop does not rest on cancellation alone:
+    watchfiles runs its watcher in a worker thread under a task group it cancels itself every
+    cycle, where a cancellation landing at that moment could be absorbed.
     """
     stop = asyncio.Event()
     watching = asyncio.ensure_future(
