@@ -7,10 +7,25 @@
 Every leg (dense, BM42 sparse, one BM25 leg per lexical language field present in the tenant) is
 fetched once per query, in-process, from the dataset's store (the same engine, query vectors, tenant
 filter and per-tenant IDF the retrieval agent uses), with the legs' raw scores, deep enough for the
-largest prefetch; every grid point is then fused offline with the agent's own z-score function
-(``retrieval_agent.search.fusion``), or with Qdrant's weighted-RRF formula for ``--fusion rrf``. The best point and the defaults are then
-run through the real /search API on the tuning split to check the offline fusion agrees with it.
-The `tuned` row of benchmarks.quality reads the JSON this writes.
+largest prefetch; every grid point is then fused offline.
+
+* ``--fusion zscore`` (the default, the service's ``HYBRID_FUSION=zscore``): the agent's own
+  z-score fusion (``retrieval_agent.search.fusion``; :func:`zscore_fuse` here over these legs).
+  Per leg with weight > 0, over its top ``SEARCH_K * multiplier`` results: ``z' = (score - min) /
+  std`` (population std; the agent's no-spread value when one result or all equal; 0 where the leg
+  did not return a point); fused ``sum(weight * z')``, best first, ties in first-seen order (legs
+  with weight > 0 in order dense, sparse, lexical, each best first). The grid is vectorised: per
+  query and multiplier one (candidates x 3) matrix of z', then one weighted sum and sort per point.
+  Its ranking equals the agent's bit for bit. Weights only matter up to a common scale, so the
+  lexical weight is fixed at 1 (or 0, with dense at 1); no k.
+* ``--fusion rrf``: Qdrant's weighted-RRF formula (:func:`qdrant_rrf`, positions only), grid over
+  k, weights and multiplier.
+
+The top ``SEARCH_K`` chunks are mapped to documents by their best chunk. The best point and the
+defaults are then run through the real /search API on the tuning split to check the offline fusion
+agrees with it (``--no-verify`` skips that). ``--joint`` reads the per-dataset JSON of the same
+fusion and picks one point for all of them. The `tuned` row of benchmarks.quality reads the JSON
+this writes (``benchmarks.configs.tuned_path``).
 """
 
 from __future__ import annotations
@@ -92,6 +107,29 @@ def qdrant_rrf(legs: Sequence[Leg], weights: Sequence[float], k: int, limit: int
     return [(point_id, file_of[point_id], score) for point_id, score in ordered]
 
 
+def zscore_fuse(legs: Sequence[Leg], weights: Sequence[float], limit: int) -> list[tuple[str, str, float]]:
+    """The agent's z-score fusion (``retrieval_agent.search.fusion.zscore_fuse``) over these legs.
+
+    Legs with weight <= 0 are not sent, as the agent does not send them; the others are fused by
+    ``sum(weight * z')`` with ``z' = (score - min) / std`` per leg, ties in first-seen order. The
+    reference for :func:`zscore_run`, which ranks the same, vectorised over a grid.
+    """
+    from retrieval_agent.search.fusion import zscore_fuse as agent_zscore_fuse
+    from shared_contract.store import PointRecord
+
+    sent = [(leg, weight) for leg, weight in zip(legs, weights, strict=True) if weight > 0]
+    file_of: dict[str, str] = {}
+    for leg, _ in sent:
+        for point_id, file_id, _ in leg:
+            file_of.setdefault(point_id, file_id)
+    fused = agent_zscore_fuse(
+        [[PointRecord(point_id=point_id, score=score) for point_id, _, score in leg] for leg, _ in sent],
+        [weight for _, weight in sent],
+        limit,
+    )
+    return [(candidate.point_id, file_of[candidate.point_id], candidate.score) for candidate in fused]
+
+
 def fused_run(legs: Legs, k: int, weights: tuple[float, float, float], multiplier: int, id_map: dict[str, str]) -> Run:
     depth = SEARCH_K * multiplier
     fused = qdrant_rrf([legs.dense[:depth], legs.sparse[:depth], legs.lexical[:depth]], weights, k, SEARCH_K)
@@ -108,7 +146,9 @@ class ZscoreCandidates:
     """One query's candidates at one depth: each leg's standardised scores, as the agent fuses them."""
 
     z: np.ndarray  # (candidates, 3): dense, sparse, lexical; 0 where the leg did not return it
-    returned: np.ndarray  # (candidates, 3) bool: which legs returned it
+    # (candidates, 3): leg * (depth + 1) + position in the leg, inf where the leg did not return it.
+    # The smallest over the legs sent is where the agent first sees a candidate (its tie order).
+    seen: np.ndarray
     files: list[str]
 
 
@@ -125,22 +165,29 @@ def zscore_candidates(legs: Legs, depth: int) -> ZscoreCandidates:
                 position[point_id] = len(files)
                 files.append(file_id)
     z = np.zeros((len(files), 3))
-    returned = np.zeros((len(files), 3), dtype=bool)
+    seen = np.full((len(files), 3), np.inf)
     for column, top in enumerate(tops):
-        for (point_id, _, _), value in zip(top, standardised([score for _, _, score in top]), strict=True):
+        for pos, ((point_id, _, _), value) in enumerate(
+            zip(top, standardised([score for _, _, score in top]), strict=True)
+        ):
             z[position[point_id], column] = value
-            returned[position[point_id], column] = True
-    return ZscoreCandidates(z=z, returned=returned, files=files)
+            seen[position[point_id], column] = column * (depth + 1) + pos
+    return ZscoreCandidates(z=z, seen=seen, files=files)
 
 
 def zscore_run(candidates: ZscoreCandidates, weights: tuple[float, float, float], id_map: dict[str, str]) -> Run:
-    """The agent's z-score fusion (``zscore_fuse``): weighted sum, legs with weight 0 not sent, ties in
-    first-seen order; the top SEARCH_K chunks mapped to documents by their best chunk."""
-    w = np.asarray(weights, dtype=float)
-    sent = candidates.returned[:, w > 0].any(axis=1)
-    scores = candidates.z @ w
-    kept = np.nonzero(sent)[0]
-    order = kept[np.argsort(-scores[kept], kind="stable")][:SEARCH_K]
+    """:func:`zscore_fuse` vectorised: weighted sum, legs with weight 0 not sent, ties in first-seen
+    order over the legs sent; the top SEARCH_K chunks mapped to documents by their best chunk."""
+    sent = [column for column, weight in enumerate(weights) if weight > 0]
+    if not sent:
+        return {}
+    # Leg by leg, as the agent adds them up (a matrix product may round differently): the same floats.
+    z = candidates.z
+    w = [weight if weight > 0 else 0.0 for weight in weights]
+    scores = z[:, 0] * w[0] + z[:, 1] * w[1] + z[:, 2] * w[2]
+    first_seen = candidates.seen[:, sent].min(axis=1)
+    kept = np.nonzero(np.isfinite(first_seen))[0]
+    order = kept[np.lexsort((first_seen[kept], -scores[kept]))][:SEARCH_K]
     run: dict[str, float] = {}
     for index in order:
         doc_id = id_map.get(candidates.files[index])
