@@ -125,6 +125,7 @@ class ServiceRuntime:
                 chunk_size=self.settings.chunk_size,
                 prefix=self.settings.embedding_prefix_doc,
                 use_breadcrumb=self.settings.embed_headers_breadcrumb,
+                sparse_window=self.embedder.sparse_window,
             )
             parts = build_parts(
                 self.settings,

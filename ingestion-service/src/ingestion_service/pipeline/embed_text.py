@@ -3,7 +3,9 @@
 The embedded text is ``breadcrumb + "\\n\\n" + content`` when EMBED_HEADERS_BREADCRUMB is on and
 the chunk has headers (the stored content stays raw); the contract embedder prepends
 EMBEDDING_PREFIX_DOC; the model adds its special tokens. The content budget leaves room for all
-of that, so no chunk is ever truncated by the model.
+of that, so no chunk is ever truncated by the model. Where the sparse model reads the same text
+through its own, shorter window (BM42's 256 tokens beside a multilingual or HTTP dense model), a
+chunk fits only when both read it whole.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ingestion_service.pipeline.tokens import TokenCounter
-from shared_contract.embedding import SPECIAL_TOKENS_RESERVE
+from shared_contract.embedding import SPECIAL_TOKENS_RESERVE, TokenWindow
 
 BREADCRUMB_SEPARATOR = " > "
 SAFETY_MARGIN = 4  # tokenizing a concatenation can differ by a token or two at the seams
@@ -29,6 +31,7 @@ class EmbedTextBuilder:
         chunk_size: int,
         prefix: str,
         use_breadcrumb: bool,
+        sparse_window: TokenWindow | None = None,
     ) -> None:
         self.counter = counter
         self.max_tokens = max_tokens
@@ -39,6 +42,10 @@ class EmbedTextBuilder:
         self._base = max_tokens - SPECIAL_TOKENS_RESERVE - self._prefix_tokens - SAFETY_MARGIN
         if self._base < MIN_CONTENT_TOKENS:
             raise ValueError(f"EMBEDDING_PREFIX_DOC leaves fewer than {MIN_CONTENT_TOKENS} tokens of {max_tokens}")
+        # The sparse model's counter and limit; the splitters count in dense tokens, so this is checked
+        # per chunk (``fits``) and the finalizer re-packs what overflows.
+        self._sparse_counter = TokenCounter(sparse_window.tokenizer) if sparse_window is not None else None
+        self._sparse_limit = sparse_window.max_tokens if sparse_window is not None else 0
 
     def breadcrumb(self, headers: Sequence[str] | None) -> str | None:
         """The breadcrumb embedded with a chunk; None when off, empty, or too long to be worth it."""
@@ -66,6 +73,22 @@ class EmbedTextBuilder:
         """Tokens the model sees for this chunk, special tokens included."""
         return self.counter.count(self.prefix + self.text(content, headers)) + SPECIAL_TOKENS_RESERVE
 
+    def sparse_tokens(self, content: str, headers: Sequence[str] | None) -> int | None:
+        """Tokens the sparse model sees for this chunk, special tokens included; None when only
+        the dense model's window binds."""
+        if self._sparse_counter is None:
+            return None
+        return self._sparse_counter.count(self.text(content, headers)) + SPECIAL_TOKENS_RESERVE
+
+    def overflow(self, content: str, headers: Sequence[str] | None) -> float:
+        """The largest share of a model's window the chunk takes (above 1: that model would cut it)."""
+        share = self.total_tokens(content, headers) / self.max_tokens
+        sparse = self.sparse_tokens(content, headers)
+        return share if sparse is None else max(share, sparse / self._sparse_limit)
+
     def fits(self, content: str, headers: Sequence[str] | None) -> bool:
-        """Whether the model reads the whole chunk without truncating."""
-        return self.total_tokens(content, headers) <= self.max_tokens
+        """Whether every model reads the whole chunk without truncating."""
+        if self.total_tokens(content, headers) > self.max_tokens:
+            return False
+        sparse = self.sparse_tokens(content, headers)
+        return sparse is None or sparse <= self._sparse_limit

@@ -2,7 +2,7 @@
 
 from shared_contract.embedding.catalog import SHARED_BACKBONES, known_dense_dim, local_model_dir
 from shared_contract.embedding.embedder import SPECIAL_TOKENS_RESERVE, ContractEmbedder, fused_pass_configured
-from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData
+from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData, TokenWindow
 
 __all__ = [
     "SHARED_BACKBONES",
@@ -11,6 +11,7 @@ __all__ = [
     "DocumentVectors",
     "QueryVectors",
     "SparseVectorData",
+    "TokenWindow",
     "fused_pass_configured",
     "known_dense_dim",
     "local_model_dir",

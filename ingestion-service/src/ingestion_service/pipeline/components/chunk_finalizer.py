@@ -30,9 +30,9 @@ def chunk_id(meta: dict[str, object], split_id: int) -> str:
 class ChunkFinalizer:
     """The last step before embedding.
 
-    Any chunk the model would truncate (possible after word/sentence/passage splitting, or by
-    a token at a concatenation seam) is re-packed with a smaller budget until every piece fits:
-    there is no silent truncation. Then ``split_id`` runs 0..n-1 over the whole file and each
+    Any chunk a model would truncate (possible after word/sentence/passage splitting, by a token
+    at a concatenation seam, or where the sparse model's window is shorter than the dense one's)
+    is re-packed with a smaller budget until every piece fits: there is no silent truncation. Then ``split_id`` runs 0..n-1 over the whole file and each
     chunk gets ``content_hash`` and ``indexed_at``, and the document's ``chunk_count`` and
     ``text_bytes`` (the documents list and collection stats read them from one chunk). Zero chunks is the documented 422; more than
     ``max_chunks`` (MAX_CHUNKS_PER_DOCUMENT) is DOCUMENT_TOO_LARGE, raised before any embedding.
@@ -64,7 +64,10 @@ class ChunkFinalizer:
             pieces = pack_tokens(content, self.embed_text.counter, budget, min(self.overlap, budget // 4))
             if all(self.embed_text.fits(piece, headers) for piece in pieces) or budget <= MIN_CONTENT_TOKENS:
                 return pieces
-            budget = max(MIN_CONTENT_TOKENS, budget - _SHRINK_STEP)
+            # A seam token or two: step down. A sparse window far below the dense one: jump close
+            # to the size that fits instead of re-packing dozens of times.
+            worst = max(self.embed_text.overflow(piece, headers) for piece in pieces)
+            budget = max(MIN_CONTENT_TOKENS, min(budget - _SHRINK_STEP, int(budget / worst)))
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
