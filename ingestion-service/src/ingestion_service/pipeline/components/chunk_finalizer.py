@@ -32,7 +32,8 @@ class ChunkFinalizer:
 
     Any chunk a model would truncate (possible after word/sentence/passage splitting, by a token
     at a concatenation seam, or where the sparse model's window is shorter than the dense one's)
-    is re-packed with a smaller budget until every piece fits: there is no silent truncation. Then ``split_id`` runs 0..n-1 over the whole file and each
+    is re-packed with a smaller budget until every piece fits: there is no silent truncation.
+    Then ``split_id`` runs 0..n-1 over the whole file and each
     chunk gets ``content_hash`` and ``indexed_at``, and the document's ``chunk_count`` and
     ``text_bytes`` (the documents list and collection stats read them from one chunk). Zero chunks is the documented 422; more than
     ``max_chunks`` (MAX_CHUNKS_PER_DOCUMENT) is DOCUMENT_TOO_LARGE, raised before any embedding.
