@@ -88,7 +88,4 @@ class EmbedTextBuilder:
 
     def fits(self, content: str, headers: Sequence[str] | None) -> bool:
         """Whether every model reads the whole chunk without truncating."""
-        if self.total_tokens(content, headers) > self.max_tokens:
-            return False
-        sparse = self.sparse_tokens(content, headers)
-        return sparse is None or sparse <= self._sparse_limit
+        return self.overflow(content, headers) <= 1.0

@@ -63,11 +63,11 @@ class ChunkFinalizer:
         budget = self.embed_text.content_budget(headers)
         while True:
             pieces = pack_tokens(content, self.embed_text.counter, budget, min(self.overlap, budget // 4))
-            if all(self.embed_text.fits(piece, headers) for piece in pieces) or budget <= MIN_CONTENT_TOKENS:
+            worst = max((self.embed_text.overflow(piece, headers) for piece in pieces), default=0.0)
+            if worst <= 1.0 or budget <= MIN_CONTENT_TOKENS:
                 return pieces
             # A seam token or two: step down. A sparse window far below the dense one: jump close
             # to the size that fits instead of re-packing dozens of times.
-            worst = max(self.embed_text.overflow(piece, headers) for piece in pieces)
             budget = max(MIN_CONTENT_TOKENS, min(budget - _SHRINK_STEP, int(budget / worst)))
 
     @component.output_types(documents=list[Document])
