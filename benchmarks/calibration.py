@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmarks.beir import load_dataset
 from benchmarks.ingest import file_id_map, read_done
-from benchmarks.quality import collection_for, workspace
+from benchmarks.quality import WORK_DIR, collection_for, workspace
 from retrieval_agent.main import create_app
 from retrieval_agent.metrics import SearchPath
 from retrieval_agent.search.pipeline import LinearSearch
@@ -110,13 +110,16 @@ def reliability(probabilities: Sequence[float], labels: Sequence[bool], bins: in
     return rows
 
 
-async def collect(dataset_name: str, split: str, env: dict[str, Any], paths: Sequence[SearchPath]) -> list[Sample]:
+async def collect(
+    dataset_name: str, split: str, env: dict[str, Any], paths: Sequence[SearchPath], work_dir: Path = WORK_DIR
+) -> list[Sample]:
     """Run every judged query of the split through the pipeline; one sample per returned hit."""
     dataset = load_dataset(dataset_name, split)
-    space = workspace(dataset_name)
+    space = workspace(dataset_name, work_dir)
     if not space.qdrant.exists():
         raise SystemExit(
-            f"{space.qdrant} is missing: run `python -m benchmarks.quality --dataset {dataset_name}` first"
+            f"{space.qdrant} is missing: run `python -m benchmarks.quality --dataset {dataset_name}"
+            f" --work-dir {work_dir}` first"
         )
     done = read_done(space.done)
     id_map = {fid: doc for fid, doc in file_id_map(dataset_name, dataset.corpus).items() if fid in done}
@@ -200,12 +203,19 @@ PATHS: tuple[SearchPath, ...] = ("native_hybrid", "dense", "bm25_fallback")
 MODELS: tuple[ModelName, ...] = ("native_hybrid", "native_hybrid_other_languages", "dense", "bm25_fallback")
 
 
-async def fit() -> dict[str, list[float]]:
+OTHER_LANGUAGES: ModelName = "native_hybrid_other_languages"
+
+
+async def fit(models: Sequence[ModelName] = MODELS, work_dir: Path = WORK_DIR) -> dict[str, list[float]]:
+    """Fit ``models`` (the others keep their coefficients in tuned/calibration.json)."""
     # English models on SciFact train; the other-languages hybrid model on NorQuAD dev (Norwegian).
-    samples = await collect("scifact", "train", {}, PATHS)
-    samples += await collect("norquad", "dev", {}, ("native_hybrid",))
-    fitted: dict[str, list[float]] = {}
-    for model in MODELS:
+    samples: list[Sample] = []
+    if any(model != OTHER_LANGUAGES for model in models):
+        samples += await collect("scifact", "train", {}, PATHS, work_dir)
+    if OTHER_LANGUAGES in models:
+        samples += await collect("norquad", "dev", {}, ("native_hybrid",), work_dir)
+    fitted: dict[str, list[float]] = json.loads(OUT.read_text(encoding="utf-8")) if OUT.is_file() else {}
+    for model in models:
         own = [s for s in samples if s.model == model]
         labels = np.array([float(s.relevant) for s in own])
         coefficients = as_coefficients(model, fit_platt(features_of(own, model), labels))
@@ -217,10 +227,10 @@ async def fit() -> dict[str, list[float]]:
     return fitted
 
 
-async def report(datasets: Sequence[str]) -> dict[str, Any]:
+async def report(datasets: Sequence[str], work_dir: Path = WORK_DIR) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name in datasets:
-        samples = await collect(name, "test", {}, PATHS)
+        samples = await collect(name, "test", {}, PATHS, work_dir)
         for model in MODELS:
             own = [s for s in samples if s.model == model]
             if not own:
@@ -244,13 +254,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="Brier and ECE of the defaults on the test splits")
     parser.add_argument("--datasets", default="scifact,norquad", help="datasets for --report")
     parser.add_argument("--out", type=Path, help="also write the report as JSON here")
+    parser.add_argument("--models", default=",".join(MODELS), help="models to fit (the rest keep theirs)")
+    parser.add_argument("--work-dir", type=Path, default=WORK_DIR, help="where benchmarks.quality built the stores")
     args = parser.parse_args(argv)
     if not args.fit and not args.report:
         parser.error("pass --fit and/or --report")
     if args.fit:
-        asyncio.run(fit())
+        chosen = [model for model in MODELS if model in args.models.split(",")]
+        if not chosen:
+            parser.error(f"--models: expected some of {', '.join(MODELS)}")
+        asyncio.run(fit(chosen, args.work_dir))
     if args.report:
-        results = asyncio.run(report([name for name in args.datasets.split(",") if name]))
+        results = asyncio.run(report([name for name in args.datasets.split(",") if name], args.work_dir))
         if args.out:
             args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -21,6 +21,7 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         **BASE,
         "ENABLE_HYBRID_SEARCH": "true",
         "HYBRID_DENSE_WEIGHT": "0",
+        "HYBRID_MULTILINGUAL_WEIGHT": "0",
         "HYBRID_SPARSE_WEIGHT": "1",
         "HYBRID_LEXICAL_WEIGHT": "0",
     },
@@ -28,11 +29,14 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         **BASE,
         "ENABLE_HYBRID_SEARCH": "true",
         "HYBRID_DENSE_WEIGHT": "0",
+        "HYBRID_MULTILINGUAL_WEIGHT": "0",
         "HYBRID_SPARSE_WEIGHT": "0",
         "HYBRID_LEXICAL_WEIGHT": "1",
     },
     # The service's defaults (z-score fusion tuned jointly on SciFact train and NorQuAD dev).
     "hybrid": {**BASE, "ENABLE_HYBRID_SEARCH": "true"},
+    # The defaults without the multilingual dense leg (the defaults before contract 2.3).
+    "hybrid-no-multilingual": {**BASE, "ENABLE_HYBRID_SEARCH": "true", "HYBRID_MULTILINGUAL_WEIGHT": "0"},
     # The defaults before z-score fusion: weighted RRF in the engine, tuned the same way.
     "rrf5": {
         **BASE,
@@ -40,6 +44,7 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         "HYBRID_FUSION": "rrf",
         "HYBRID_RRF_K": "5",
         "HYBRID_DENSE_WEIGHT": "0.75",
+        "HYBRID_MULTILINGUAL_WEIGHT": "0",
         "HYBRID_SPARSE_WEIGHT": "0.25",
         "HYBRID_LEXICAL_WEIGHT": "0.5",
     },
@@ -51,13 +56,14 @@ CONFIG_ENV: dict[str, dict[str, str]] = {
         "HYBRID_RRF_K": "60",
         "HYBRID_DENSE_WEIGHT": "1.0",
         "HYBRID_DENSE_WEIGHT_OTHER_LANGUAGES": "1.0",
+        "HYBRID_MULTILINGUAL_WEIGHT": "1.0",
         "HYBRID_SPARSE_WEIGHT": "1.0",
         "HYBRID_LEXICAL_WEIGHT": "1.0",
         "HYBRID_PREFETCH_MULTIPLIER": "4",
     },
 }
 
-ALL_CONFIGS = ["dense", "sparse", "bm25", "rrf60", "rrf5", "hybrid", "tuned", "rerank"]
+ALL_CONFIGS = ["dense", "sparse", "bm25", "rrf60", "rrf5", "hybrid", "hybrid-no-multilingual", "tuned", "rerank"]
 
 
 def tuned_path(dataset: str, fusion: str = "zscore") -> Path:

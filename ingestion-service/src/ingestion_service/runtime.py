@@ -28,7 +28,7 @@ from ingestion_service.pipeline.indexing import (
 )
 from ingestion_service.scratch import ScratchSpace, default_root
 from ingestion_service.settings import Settings
-from shared_contract import ContractEmbedder, ContractError
+from shared_contract import MULTILINGUAL_VECTOR, CollectionManifest, ContractEmbedder, ContractError
 from shared_contract.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
 
 logger = logging.getLogger(__name__)
@@ -104,6 +104,8 @@ class ServiceRuntime:
         self.runner: IndexingRunner | None = None
         self.scratch = ScratchSpace(settings.scratch_dir if settings.scratch_dir is not None else default_root())
         self._bootstrap_lock = anyio.Lock()
+        # Set from the collection's manifest at bootstrap.
+        self.multilingual_active = False
         self.jobs = JobRegistry(
             max_jobs=settings.ingest_jobs_max,
             ttl_seconds=settings.ingest_job_ttl_seconds,
@@ -134,6 +136,7 @@ class ServiceRuntime:
                 embed_text=embed_text,
                 index=self.index,
                 observer=self.metrics.observe_stage,
+                multilingual_active=lambda: self.multilingual_active,
             )
             if self.settings.vision_configured and self.settings.extraction_engine in VISION_ENGINES:
                 # The vision engine imports LiteLLM (seconds); pay that at start-up, not on a request.
@@ -164,11 +167,12 @@ class ServiceRuntime:
         async with self._bootstrap_lock:
             try:
                 if self.readiness.collection_ready:
-                    await verify_collection(
+                    manifest = await verify_collection(
                         self.store, self.settings, require_sparse=self.settings.enable_sparse_embeddings
                     )
                 else:
-                    await bootstrap_collection(self.store, self.settings)
+                    manifest = await bootstrap_collection(self.store, self.settings)
+                    self._note_multilingual(manifest)
                     if not self.readiness.recovered:
                         await self._recover()
             except ContractError as exc:
@@ -178,6 +182,19 @@ class ServiceRuntime:
             self.readiness.collection_ready = True
             self.readiness.collection_error = None
             return True
+
+    def _note_multilingual(self, manifest: CollectionManifest) -> None:
+        """Write ``text-dense-multilingual`` only when the collection has it; say so when it lacks it."""
+        self.multilingual_active = manifest.multilingual_model is not None
+        if self.settings.multilingual_model is not None and not self.multilingual_active:
+            logger.warning(
+                "collection %r was built without %s, so chunks outside %s's languages get no dense "
+                "vector of their own; to add it, set QDRANT_INDEX to a new collection and reindex into it "
+                "(POST /api/v1/collections/{name}/reindex with source_index; docs/models.md)",
+                self.settings.qdrant_index,
+                MULTILINGUAL_VECTOR,
+                self.settings.embedding_model,
+            )
 
     async def _recover(self) -> None:
         # One process owns an embedded store, so every pending point there is dead; on a server

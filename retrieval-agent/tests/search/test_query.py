@@ -7,8 +7,10 @@ from retrieval_agent.search.query import (
     FusionParams,
     dense_request,
     dense_weight_for,
+    hybrid_legs,
     hybrid_request,
     lexical_fields_for,
+    multilingual_weight_for,
     text_query,
 )
 from shared_contract import SparseVectorData
@@ -203,3 +205,54 @@ def test_dense_weight_follows_the_share_of_chunks_the_dense_model_can_read(
     mix: dict[str, int], languages: frozenset[str] | None, expected: float
 ) -> None:
     assert dense_weight_for(mix, languages, covered=0.75, other=0.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("mix", "languages", "expected"),
+    [
+        ({"en": 10}, frozenset({"en"}), 0.0),  # English only: the leg is not sent
+        ({"no": 9, "any": 1}, frozenset({"en"}), 1.2),  # every chunk outside the English model's languages
+        ({"en": 1, "da": 3}, frozenset({"en"}), 1.2 * 0.75),  # by the share of chunks that carry the vector
+        ({"no": 5}, None, 0.0),  # a multilingual dense model: no second vector exists
+        ({}, frozenset({"en"}), 0.0),
+    ],
+)
+def test_the_multilingual_weight_follows_the_share_of_chunks_outside_the_dense_models_languages(
+    mix: dict[str, int], languages: frozenset[str] | None, expected: float
+) -> None:
+    assert multilingual_weight_for(mix, languages, weight=1.2) == pytest.approx(expected)
+
+
+def multilingual_legs(multilingual: list[float] | None, weight: float) -> list[tuple[str | None, float]]:
+    """(using, weight) of each leg of a Norwegian-tenant search with this multilingual vector and weight."""
+    params = FusionParams(
+        k=60, dense_weight=0.3, sparse_weight=0.5, lexical_weight=1.0, prefetch_limit=40, multilingual_weight=weight
+    )
+    legs = hybrid_legs(
+        dense=[0.1],
+        sparse=SPARSE,
+        text="hund",
+        lexical_fields=["lexical_no"],
+        collection_names=["kb-1", "kb-2"],
+        params=params,
+        sparse_idf=True,
+        multilingual=multilingual,
+    )
+    assert legs is not None
+    if multilingual is not None and weight > 0:
+        assert legs.legs[1] == models.Prefetch(
+            query=multilingual, using="text-dense-multilingual", filter=TENANT, limit=40
+        )
+    return [(leg.using, weight) for leg, weight in zip(legs.legs, legs.weights, strict=True)]
+
+
+def test_the_multilingual_leg_follows_the_dense_leg_with_the_same_filter_and_depth() -> None:
+    assert multilingual_legs([0.2, 0.3], 0.9) == [
+        ("text-dense", 0.3),
+        ("text-dense-multilingual", 0.9),
+        ("text-sparse", 0.5),
+        ("lexical_no", 1.0),
+    ]
+    # Without the query's vector, or with weight 0, there is no such leg.
+    assert multilingual_legs([0.2, 0.3], 0.0) == [("text-dense", 0.3), ("text-sparse", 0.5), ("lexical_no", 1.0)]
+    assert multilingual_legs(None, 0.9) == [("text-dense", 0.3), ("text-sparse", 0.5), ("lexical_no", 1.0)]

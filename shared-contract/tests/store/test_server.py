@@ -249,7 +249,10 @@ async def test_bootstrap_creates_the_collection_with_the_contract_layout(
     assert stored_manifest.pop("created_at")
     assert stored_manifest == expected_manifest
     assert {key: value for key, value in create.body.items() if key != "metadata"} == {
-        "vectors": {"text-dense": {"size": 384, "distance": "Cosine"}},
+        "vectors": {
+            "text-dense": {"size": 384, "distance": "Cosine"},
+            "text-dense-multilingual": {"size": 384, "distance": "Cosine", "memory": "cold"},
+        },
         "sparse_vectors": {"text-sparse": {"modifier": "idf"}},
         "hnsw_config": {"m": 0, "payload_m": 16},
     }
@@ -279,7 +282,7 @@ async def test_bootstrap_without_sparse_creates_no_sparse_vector(server: Scripte
     await bootstrap_collection(store, settings)
     [create] = server.sent("PUT")
     assert create.body.get("sparse_vectors") is None
-    assert create.body["vectors"] == {"text-dense": {"size": 384, "distance": "Cosine"}}
+    assert set(create.body["vectors"]) == {"text-dense", "text-dense-multilingual"}
     assert create.body["metadata"][MANIFEST_METADATA_KEY]["sparse_model"] is None
 
 
@@ -367,12 +370,17 @@ async def test_info_reads_sparse_and_scoring_text_indexes_from_the_server(
     server.indexes["lexical_en"] = EXPECTED_INDEXES["lexical_en"]
     info = await store.info()
     assert info.has_sparse is True
+    assert info.has_multilingual is True
     assert info.text_index_fields == {"lexical_no", "lexical_en"}
 
 
 async def test_info_of_a_dense_only_collection(server: ScriptedQdrant, store: ServerStore) -> None:
-    await bootstrap_collection(store, load_settings(ContractSettings, qdrant_uri=URL, enable_sparse_embeddings=False))
-    assert (await store.info()).has_sparse is False
+    settings = load_settings(
+        ContractSettings, qdrant_uri=URL, enable_sparse_embeddings=False, multilingual_embedding_provider="none"
+    )
+    await bootstrap_collection(store, settings)
+    info = await store.info()
+    assert (info.has_sparse, info.has_multilingual) == (False, False)
 
 
 # -- points ---------------------------------------------------------------------------------
@@ -393,7 +401,15 @@ async def test_upsert_sends_named_vectors_and_the_payload(created: ScriptedQdran
         sparse=SparseVectorData(indices=[3, 9], values=[0.5, 1.5]),
     )
     dense_only = chunk_point("chunk-2", "x", {"collection_name": "tenant-a"}, dense=[1.0, 0.0, 0.0], sparse=None)
-    await store.upsert([point, dense_only])
+    multilingual = chunk_point(
+        "chunk-3",
+        "Katten sov",
+        {"collection_name": "tenant-a"},
+        dense=[0.0, 1.0, 0.0],
+        sparse=None,
+        multilingual=[0.0, 0.0, 1.0],
+    )
+    await store.upsert([point, dense_only, multilingual])
 
     [sent] = created.sent("PUT", "/points")
     assert sent.params == {"wait": "true"}
@@ -412,6 +428,11 @@ async def test_upsert_sends_named_vectors_and_the_payload(created: ScriptedQdran
             "id": dense_only.point_id,
             "vector": {"text-dense": [1.0, 0.0, 0.0]},
             "payload": dict(dense_only.payload),
+        },
+        {
+            "id": multilingual.point_id,
+            "vector": {"text-dense": [0.0, 1.0, 0.0], "text-dense-multilingual": [0.0, 0.0, 1.0]},
+            "payload": dict(multilingual.payload),
         },
     ]
 

@@ -34,6 +34,7 @@ from ingestion_service.pipeline.components.dense_embedder import ContractDenseEm
 from ingestion_service.pipeline.components.embedding_guard import EmbeddingGuard
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, FileConverter
 from ingestion_service.pipeline.components.markdown_splitter import MarkdownSplitter
+from ingestion_service.pipeline.components.multilingual_embedder import MultilingualDenseEmbedder
 from ingestion_service.pipeline.components.sparse_embedder import ContractSparseEmbedder
 from ingestion_service.pipeline.components.token_splitter import TokenSplitter
 from ingestion_service.pipeline.components.unit_splitter import UnitSplitter
@@ -44,6 +45,7 @@ from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
 from shared_contract import (
     DENSE_VECTOR,
+    MULTILINGUAL_VECTOR,
     PAYLOAD_META,
     PENDING_STATE,
     SPARSE_VECTOR,
@@ -71,6 +73,7 @@ class PipelineParts:
     sparse_embedder: Any | None
     guard: Any
     writer: Any
+    multilingual_embedder: Any | None = None
 
 
 def checked_write(write: WriteBatch) -> WriteBatch:
@@ -91,8 +94,12 @@ def build_parts(
     embed_text: EmbedTextBuilder,
     index: ChunkIndex,
     observer: StageObserver | None = None,
+    multilingual_active: Callable[[], bool] = lambda: False,
 ) -> PipelineParts:
-    """The standard components for ``settings``."""
+    """The standard components for ``settings``.
+
+    ``multilingual_active``: whether the collection has ``text-dense-multilingual`` (its manifest).
+    """
     overlap = settings.chunk_overlap
     splitter: Any
     if settings.chunk_split_by == "markdown":
@@ -116,11 +123,16 @@ def build_parts(
         writer=ChunkWriter(
             checked_write(index.write), lexical_window=settings.lexical_window_chunks, observer=observer
         ),
+        multilingual_embedder=None
+        if embedder.multilingual is None
+        else MultilingualDenseEmbedder(
+            embedder.multilingual, embed_text, active=multilingual_active, observer=observer
+        ),
     )
 
 
 def assemble(parts: PipelineParts) -> Pipeline:
-    """converter -> splitter -> finalizer -> dense -> [sparse] -> guard -> writer."""
+    """converter -> splitter -> finalizer -> dense -> [sparse] -> guard -> [multilingual] -> writer."""
     pipeline = Pipeline()
     pipeline.add_component("converter", parts.converter)
     pipeline.add_component("splitter", parts.splitter)
@@ -137,7 +149,13 @@ def assemble(parts: PipelineParts) -> Pipeline:
         pipeline.connect("sparse_embedder.documents", "guard.documents")
     else:
         pipeline.connect("dense_embedder.documents", "guard.documents")
-    pipeline.connect("guard.documents", "writer.documents")
+    if parts.multilingual_embedder is not None:
+        pipeline.add_component("multilingual_embedder", parts.multilingual_embedder)
+        pipeline.connect("guard.documents", "multilingual_embedder.documents")
+        pipeline.connect("multilingual_embedder.documents", "writer.documents")
+        pipeline.connect("multilingual_embedder.multilingual", "writer.multilingual")
+    else:
+        pipeline.connect("guard.documents", "writer.documents")
     return pipeline
 
 
@@ -260,6 +278,7 @@ class IngestOutcome:
 _STAGE_ERRORS: dict[str, Callable[[str], IngestionError]] = {
     "converter": ExtractionError,
     "dense_embedder": EmbeddingFailedError,
+    "multilingual_embedder": EmbeddingFailedError,
     "guard": EmbeddingFailedError,
     "sparse_embedder": SparseEmbeddingFailedError,
     "writer": QdrantWriteError,
@@ -306,12 +325,14 @@ def copied_point(record: PointRecord, job: IngestJob, *, indexed_at: str) -> Chu
     sparse = vectors.get(SPARSE_VECTOR)
     if not isinstance(dense, list):
         raise QdrantWriteError(f"point {record.point_id} of the identical copy has no dense vector")
+    multilingual = vectors.get(MULTILINGUAL_VECTOR)
     payload = {**record.payload, PAYLOAD_ID: new_id, PAYLOAD_META: meta}
     return ChunkPoint(
         point_id=point_id_for(new_id),
         dense=dense,
         sparse=sparse if isinstance(sparse, SparseVectorData) else None,
         payload=payload,
+        multilingual=multilingual if isinstance(multilingual, list) else None,
     )
 
 

@@ -6,15 +6,18 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import boto3
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from shared_contract import DENSE_VECTOR, SPARSE_VECTOR
+from shared_contract import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR
 from shared_contract.http import hint_for
+from shared_contract.store import bootstrap_collection, close_store, open_store
 
 if TYPE_CHECKING:
-    from ...conftest import AppFactory, Points, Upload  # noqa: TID252
+    from ...conftest import AppFactory, MakeSettings, Points, Upload  # noqa: TID252
 
 WIKI = "md/docling__wiki.md"
 
@@ -59,6 +62,60 @@ def test_multipart_ingest_stores_named_vectors_and_full_metadata(
         # The chunk's text is also in its language's stemmed BM25 field, and only there.
         assert record.payload["lexical_en"] == record.payload["content"]
         assert not [key for key in record.payload if key.startswith("lexical_") and key != "lexical_en"]
+
+
+NORWEGIAN = (
+    "Familien kjøpte en ny elbil i fjor. Bilen er rød, og den står parkert i garasjen ved siden av "
+    "syklene. De lader den hver natt, og om sommeren kjører de den til hytta ved fjorden."
+)
+
+
+def test_chunks_outside_the_dense_models_languages_also_get_the_multilingual_vector(
+    client: TestClient, upload: Upload, tmp_path: Path, points: Points
+) -> None:
+    path = tmp_path / "elbil.txt"
+    path.write_text(NORWEGIAN, encoding="utf-8")
+    response = upload(client, path, file_id="no-1")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="no-1")
+    assert stored
+    multilingual = client.app.state.runtime.embedder.multilingual  # type: ignore[attr-defined]
+    for record in stored:
+        assert record.payload["meta"]["lexical_language"] == "no"
+        assert record.vectors is not None
+        assert set(record.vectors) == {DENSE_VECTOR, SPARSE_VECTOR, MULTILINGUAL_VECTOR}
+        # multilingual-e5-small's passage vector of the text the dense model read.
+        [expected] = multilingual.embed_documents([record.payload["content"]])
+        vector = record.vectors[MULTILINGUAL_VECTOR]
+        assert isinstance(vector, list)
+        assert float(np.dot(vector, expected)) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_collection_built_without_the_multilingual_vector_is_written_without_it(
+    app_client: AppFactory, make_test_settings: MakeSettings, upload: Upload, tmp_path: Path, points: Points
+) -> None:
+    # As a collection of contract 2.2 or one created with MULTILINGUAL_EMBEDDING_PROVIDER=none.
+    index = f"test_{uuid.uuid4().hex[:12]}"
+    older = make_test_settings(qdrant_index=index, multilingual_embedding_provider="none")
+
+    async def bootstrap_older() -> None:
+        store = open_store(older)
+        try:
+            await bootstrap_collection(store, older)
+        finally:
+            await close_store(store)
+
+    anyio.run(bootstrap_older)
+    path = tmp_path / "elbil.txt"
+    path.write_text(NORWEGIAN, encoding="utf-8")
+    with app_client(qdrant_index=index) as client:
+        response = upload(client, path, file_id="no-old")
+        assert response.status_code == 200, response.text
+        stored = points(client, file_id="no-old")
+    assert stored
+    for record in stored:
+        assert record.vectors is not None
+        assert set(record.vectors) == {DENSE_VECTOR, SPARSE_VECTOR}
 
 
 def test_reingest_replaces_the_previous_version(client: TestClient, upload: Upload, docs: Path, points: Points) -> None:

@@ -118,8 +118,8 @@ class WriteThenStall:
         self.arrivals = threading.Semaphore(0)
 
     @component.output_types(documents_written=int)
-    def run(self, documents: list[Document]) -> dict[str, int]:
-        self.writer.run(documents=documents)
+    def run(self, documents: list[Document], multilingual: dict[str, list[float]] | None = None) -> dict[str, int]:
+        self.writer.run(documents=documents, multilingual=multilingual)
         self.arrivals.release()
         deadline = time.monotonic() + GUARD_SECONDS
         while time.monotonic() < deadline:

@@ -54,6 +54,11 @@ class Capabilities:
     sparse_idf: bool
     # Lexical fields (``lexical_<code>``) with a BM25-scoring full-text index.
     lexical_fields: frozenset[str]
+    # ``text-dense-multilingual``: present on the chunks outside the dense model's languages.
+    has_multilingual: bool = False
+    # Written by these services (it has the contract's manifest), so ``meta.lexical_language`` is
+    # indexed even before the first chunk of a language created its text index.
+    own_layout: bool = False
 
 
 class StoreSearch:
@@ -70,30 +75,36 @@ class StoreSearch:
         """The physical collection's name."""
         return self.store.collection
 
-    async def capabilities(self) -> Capabilities:
-        """The collection's vectors and lexical indexes, cached for CAPABILITY_CACHE_TTL_SECONDS.
+    async def capabilities(self, *, max_age: float | None = None) -> Capabilities:
+        """The collection's vectors and lexical indexes, cached for CAPABILITY_CACHE_TTL_SECONDS
+        (or ``max_age`` seconds, when shorter: a caller that knows the cache may be stale).
 
         Raises CollectionMissingError while the collection does not exist (never cached).
         """
         now = time.monotonic()
         cached = self._capabilities
-        if cached is not None and now - cached[0] < self.settings.capability_cache_ttl_seconds:
+        ttl = (
+            self.settings.capability_cache_ttl_seconds
+            if max_age is None
+            else min(max_age, self.settings.capability_cache_ttl_seconds)
+        )
+        if cached is not None and now - cached[0] < ttl:
             return cached[1]
         info = await self.store.info()
-        sparse_idf = False
-        if info.has_sparse:
-            try:
-                manifest = await self.store.read_manifest()
-            except ManifestMissingError:
-                # A collection another tool created: its sparse modifier is unknown, so no IDF scope.
-                manifest = None
-            sparse_idf = manifest is not None and manifest.sparse_modifier == "idf"
+        try:
+            manifest = await self.store.read_manifest()
+        except ManifestMissingError:
+            # A collection another tool created: its sparse modifier is unknown, so no IDF scope.
+            manifest = None
+        sparse_idf = info.has_sparse and manifest is not None and manifest.sparse_modifier == "idf"
         capabilities = Capabilities(
             has_sparse=info.has_sparse,
             sparse_idf=sparse_idf,
             lexical_fields=frozenset(
                 field for field in info.text_index_fields if field.startswith(LEXICAL_FIELD_PREFIX)
             ),
+            has_multilingual=info.has_multilingual,
+            own_layout=manifest is not None,
         )
         self._capabilities = (now, capabilities)
         return capabilities

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import anyio
+
 from retrieval_agent.metrics import SearchMetrics
 from shared_contract import ContractEmbedder, QueryVectors
 
@@ -15,3 +17,29 @@ async def embed_query(
     """
     with metrics.time_stage("embed"):
         return await embedder.aembed_query(text, with_sparse=with_sparse)
+
+
+async def embed_hybrid_query(
+    embedder: ContractEmbedder, text: str, *, with_sparse: bool, with_multilingual: bool, metrics: SearchMetrics
+) -> tuple[QueryVectors, list[float] | None]:
+    """:func:`embed_query`, and the ``text-dense-multilingual`` vector when asked (None otherwise).
+
+    The two models run side by side in worker threads: the query waits for the slower one only.
+    """
+    multilingual_model = embedder.multilingual if with_multilingual else None
+    if multilingual_model is None:
+        return await embed_query(embedder, text, with_sparse=with_sparse, metrics=metrics), None
+    multilingual: list[list[float]] = []
+
+    async def second() -> None:
+        multilingual.append(await multilingual_model.aembed_query(text))
+
+    with metrics.time_stage("embed"):
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(second)
+                vectors = await embedder.aembed_query(text, with_sparse=with_sparse)
+        except BaseExceptionGroup as failure:
+            # One model failed: its typed error maps to the wire code, not the group around it.
+            raise failure.exceptions[0] from None
+    return vectors, multilingual[0]

@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import anyio
 import anyio.to_thread
@@ -27,7 +28,7 @@ from qdrant_client import models
 from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.metrics import SearchMetrics, SearchPath
-from retrieval_agent.search.embed import embed_query
+from retrieval_agent.search.embed import embed_hybrid_query, embed_query
 from retrieval_agent.search.fusion import zscore_fuse
 from retrieval_agent.search.lexical import Bm25Cache
 from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
@@ -47,6 +48,7 @@ from retrieval_agent.search.query import (
     hybrid_legs,
     leg_requests,
     lexical_fields_for,
+    multilingual_weight_for,
     rrf_request,
 )
 from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
@@ -54,8 +56,14 @@ from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, StoreRequestError
 from shared_contract.embedding.catalog import dense_model_languages
+from shared_contract.lexical import all_lexical_codes, lexical_fields
 
 logger = logging.getLogger(__name__)
+
+# Every lexical field there can be: the fields a tenant set's languages call for.
+ALL_FIELDS: Final = frozenset(lexical_fields(all_lexical_codes()))
+# How stale the cached capabilities may be when the tenants hold a language they show no index for.
+CAPABILITY_REFRESH_SECONDS: Final = 1.0
 
 # Identical texts (one file in two knowledge bases) collapse into one hit: when that leaves fewer
 # than k, the candidates are fetched again this many times, twice as deep each time.
@@ -114,9 +122,17 @@ class LinearSearch:
             dense_languages=self._dense_languages,
         )
 
-    def fusion(self, limit: int, language_mix: Mapping[str, int] | None = None) -> FusionParams:
-        """RRF parameters for one hybrid request returning ``limit`` hits over tenants with this language mix."""
+    def fusion(
+        self, limit: int, language_mix: Mapping[str, int] | None = None, *, multilingual: bool = False
+    ) -> FusionParams:
+        """Fusion parameters for one hybrid request returning ``limit`` hits over tenants with this
+        language mix; ``multilingual``: the collection has ``text-dense-multilingual``."""
         settings = self.settings
+        multilingual_weight = 0.0
+        if multilingual and self.embedder.multilingual is not None:
+            multilingual_weight = multilingual_weight_for(
+                language_mix or {}, self._dense_languages, weight=settings.hybrid_multilingual_weight
+            )
         return FusionParams(
             k=settings.hybrid_rrf_k,
             dense_weight=dense_weight_for(
@@ -131,6 +147,7 @@ class LinearSearch:
             bm25_k1=settings.lexical_bm25_k1,
             bm25_b=settings.lexical_bm25_b,
             method=settings.hybrid_fusion,
+            multilingual_weight=multilingual_weight,
         )
 
     async def retrieve(
@@ -149,6 +166,15 @@ class LinearSearch:
         if not self.settings.enable_hybrid_search:
             return await self._dense(query, collection_names, limit, conditions=conditions)
         capabilities = await self.store.capabilities()
+        # The tenants' language mix picks the BM25 fields and weighs the dense legs (a foreign
+        # collection without lexical fields has no ``meta.lexical_language`` index to ask).
+        language_mix: dict[str, int] = {}
+        if capabilities.own_layout or capabilities.lexical_fields:
+            language_mix = await self.store.lexical_languages(collection_names)
+        if any(field not in capabilities.lexical_fields for field in lexical_fields_for(language_mix, ALL_FIELDS)):
+            # A language whose first chunks were written after the capabilities were read: its text
+            # index is new, so read them again (at most once a second).
+            capabilities = await self.store.capabilities(max_age=CAPABILITY_REFRESH_SECONDS)
         sparse = capabilities.has_sparse and self.embedder.sparse is not None
         lexical = bool(capabilities.lexical_fields) and self._lexical_supported()
         if not sparse and not lexical:
@@ -157,12 +183,15 @@ class LinearSearch:
                 # this last-resort path is dense only.
                 return await self._dense(query, collection_names, limit, conditions=conditions)
             return await self._bm25_fallback(query, collection_names, limit)
-        # The tenants' language mix picks the BM25 fields and the dense leg's weight (a collection
-        # without lexical fields has no ``meta.lexical_language`` index to ask).
-        language_mix = await self.store.lexical_languages(collection_names) if lexical else {}
         fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
-        vectors = await embed_query(self.embedder, query, with_sparse=sparse, metrics=self.metrics)
-        params = self.fusion(limit, language_mix)
+        params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual)
+        vectors, multilingual = await embed_hybrid_query(
+            self.embedder,
+            query,
+            with_sparse=sparse,
+            with_multilingual=params.multilingual_weight > 0,
+            metrics=self.metrics,
+        )
 
         def build(lexical_fields: Sequence[str]) -> HybridLegs | None:
             return hybrid_legs(
@@ -174,6 +203,7 @@ class LinearSearch:
                 params=params,
                 sparse_idf=capabilities.sparse_idf,
                 conditions=conditions,
+                multilingual=multilingual,
             )
 
         legs = build(fields)

@@ -15,7 +15,15 @@ from typing import Literal
 from qdrant_client import models
 
 from retrieval_agent.errors import InvalidFilterError
-from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, SPARSE_VECTOR, SparseVectorData, lexical
+from shared_contract import (
+    DENSE_VECTOR,
+    MULTILINGUAL_VECTOR,
+    PAYLOAD_CONTENT,
+    PAYLOAD_META,
+    SPARSE_VECTOR,
+    SparseVectorData,
+    lexical,
+)
 from shared_contract.attributes import AttributeType
 from shared_contract.document_filter import DocumentFilter, filter_conditions
 from shared_contract.store import pending_condition, tenant_condition, tenant_filter
@@ -44,6 +52,7 @@ class FusionParams:
     bm25_k1: float | None = None  # None: the engine's default (1.2)
     bm25_b: float | None = None  # None: the engine's default (0.75)
     method: FusionMethod = "rrf"
+    multilingual_weight: float = 0.0  # the ``text-dense-multilingual`` leg's weight
 
 
 def lexical_fields_for(codes: Iterable[str], indexed: Iterable[str]) -> list[str]:
@@ -71,6 +80,22 @@ def dense_weight_for(
         return covered
     share = sum(count for code, count in language_mix.items() if code in model_languages) / total
     return covered * share + other * (1.0 - share)
+
+
+def multilingual_weight_for(
+    language_mix: Mapping[str, int], model_languages: frozenset[str] | None, *, weight: float
+) -> float:
+    """The ``text-dense-multilingual`` leg's weight over tenants with this ``meta.lexical_language`` mix.
+
+    The vector exists only on chunks outside the dense model's languages, so the leg earns
+    ``weight`` times their share (the share :func:`dense_weight_for` gives ``other``): 0 over an
+    English tenant, where the leg is not sent, the full weight over a Norwegian one.
+    """
+    total = sum(language_mix.values())
+    if model_languages is None or total == 0:
+        return 0.0
+    other = sum(count for code, count in language_mix.items() if code not in model_languages)
+    return weight * other / total
 
 
 def idf_scope(selector: models.Filter) -> models.SearchParams:
@@ -158,7 +183,7 @@ def dense_request(
 
 @dataclass(frozen=True, slots=True)
 class HybridLegs:
-    """The legs of one hybrid search and their fusion weights, in order: dense, sparse, BM25."""
+    """The legs of one hybrid search and their fusion weights, in order: dense, multilingual, sparse, BM25."""
 
     legs: list[models.Prefetch]
     weights: list[float]
@@ -174,10 +199,12 @@ def hybrid_legs(
     params: FusionParams,
     sparse_idf: bool,
     conditions: Sequence[models.Condition] = (),
+    multilingual: Sequence[float] | None = None,
 ) -> HybridLegs | None:
     """A dense, a sparse and a BM25 leg, each fetching ``params.prefetch_limit`` candidates.
 
-    Legs, in order: ``text-dense``; ``text-sparse`` (when ``sparse`` has terms); the BM25 leg over
+    Legs, in order: ``text-dense``; ``text-dense-multilingual`` (when ``multilingual`` is the query's
+    vector of that model); ``text-sparse`` (when ``sparse`` has terms); the BM25 leg over
     ``lexical_fields`` (:func:`lexical_prefetch`). Zero-weight legs are left out. None when no leg but the dense
     one remains (the caller runs the plain dense request instead, with its cosine scale).
     ``conditions`` (the request's ``filter``, the agent's metadata filters) narrow every leg; IDF stays
@@ -192,6 +219,11 @@ def hybrid_legs(
     if params.dense_weight > 0:
         legs.append(models.Prefetch(query=list(dense), using=DENSE_VECTOR, filter=selector, limit=limit_per_leg))
         weights.append(params.dense_weight)
+    if multilingual is not None and params.multilingual_weight > 0:
+        legs.append(
+            models.Prefetch(query=list(multilingual), using=MULTILINGUAL_VECTOR, filter=selector, limit=limit_per_leg)
+        )
+        weights.append(params.multilingual_weight)
     if sparse is not None and sparse.indices and params.sparse_weight > 0:
         legs.append(
             models.Prefetch(

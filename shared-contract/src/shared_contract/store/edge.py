@@ -37,7 +37,7 @@ from shared_contract.errors import (
     StoreRequestError,
 )
 from shared_contract.manifest import MANIFEST_METADATA_KEY, CollectionManifest
-from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR
+from shared_contract.schema import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR
 from shared_contract.store.edge_requests import (
     to_edge_filter,
     to_edge_index,
@@ -161,18 +161,21 @@ class EdgeStore:
         if spec.sparse_idf is not None:
             modifier = edge.Modifier.Idf if spec.sparse_idf else None
             sparse = {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=modifier)}
+        hnsw = edge.HnswIndexConfig(
+            m=spec.hnsw_config.m or 0,
+            ef_construct=spec.hnsw_config.ef_construct or 100,
+            full_scan_threshold=spec.hnsw_config.full_scan_threshold or 10_000,
+            payload_m=spec.hnsw_config.payload_m,
+        )
         config = edge.EdgeConfig(
             vectors={
-                DENSE_VECTOR: edge.EdgeVectorParams(
-                    size=spec.dense_dim,
+                name: edge.EdgeVectorParams(
+                    size=params.size,
                     distance=edge.Distance.Cosine,
-                    hnsw_config=edge.HnswIndexConfig(
-                        m=spec.hnsw_config.m or 0,
-                        ef_construct=spec.hnsw_config.ef_construct or 100,
-                        full_scan_threshold=spec.hnsw_config.full_scan_threshold or 10_000,
-                        payload_m=spec.hnsw_config.payload_m,
-                    ),
+                    hnsw_config=hnsw,
+                    memory=edge.Memory.Cold if params.memory == models.Memory.COLD else None,
                 )
+                for name, params in spec.vectors_config.items()
             },
             sparse_vectors=sparse,
         )
@@ -231,7 +234,11 @@ class EdgeStore:
             and index.params is not None
             and getattr(index.params, "scoring", None) is not None
         )
-        return StoreInfo(has_sparse=manifest.sparse_model is not None, text_index_fields=text_fields)
+        return StoreInfo(
+            has_sparse=manifest.sparse_model is not None,
+            text_index_fields=text_fields,
+            has_multilingual=manifest.multilingual_model is not None,
+        )
 
     # -- points -----------------------------------------------------------------------------
 
@@ -240,13 +247,9 @@ class EdgeStore:
             return
         await self._index_lexical_fields(points)
         # The engine applies the points before a wrong-sized one and then fails: check sizes first.
-        dim = (await self.read_manifest()).dense_dim
+        manifest = await self.read_manifest()
         for point in points:
-            if len(point.dense) != dim:
-                raise StoreRequestError(
-                    f"embedded store rejected upsert: point {point.point_id} has a {len(point.dense)}-d dense "
-                    f"vector, the collection holds {dim}-d vectors"
-                )
+            _check_dims(point, manifest)
         edge_points = [edge.Point(point.point_id, _vectors(point), dict(point.payload)) for point in points]
         await self._write("upsert", lambda: edge.UpdateOperation.upsert_points(edge_points))
 
@@ -361,10 +364,27 @@ def _read_vectors(vector: Any) -> dict[str, list[float] | SparseVectorData]:
     return named
 
 
+def _check_dims(point: ChunkPoint, manifest: CollectionManifest) -> None:
+    """A StoreRequestError for a vector the collection cannot hold (as the server answers 400)."""
+    if len(point.dense) != manifest.dense_dim:
+        raise StoreRequestError(
+            f"embedded store rejected upsert: point {point.point_id} has a {len(point.dense)}-d dense "
+            f"vector, the collection holds {manifest.dense_dim}-d vectors"
+        )
+    if point.multilingual is not None and len(point.multilingual) != manifest.multilingual_dim:
+        held = "no such vector" if manifest.multilingual_dim is None else f"{manifest.multilingual_dim}-d vectors"
+        raise StoreRequestError(
+            f"embedded store rejected upsert: point {point.point_id} has a {len(point.multilingual)}-d "
+            f"{MULTILINGUAL_VECTOR} vector, the collection holds {held}"
+        )
+
+
 def _vectors(point: ChunkPoint) -> dict[str, Any]:
     vectors: dict[str, Any] = {DENSE_VECTOR: [float(value) for value in point.dense]}
     if point.sparse is not None:
         vectors[SPARSE_VECTOR] = edge.SparseVector(list(point.sparse.indices), list(point.sparse.values))
+    if point.multilingual is not None:
+        vectors[MULTILINGUAL_VECTOR] = [float(value) for value in point.multilingual]
     return vectors
 
 

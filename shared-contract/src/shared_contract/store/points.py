@@ -47,7 +47,10 @@ def chunk_point(
     dense: Sequence[float],
     sparse: SparseVectorData | None,
     lexical_text: str | None = None,
+    multilingual: Sequence[float] | None = None,
 ) -> ChunkPoint:
     """One chunk as a point of the shared collection."""
     payload = chunk_payload(chunk_id, content, meta, lexical_text=lexical_text)
-    return ChunkPoint(point_id=point_id_for(chunk_id), dense=dense, sparse=sparse, payload=payload)
+    return ChunkPoint(
+        point_id=point_id_for(chunk_id), dense=dense, sparse=sparse, payload=payload, multilingual=multilingual
+    )

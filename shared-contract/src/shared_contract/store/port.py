@@ -31,6 +31,8 @@ class ChunkPoint:
     dense: Sequence[float]
     sparse: SparseVectorData | None
     payload: Mapping[str, Any]
+    # ``text-dense-multilingual``: only for chunks outside the dense model's languages.
+    multilingual: Sequence[float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class StoreInfo:
 
     has_sparse: bool
     text_index_fields: frozenset[str]
+    has_multilingual: bool = False  # the collection has ``text-dense-multilingual``
 
 
 class ChunkStore(Protocol):

@@ -18,7 +18,7 @@ from shared_contract.errors import (
     StoreRequestError,
 )
 from shared_contract.manifest import MANIFEST_METADATA_KEY, CollectionManifest
-from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR
+from shared_contract.schema import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR
 from shared_contract.store.layout import CollectionSpec, lexical_indexes_for
 from shared_contract.store.port import ChunkPoint, FacetCount, PointRecord, StoreInfo, StoreKind
 
@@ -160,7 +160,12 @@ class ServerStore:
             and schema.params.scoring is not None
             and schema.params.scoring is not False
         )
-        return StoreInfo(has_sparse=SPARSE_VECTOR in sparse, text_index_fields=text_fields)
+        dense = info.config.params.vectors
+        return StoreInfo(
+            has_sparse=SPARSE_VECTOR in sparse,
+            text_index_fields=text_fields,
+            has_multilingual=isinstance(dense, dict) and MULTILINGUAL_VECTOR in dense,
+        )
 
     async def upsert(self, points: Sequence[ChunkPoint]) -> None:
         if not points:
@@ -318,6 +323,8 @@ def _vectors(point: ChunkPoint) -> dict[str, Any]:
         vectors[SPARSE_VECTOR] = models.SparseVector(
             indices=list(point.sparse.indices), values=list(point.sparse.values)
         )
+    if point.multilingual is not None:
+        vectors[MULTILINGUAL_VECTOR] = list(point.multilingual)
     return vectors
 
 

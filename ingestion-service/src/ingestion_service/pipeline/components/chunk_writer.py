@@ -20,7 +20,9 @@ WRITE_BATCH_SIZE = 64
 WriteBatch = Callable[[Sequence[ChunkPoint]], Coroutine[Any, Any, None]]
 
 
-def to_point(document: Document, lexical_text: str | None = None) -> ChunkPoint:
+def to_point(
+    document: Document, lexical_text: str | None = None, multilingual: Sequence[float] | None = None
+) -> ChunkPoint:
     """One embedded chunk as a point (payload shape and lexical field from the contract)."""
     if document.embedding is None:
         raise QdrantWriteError(f"chunk {document.id} has no dense vector")
@@ -36,6 +38,7 @@ def to_point(document: Document, lexical_text: str | None = None) -> ChunkPoint:
         dense=document.embedding,
         sparse=sparse,
         lexical_text=lexical_text,
+        multilingual=multilingual,
     )
 
 
@@ -64,11 +67,15 @@ class ChunkWriter:
         self.observer = observer
 
     @component.output_types(documents_written=int)
-    def run(self, documents: list[Document]) -> dict[str, int]:
-        """Write every chunk; report how many points were written."""
+    def run(self, documents: list[Document], multilingual: dict[str, list[float]] | None = None) -> dict[str, int]:
+        """Write every chunk (with its ``multilingual`` vector, by chunk id); report how many were written."""
         with timed(self.observer, "writer"):
             windows = lexical_windows([document.content or "" for document in documents], self.lexical_window)
-            points = [to_point(document, window) for document, window in zip(documents, windows, strict=True)]
+            extra = multilingual or {}
+            points = [
+                to_point(document, window, extra.get(document.id))
+                for document, window in zip(documents, windows, strict=True)
+            ]
             for start in range(0, len(points), self.batch_size):
                 batch = points[start : start + self.batch_size]
                 try:

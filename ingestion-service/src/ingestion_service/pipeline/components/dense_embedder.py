@@ -8,14 +8,11 @@ from haystack import Document, component
 from haystack.dataclasses import SparseEmbedding
 
 from ingestion_service.errors import EmbeddingFailedError
+from ingestion_service.pipeline.embed_slices import EMBED_SLICE
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.pipeline.run_control import checkpoint
 from shared_contract import ContractEmbedder, ContractError, DocumentVectors, MetaKey, SparseVectorData
-
-# Texts per embedder call: a run can only stop between calls (deadline, disconnect, shutdown),
-# so a call must stay short; two of the contract's default 32-text batches keep padding low.
-EMBED_SLICE = 64
 
 
 @component

@@ -8,11 +8,10 @@ from haystack import Document, component
 from haystack.dataclasses import SparseEmbedding
 
 from ingestion_service.errors import SparseEmbeddingFailedError
-from ingestion_service.pipeline.components.dense_embedder import EMBED_SLICE
+from ingestion_service.pipeline.embed_slices import embed_in_slices
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.pipeline.run_control import checkpoint
-from shared_contract import ContractEmbedder, ContractError, MetaKey, SparseVectorData
+from shared_contract import ContractEmbedder, MetaKey
 
 
 @component
@@ -37,17 +36,7 @@ class ContractSparseEmbedder:
                 self.embed_text.text(documents[i].content or "", documents[i].meta.get(MetaKey.HEADERS))
                 for i in missing
             ]
-            vectors: list[SparseVectorData] = []
-            for start in range(0, len(texts), EMBED_SLICE):
-                checkpoint()
-                try:
-                    vectors.extend(self.embedder.embed_sparse_documents(texts[start : start + EMBED_SLICE]))
-                except ContractError as exc:
-                    raise SparseEmbeddingFailedError(str(exc)) from exc
-                except Exception as exc:  # any backend failure means chunks without sparse vectors
-                    raise SparseEmbeddingFailedError(f"{type(exc).__name__}: {exc}") from exc
-            if len(vectors) != len(missing):
-                raise SparseEmbeddingFailedError(f"{len(vectors)} sparse vectors for {len(missing)} chunks")
+            vectors = embed_in_slices(texts, self.embedder.embed_sparse_documents, SparseEmbeddingFailedError)
             result = list(documents)
             for index, data in zip(missing, vectors, strict=True):
                 sparse = SparseEmbedding(indices=list(data.indices), values=list(data.values))
