@@ -259,7 +259,7 @@ def run_dataset(name: str, args: argparse.Namespace, stamp: str) -> list[dict[st
             print(f"  {name}/{split} {config:<7} skipped: {env}", flush=True)
             records.append({"dataset": name, "split": split, "config": config, "skipped": env})
             continue
-        with running_stack(ws.qdrant, env, log_path=ws.log) as stack:
+        with running_stack(ws.qdrant, {**env, **args.set}, log_path=ws.log) as stack:
             if ingest_stats is None:
                 ingest_stats = asyncio.run(ensure_ingested(stack, name, docs, ws, args.ingest_concurrency))
                 done = read_done(ws.done)
@@ -315,8 +315,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="diff two per-query files")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a retrieval setting over every config, e.g. HYBRID_MULTILINGUAL_WEIGHT=1.6 (repeatable)",
+    )
     args = parser.parse_args(argv)
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    overrides: dict[str, str] = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            parser.error(f"--set expects NAME=VALUE, got {item!r}")
+        overrides[name.strip().upper()] = value.strip()
+    args.set = overrides
     return args
 
 

@@ -3,13 +3,14 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 from benchmarks.agent_overhead import instant_model, instant_reply
 from benchmarks.client import SearchResult, parse_search
 from benchmarks.ingest import file_id_for
 from benchmarks.memory import CASES, DECIDE_TOOL, oracle_reply
 from benchmarks.metrics import rank
-from benchmarks.quality import hits_to_run
+from benchmarks.quality import hits_to_run, parse_args
 from benchmarks.rerank_server import RerankServer
 from benchmarks.speed import percentile
 
@@ -106,3 +107,10 @@ def test_memory_oracle_updates_the_concerned_fact_only_when_it_was_shown() -> No
     assert decide("1. The user lives in Bergen.") == [
         {"action": "ADD", "text": case.candidate, "language": "en", "reason": "new"}
     ]
+
+
+def test_quality_set_overrides_every_config_with_named_settings() -> None:
+    args = parse_args(["--configs=hybrid", "--set", "hybrid_multilingual_weight=1.6", "--set", "HYBRID_RRF_K = 5"])
+    assert args.set == {"HYBRID_MULTILINGUAL_WEIGHT": "1.6", "HYBRID_RRF_K": "5"}
+    with pytest.raises(SystemExit):
+        parse_args(["--set", "HYBRID_MULTILINGUAL_WEIGHT"])
