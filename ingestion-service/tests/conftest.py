@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ from ingestion_service.main import create_app  # noqa: E402
 from ingestion_service.runtime import ServiceHooks  # noqa: E402
 from ingestion_service.settings import Settings  # noqa: E402
 from shared_contract import ContractEmbedder, MetaKey, load_settings  # noqa: E402
-from shared_contract.store import PointRecord, match  # noqa: E402
+from shared_contract.store import PointRecord, bootstrap_collection, close_store, match, open_store  # noqa: E402
 
 if TYPE_CHECKING:
     import httpx2  # the HTTP client under starlette's TestClient (its responses' type)
@@ -210,6 +211,19 @@ def _points(client: TestClient, file_id: str | None = None, collection_name: str
         lambda: runtime.store.scroll(models.Filter(must=must), limit=10_000, with_vectors=True)
     )
     return list(records)
+
+
+def bootstrap_with(settings: Settings) -> None:
+    """Create the collection as a service with ``settings`` would (its own store, closed after)."""
+
+    async def create() -> None:
+        store = open_store(settings)
+        try:
+            await bootstrap_collection(store, settings)
+        finally:
+            await close_store(store)
+
+    anyio.run(create)
 
 
 @pytest.fixture

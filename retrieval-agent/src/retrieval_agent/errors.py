@@ -46,3 +46,10 @@ class InvalidMemoryRequestError(MemoryFailure):
 
 class MemoryStorageError(MemoryFailure):
     """The memory folder or its Git repository failed (500 MEMORY_FAILED); nothing was half-written."""
+
+
+def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first failure inside a task group's exception group (nested groups unwrapped): the typed
+    error that maps to its wire code, not the group around it."""
+    first = group.exceptions[0]
+    return first_leaf(first) if isinstance(first, BaseExceptionGroup) else first

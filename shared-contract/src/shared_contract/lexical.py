@@ -9,11 +9,13 @@ the fields present in the requested tenants.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from qdrant_client import models
+
+from shared_contract.schema import MetaKey
 
 LEXICAL_FIELD_PREFIX: Final = "lexical_"
 FALLBACK_LANGUAGE: Final = "any"
@@ -64,6 +66,12 @@ def lexical_language_for(languages: Iterable[str] | None) -> str:
         if normalized in _BY_CODE:
             return normalized
     return FALLBACK_LANGUAGE
+
+
+def chunk_lexical_language(meta: Mapping[str, Any]) -> str:
+    """The lexical language of a chunk with this meta (what ``meta.lexical_language`` records)."""
+    languages = meta.get(MetaKey.LANGUAGES)
+    return lexical_language_for(languages if isinstance(languages, list) else None)
 
 
 def lexical_fields(codes: Sequence[str]) -> list[str]:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from shared_contract import ContractEmbedder, ContractSettings, EmbeddingError, load_settings
-from shared_contract.embedding.multilingual import MultilingualEmbedder, chunk_lexical_language
+from shared_contract.embedding.multilingual import MultilingualEmbedder
+from shared_contract.lexical import chunk_lexical_language
 
 
 class RecordingModel:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-import anyio
 from fastapi.testclient import TestClient
 
 from ingestion_service.runtime import ServiceHooks
 from shared_contract import ContractEmbedder
-from shared_contract.store import bootstrap_collection, close_store, open_store
+
+from ...conftest import bootstrap_with  # noqa: TID252
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, MakeSettings  # noqa: TID252
@@ -81,15 +81,7 @@ def test_collection_not_matching_the_contract_is_not_ready(
 ) -> None:
     # The collection was built without sparse vectors; this service writes them.
     other = make_test_settings(enable_sparse_embeddings=False)
-
-    async def create() -> None:
-        store = open_store(other)
-        try:
-            await bootstrap_collection(store, other)
-        finally:
-            await close_store(store)
-
-    anyio.run(create)
+    bootstrap_with(other)
     with app_client(qdrant_index=other.qdrant_index, ready=False) as client:
         response = client.get("/health/ready")
         assert response.status_code == 503

@@ -6,7 +6,6 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import boto3
 import numpy as np
 import pytest
@@ -14,7 +13,8 @@ from fastapi.testclient import TestClient
 
 from shared_contract import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR
 from shared_contract.http import hint_for
-from shared_contract.store import bootstrap_collection, close_store, open_store
+
+from ...conftest import bootstrap_with  # noqa: TID252
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, MakeSettings, Points, Upload  # noqa: TID252
@@ -96,16 +96,7 @@ def test_a_collection_built_without_the_multilingual_vector_is_written_without_i
 ) -> None:
     # As a collection of contract 2.2 or one created with MULTILINGUAL_EMBEDDING_PROVIDER=none.
     index = f"test_{uuid.uuid4().hex[:12]}"
-    older = make_test_settings(qdrant_index=index, multilingual_embedding_provider="none")
-
-    async def bootstrap_older() -> None:
-        store = open_store(older)
-        try:
-            await bootstrap_collection(store, older)
-        finally:
-            await close_store(store)
-
-    anyio.run(bootstrap_older)
+    bootstrap_with(make_test_settings(qdrant_index=index, multilingual_embedding_provider="none"))
     path = tmp_path / "elbil.txt"
     path.write_text(NORWEGIAN, encoding="utf-8")
     with app_client(qdrant_index=index) as client:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 
+from retrieval_agent.errors import first_leaf
 from retrieval_agent.metrics import SearchMetrics
 from shared_contract import ContractEmbedder, QueryVectors
 
@@ -40,6 +41,5 @@ async def embed_hybrid_query(
                 group.start_soon(second)
                 vectors = await embedder.aembed_query(text, with_sparse=with_sparse)
         except BaseExceptionGroup as failure:
-            # One model failed: its typed error maps to the wire code, not the group around it.
-            raise failure.exceptions[0] from None
+            raise first_leaf(failure) from None
     return vectors, multilingual[0]

@@ -27,6 +27,7 @@ from qdrant_client import models
 
 from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.errors import first_leaf
 from retrieval_agent.metrics import SearchMetrics, SearchPath
 from retrieval_agent.search.embed import embed_hybrid_query, embed_query
 from retrieval_agent.search.fusion import zscore_fuse
@@ -56,12 +57,10 @@ from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, StoreRequestError
 from shared_contract.embedding.catalog import dense_model_languages
-from shared_contract.lexical import all_lexical_codes, lexical_fields
+from shared_contract.lexical import lexical_fields
 
 logger = logging.getLogger(__name__)
 
-# Every lexical field there can be: the fields a tenant set's languages call for.
-ALL_FIELDS: Final = frozenset(lexical_fields(all_lexical_codes()))
 # How stale the cached capabilities may be when the tenants hold a language they show no index for.
 CAPABILITY_REFRESH_SECONDS: Final = 1.0
 
@@ -171,7 +170,7 @@ class LinearSearch:
         language_mix: dict[str, int] = {}
         if capabilities.own_layout or capabilities.lexical_fields:
             language_mix = await self.store.lexical_languages(collection_names)
-        if any(field not in capabilities.lexical_fields for field in lexical_fields_for(language_mix, ALL_FIELDS)):
+        if not capabilities.lexical_fields.issuperset(lexical_fields(list(language_mix))):
             # A language whose first chunks were written after the capabilities were read: its text
             # index is new, so read them again (at most once a second).
             capabilities = await self.store.capabilities(max_age=CAPABILITY_REFRESH_SECONDS)
@@ -393,7 +392,7 @@ class LinearSearch:
                     group.start_soon(one, index, query)
         except BaseExceptionGroup as group_error:
             # Surface the first typed failure so it maps to its wire code.
-            raise _first_leaf(group_error) from None
+            raise first_leaf(group_error) from None
         return [item for item in retrieved if item is not None]
 
     def merge(self, rankings: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
@@ -413,8 +412,3 @@ class LinearSearch:
             reranked = await rerank(self.reranker, query, unique, k, self.metrics, calibrator=self.calibrator)
             return non_increasing(top_k(reranked, k))
         return non_increasing(unique[:k])
-
-
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first

@@ -75,11 +75,16 @@ def dense_weight_for(
     languages and ``other`` for the rest (``any`` counts as another language): English MiniLM
     scores 0.41 nDCG@10 on Norwegian and only pulls the fused ranking down there.
     """
+    share = covered_share(language_mix, model_languages)
+    return covered if share is None else covered * share + other * (1.0 - share)
+
+
+def covered_share(language_mix: Mapping[str, int], model_languages: frozenset[str] | None) -> float | None:
+    """The share of the mix's chunks in ``model_languages``; None for a multilingual model or an empty mix."""
     total = sum(language_mix.values())
     if model_languages is None or total == 0:
-        return covered
-    share = sum(count for code, count in language_mix.items() if code in model_languages) / total
-    return covered * share + other * (1.0 - share)
+        return None
+    return sum(count for code, count in language_mix.items() if code in model_languages) / total
 
 
 def multilingual_weight_for(
@@ -91,11 +96,8 @@ def multilingual_weight_for(
     ``weight`` times their share (the share :func:`dense_weight_for` gives ``other``): 0 over an
     English tenant, where the leg is not sent, the full weight over a Norwegian one.
     """
-    total = sum(language_mix.values())
-    if model_languages is None or total == 0:
-        return 0.0
-    other = sum(count for code, count in language_mix.items() if code not in model_languages)
-    return weight * other / total
+    share = covered_share(language_mix, model_languages)
+    return 0.0 if share is None else weight * (1.0 - share)
 
 
 def idf_scope(selector: models.Filter) -> models.SearchParams:

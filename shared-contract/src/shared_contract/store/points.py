@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared_contract.embedding.types import SparseVectorData
-from shared_contract.lexical import lexical_field, lexical_language_for
+from shared_contract.lexical import chunk_lexical_language, lexical_field
 from shared_contract.schema import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
 from shared_contract.store.port import ChunkPoint
 
@@ -29,8 +29,7 @@ def chunk_payload(
     """``{"id", "content", "meta", "lexical_<code>"}``: Haystack's document shape plus the text BM25
     scores in the lexical field of its language (``meta.lexical_language`` says which):
     ``lexical_text`` (the chunk's window, see ``lexical_windows``) or else the chunk itself."""
-    languages = meta.get(MetaKey.LANGUAGES)
-    language = lexical_language_for(languages if isinstance(languages, list) else None)
+    language = chunk_lexical_language(meta)
     return {
         PAYLOAD_ID: chunk_id,
         PAYLOAD_CONTENT: content,
