@@ -102,8 +102,9 @@ def contract_settings(qdrant_path: Path | None = None) -> Any:
 
 
 def query_embedding_times(queries: list[str], n: int = 100) -> dict[str, Any]:
-    """In-process query embedding: dense alone (dense search), dense+sparse (hybrid), and the
-    multilingual model's (hybrid over chunks outside the dense model's languages, run beside it)."""
+    """In-process query embedding: dense alone (dense search), dense+sparse (hybrid), the same on the
+    int8 query copy with one thread (what the service runs by default), and the multilingual model's
+    (hybrid over chunks outside the dense model's languages, run beside it)."""
     from shared_contract import ContractEmbedder
 
     embedder = ContractEmbedder(contract_settings())
@@ -112,6 +113,12 @@ def query_embedding_times(queries: list[str], n: int = 100) -> dict[str, Any]:
         ("dense", lambda text: embedder.embed_query(text, with_sparse=False)),
         ("dense+sparse", lambda text: embedder.embed_query(text, with_sparse=True)),
     ]
+    if embedder.settings.embedding_provider == "fastembed":
+        # The service's default query path (QUERY_EMBEDDING_QUANTIZATION=auto): the int8 copy.
+        int8 = ContractEmbedder(embedder.settings, query_int8=True, dense_threads=1)
+        int8.warm_up()
+        runs.append(("dense_int8", lambda text: int8.embed_query(text, with_sparse=False)))
+        runs.append(("dense_int8+sparse", lambda text: int8.embed_query(text, with_sparse=True)))
     multilingual = embedder.multilingual
     if multilingual is not None:
         multilingual.warm_up()

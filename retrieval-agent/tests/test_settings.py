@@ -85,3 +85,25 @@ def test_relevance_defaults_follow_the_hybrid_fusion(monkeypatch: pytest.MonkeyP
     overridden = load_settings(Settings).relevance_models
     assert overridden["native_hybrid"] == RRF_HYBRID_MODELS["native_hybrid"]
     assert overridden["dense"] == PlattModel(1.0, 2.0, 0.0)
+
+
+def test_queries_run_on_the_int8_copy_of_the_default_model_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("API_KEY", API_KEY)
+    assert load_settings(Settings).query_int8 is True
+    monkeypatch.setenv("QUERY_EMBEDDING_QUANTIZATION", "none")
+    assert load_settings(Settings).query_int8 is False
+    monkeypatch.setenv("QUERY_EMBEDDING_QUANTIZATION", "auto")
+    monkeypatch.setenv("EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5")
+    monkeypatch.setenv("EMBEDDING_DIM", "384")
+    assert load_settings(Settings).query_int8 is False  # not measured: fp32 unless asked
+
+
+def test_int8_queries_beside_an_http_embedding_provider_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_KEY", API_KEY)
+    monkeypatch.setenv("QUERY_EMBEDDING_QUANTIZATION", "int8")
+    monkeypatch.setenv("EMBEDDING_PROVIDER", "tei")
+    monkeypatch.setenv("EMBEDDING_API_BASE_URL", "http://127.0.0.1:9")
+    with pytest.raises(ContractConfigError, match="QUERY_EMBEDDING_QUANTIZATION"):
+        load_settings(Settings)

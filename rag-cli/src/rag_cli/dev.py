@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import uvicorn
@@ -26,6 +26,11 @@ from rag_cli.config import checkout_root
 from shared_contract import ContractConfigError, LegacyStoreError, load_settings
 from shared_contract.http import configure_logging
 from shared_contract.store import is_legacy_store
+
+if TYPE_CHECKING:
+    from ingestion_service.settings import Settings as IngestionSettings
+    from retrieval_agent.settings import Settings as RetrievalSettings
+    from shared_contract import ContractEmbedder
 
 logger = logging.getLogger("rag_cli.dev")
 
@@ -76,6 +81,22 @@ def _models_dir() -> None:
             os.environ["LOCAL_MODELS_DIR"] = str(candidate)
 
 
+def shared_embedder(ingestion: IngestionSettings, retrieval: RetrievalSettings) -> ContractEmbedder:
+    """One process, one copy of the models: both services embed with the same contract settings.
+
+    Queries run as the retrieval agent would run them alone (QUERY_EMBEDDING_QUANTIZATION, its thread
+    count). The dense model that embeds queries only (the int8 copy, or the fp32 model when documents
+    take the fused pass) gets the retrieval agent's query thread count.
+    """
+    from shared_contract import ContractEmbedder
+    from shared_contract.embedding import fused_pass_configured
+
+    dense_threads = None
+    if retrieval.query_int8 or fused_pass_configured(ingestion, sparse=ingestion.enable_sparse_embeddings):
+        dense_threads = retrieval.query_embedding_threads or None
+    return ContractEmbedder(ingestion, dense_threads=dense_threads, query_int8=retrieval.query_int8)
+
+
 def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> tuple[Any, Any]:
     """Both apps with explicit settings on the shared embedded store (other variables from the env)."""
     from ingestion_service.main import create_app as create_ingestion
@@ -83,19 +104,11 @@ def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> t
     from ingestion_service.settings import Settings as IngestionSettings
     from retrieval_agent.main import create_app as create_retrieval
     from retrieval_agent.settings import Settings as RetrievalSettings
-    from shared_contract import ContractEmbedder
-    from shared_contract.embedding import fused_pass_configured
 
     common: dict[str, Any] = {"qdrant_uri": None, "qdrant_path": options.qdrant_path, "host": options.host}
     ingestion = load_settings(IngestionSettings, api_key=ingestion_key, port=options.ingestion_port, **common)
     retrieval = load_settings(RetrievalSettings, api_key=retrieval_key, port=options.retrieval_port, **common)
-    # One process, one copy of the models: both services embed with the same contract settings.
-    # When documents take the fused pass, the dense model embeds queries only: give it the
-    # retrieval agent's query thread count.
-    dense_threads = None
-    if fused_pass_configured(ingestion, sparse=ingestion.enable_sparse_embeddings):
-        dense_threads = retrieval.query_embedding_threads or None
-    embedder = ContractEmbedder(ingestion, dense_threads=dense_threads)
+    embedder = shared_embedder(ingestion, retrieval)
     return (
         create_ingestion(ingestion, hooks=ServiceHooks(embedder=embedder)),
         create_retrieval(retrieval, embedder=embedder),

@@ -120,6 +120,7 @@ def create_app(
                     settings,
                     sparse=settings.hybrid_sparse_queries,
                     dense_threads=settings.query_embedding_threads or None,
+                    query_int8=settings.query_int8,
                 )
             # Query models load at start-up, not on the first request.
             await anyio.to_thread.run_sync(active_embedder.warm_up)

@@ -6,7 +6,9 @@ fused pass or token counting can silently produce other vectors or other counts.
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 
@@ -14,6 +16,7 @@ from shared_contract import ContractEmbedder
 from shared_contract.embedding.dense import FastembedDenseEmbedder
 from shared_contract.embedding.fastembed_internals import (
     SUPPORTED_FASTEMBED,
+    model_directory,
     model_tokenizer,
     onnx_session,
     post_process,
@@ -67,3 +70,13 @@ def test_one_session_run_post_processed_twice_equals_fastembeds_public_embed(emb
     for ours, theirs in zip(sparse, public_sparse, strict=True):
         assert ours.indices == theirs.indices
         np.testing.assert_allclose(ours.values, theirs.values, atol=1e-5)
+
+
+def test_model_directory_is_where_a_lazily_loaded_model_has_its_files() -> None:
+    from fastembed import TextEmbedding
+
+    models_dir = Path(os.environ["LOCAL_MODELS_DIR"])
+    folder = models_dir / "sentence-transformers__all-MiniLM-L6-v2"
+    lazy = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(folder), lazy_load=True)
+    assert model_directory(lazy) == folder
+    assert (model_directory(lazy) / "model.onnx").is_file()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,6 +14,7 @@ from starlette.types import Message, Scope
 from retrieval_agent.main import create_app
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder
+from shared_contract.embedding.query_int8 import Int8QueryEmbedder
 from shared_contract.store import ChunkStore
 
 from ...conftest import AUTH, add_chunk, chunk_meta, make_settings  # noqa: TID252
@@ -378,3 +380,18 @@ def test_a_star_returns_the_stored_meta_verbatim(
     api = app_factory(settings.model_copy(update={"search_metadata_fields": "*"}), seeded)
     meta = api.post("/search", json=body(), headers=AUTH).json()["metadatas"][0][0]
     assert (meta["ingest_version"], meta["ingest_state"], meta["split_id"]) == ("v1", "live", 0)
+
+
+def test_the_services_own_embedder_queries_on_the_int8_copy_and_ranks_as_fp32_queries_do(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, tmp_path: Path
+) -> None:
+    own = app_factory(make_settings(fastembed_cache_path=tmp_path / "fastembed"), seeded, embedder=None)
+    fp32 = app_factory(make_settings(), seeded)  # the session's fp32 embedder, injected
+    assert isinstance(own.app.state.search.embedder.query_dense, Int8QueryEmbedder)  # type: ignore[attr-defined]
+
+    for query in ("When was the Eiffel Tower completed?", "powerhouse of the cell", "Berlin wall"):
+        request = body(queries=[query], collection_names=["kb-a", "kb-b"], k=3)
+        ranked = own.post("/search", json=request, headers=AUTH)
+        assert ranked.status_code == 200, ranked.text
+        expected = fp32.post("/search", json=request, headers=AUTH).json()
+        assert ranked.json()["documents"] == expected["documents"]

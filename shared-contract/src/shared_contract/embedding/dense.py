@@ -107,8 +107,22 @@ class FastembedDenseEmbedder:
         from fastembed import TextEmbedding
 
         self._model = load_fastembed(
-            TextEmbedding, self.model_name, model_dir=self.model_dir, cache_dir=self._cache_dir, threads=self._threads
+            TextEmbedding, self.model_name, model_dir=self.load_dir(), cache_dir=self._cache_dir, threads=self._threads
         )
+
+    def load_dir(self) -> Path | None:
+        """The directory the model loads from: its offline build, or None (fastembed downloads it by name)."""
+        return self.model_dir
+
+    @property
+    def threads(self) -> int | None:
+        """ONNX Runtime's thread count for this model (None: fastembed's default, every core)."""
+        return self._threads
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the ONNX session is in memory (models load on first use or ``warm_up``)."""
+        return self._model is not None
 
     @property
     def model(self) -> TextEmbedding:

