@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,24 @@ def embedder() -> ContractEmbedder:
     instance = ContractEmbedder(ContractSettings(qdrant_uri=":memory:"))
     instance.warm_up()
     return instance
+
+
+class RecordingDense:
+    """A dense backend that records its inputs and returns a fixed-size vector."""
+
+    model_name = "sentence-transformers/all-MiniLM-L6-v2"
+    max_tokens: int | None = 256
+
+    def __init__(self, dim: int = 384, fail: bool = False) -> None:
+        self.dim = dim
+        self.fail = fail
+        self.seen: list[str] = []
+
+    def warm_up(self) -> None:
+        return None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.fail:
+            raise RuntimeError("backend exploded")
+        self.seen.extend(texts)
+        return [[1.0 / math.sqrt(self.dim)] * self.dim for _ in texts]

@@ -18,26 +18,7 @@ from shared_contract import (
 )
 from shared_contract.embedding import fused_pass_configured
 
-
-class RecordingDense:
-    """A dense backend that records its inputs and returns a fixed-size vector."""
-
-    model_name = "sentence-transformers/all-MiniLM-L6-v2"
-    max_tokens: int | None = 256
-
-    def __init__(self, dim: int = 384, fail: bool = False) -> None:
-        self.dim = dim
-        self.fail = fail
-        self.seen: list[str] = []
-
-    def warm_up(self) -> None:
-        return None
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if self.fail:
-            raise RuntimeError("backend exploded")
-        self.seen.extend(texts)
-        return [[1.0 / math.sqrt(self.dim)] * self.dim for _ in texts]
+from ..conftest import RecordingDense  # noqa: TID252
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

