@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import quality, speed
+from benchmarks import quality, speed, stages
 from benchmarks.stack import attached_stack, rag_available
 
 pytestmark = [
@@ -80,3 +80,38 @@ def test_speed_smoke(tmp_path: Path) -> None:
     assert rerank["c1"]["requests"] == 8
     assert rerank["c4"]["p50_ms"] > 0
     assert stage["search"]["rerank_server"]["calls"] > 0  # the rerank stage really called it
+
+
+def test_stages_smoke(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    ingest = quality.main(
+        [
+            "--dataset=scifact",
+            "--configs=hybrid",
+            "--limit-docs=12",
+            "--limit-queries=3",
+            f"--data-dir={SAMPLE_DIR}",
+            f"--work-dir={work}",
+            f"--results-dir={tmp_path / 'quality'}",
+        ]
+    )
+    assert ingest == 0
+    results = tmp_path / "results"
+    code = stages.main(
+        [
+            "--dataset=scifact",
+            "--queries=4",
+            f"--data-dir={SAMPLE_DIR}",
+            f"--work-dir={work}",
+            f"--results-dir={results}",
+        ]
+    )
+    assert code == 0
+    report = json.loads(next(results.glob("*-stages-scifact.json")).read_text())
+    assert report["chunks_in_store"] >= 12
+    for stage in ("embed fp32 (1 thread)", "embed int8 (1 thread)", "legs batch", "read of the fused hits"):
+        assert report["stages"][stage]["p50_ms"] > 0
+    assert report["int8_vs_fp32_query_cosine"]["min"] > 0.98
+    # One tenant holds the whole store: per-tenant IDF scores as the store-wide one does.
+    assert report["idf"]["legs_compared"] > 0
+    assert report["idf"]["same_ranking_and_scores"] == report["idf"]["legs_compared"]

@@ -272,7 +272,6 @@ class RecordingStore:
         self.fail_text_queries = fail_text_queries
         self.queries: list[Any] = []
         self.facets: list[tuple[str, Any]] = []
-        self.scrolls: list[dict[str, Any]] = []
         self.infos = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -293,10 +292,6 @@ class RecordingStore:
     async def facet(self, key: str, selector: Any, *, limit: int) -> Any:
         self.facets.append((key, selector))
         return await self.inner.facet(key, selector, limit=limit)
-
-    async def scroll(self, selector: Any, **options: Any) -> Any:
-        self.scrolls.append({"selector": selector, **options})
-        return await self.inner.scroll(selector, **options)
 
     async def query(self, request: Any) -> Any:
         self.queries.append(request)

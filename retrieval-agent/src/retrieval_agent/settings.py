@@ -50,8 +50,8 @@ class Settings(ContractSettings):
     )
     query_embedding_quantization: QueryQuantization = Field(
         default="auto",
-        description="int8: queries run on an int8 copy of the fastembed dense model (~3x faster, query vectors "
-        "within cosine 0.985 of fp32; documents keep fp32); auto: int8 for the models measured so "
+        description="int8: queries run on an int8 copy of the fastembed dense model (~2x faster, query vectors "
+        "at cosine 0.98 or more to fp32; documents keep fp32); auto: int8 for the models measured so "
         "(all-MiniLM-L6-v2), none: fp32 queries (docs/models.md).",
     )
 

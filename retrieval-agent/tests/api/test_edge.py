@@ -233,9 +233,6 @@ class _BrokenStore:
     async def query(self, request: Any) -> Any:
         raise RuntimeError("a bug")
 
-    async def query_batch(self, requests: Any) -> Any:
-        raise RuntimeError("a bug")
-
 
 def test_an_unexpected_error_is_500_with_the_request_id(
     app_factory: Callable[..., TestClient], seeded: ChunkStore

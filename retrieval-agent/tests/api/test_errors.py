@@ -113,9 +113,6 @@ class _BrokenStore:
     async def query(self, request: Any) -> Any:
         raise RuntimeError("a bug")
 
-    async def query_batch(self, requests: Any) -> Any:
-        raise RuntimeError("a bug")
-
 
 def test_an_unexpected_error_is_one_error_line_with_the_traceback_and_request_id(
     app_factory: Callable[..., TestClient], seeded: ChunkStore, caplog: pytest.LogCaptureFixture

@@ -291,15 +291,9 @@ def standardised_by_hand(scores: dict[str, float]) -> dict[str, float]:
 async def test_default_fusion_is_zscore_over_three_legs(store_factory: Callable[..., ChunkStore]) -> None:
     store = RecordingStore(await make_store(store_factory, sparse=True))
     result = await retrieve(pipeline(store))
-    # One batch with the three legs, then one read of the fused hits by id; the dense leg returned
-    # every one of them, so its scores are their cosines and no vector is read.
+    # One batch with the three legs, then one read of the fused hits.
     assert store.hybrid_legs_sent() == [["text-dense", "text-sparse", "lexical_en"]]
-    assert len(store.queries) == 1
-    [read] = store.scrolls
-    assert read["with_vectors"] is False
-    assert read["with_payload"] == ["content", "meta"]
-    has_id = read["selector"].must[0]
-    assert sorted(has_id.has_id) == sorted(hit.point_id for hit in result.hits)
+    assert len(store.queries) == 2
     # English chunks and an English dense model: weights dense 1.2, sparse 0.6, BM25 1.0.
     dense = standardised_by_hand({"A": 1.0, "B": 0.8, "C": 0.6, "D": 0.0})  # cosines
     # Two candidates in a leg standardise to 2 and 0 whatever their raw scores.
@@ -310,19 +304,6 @@ async def test_default_fusion_is_zscore_over_three_legs(store_factory: Callable[
     assert [hit.score for hit in result.hits] == pytest.approx([expected[n] for n in names(result.hits)], rel=1e-5)
     # The cosine comes with the read: it feeds the calibrated relevance.
     assert [hit.cosine for hit in result.hits] == pytest.approx([1.0, 0.6, 0.8, 0.0], abs=1e-5)
-
-
-async def test_hits_the_dense_leg_did_not_return_get_their_cosine_from_the_read(
-    store_factory: Callable[..., ChunkStore],
-) -> None:
-    store = RecordingStore(await make_store(store_factory, sparse=True))
-    result = await retrieve(pipeline(store, hybrid_dense_weight=0.0))
-    assert store.hybrid_legs_sent() == [["text-sparse", "lexical_en"]]
-    [read] = store.scrolls
-    assert read["with_vectors"] == ["text-dense"]
-    cosines = {"A": 1.0, "B": 0.8, "C": 0.6, "D": 0.0}
-    assert set(names(result.hits)) >= {"C", "D"}
-    assert [hit.cosine for hit in result.hits] == pytest.approx([cosines[n] for n in names(result.hits)], abs=1e-5)
 
 
 async def test_zscore_weights_trade_the_legs(store_factory: Callable[..., ChunkStore]) -> None:

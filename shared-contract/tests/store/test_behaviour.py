@@ -367,16 +367,6 @@ async def test_scroll_returns_only_the_selected_payload_keys(shared: Opened, ten
     assert [record.payload for record in page] == [{"meta": {"file_id": "f-1"}}]
 
 
-async def test_scroll_returns_only_the_named_vectors(shared: Opened, tenant: Callable[[], str]) -> None:
-    name = tenant()
-    await shared.store.upsert([point(name, "c0", dense=(0.0, 1.0, 0.0, 0.0), sparse={7: 0.5}, text="body")])
-    page, _ = await shared.store.scroll(in_tenant(name), limit=10, with_payload=False, with_vectors=["text-dense"])
-    [record] = page
-    assert record.vectors is not None
-    assert set(record.vectors) == {"text-dense"}
-    assert record.vectors["text-dense"] == pytest.approx([0.0, 1.0, 0.0, 0.0])
-
-
 async def test_facet_counts_values_among_the_selected_points(shared: Opened, tenant: Callable[[], str]) -> None:
     name, other = tenant(), tenant()
     await shared.store.upsert(

@@ -640,17 +640,6 @@ async def test_scroll_sends_the_offset_and_returns_the_next_one(created: Scripte
     assert next_offset == POINT_B
 
 
-async def test_scroll_names_the_vectors_it_reads(created: ScriptedQdrant, store: ServerStore) -> None:
-    created.results["points/scroll"] = {
-        "points": [{"id": POINT_A, "payload": {}, "vector": {"text-dense": [0.6, 0.8]}}],
-        "next_page_offset": None,
-    }
-    page, _ = await store.scroll(tenant_filter(["tenant-a"]), limit=1, with_payload=False, with_vectors=["text-dense"])
-    [sent] = created.sent("POST", "/points/scroll")
-    assert sent.body["with_vector"] == ["text-dense"]
-    assert page == [PointRecord(point_id=POINT_A, payload={}, vectors={"text-dense": [0.6, 0.8]})]
-
-
 async def test_the_last_scroll_page_has_no_next_offset(created: ScriptedQdrant, store: ServerStore) -> None:
     created.results["points/scroll"] = {"points": [], "next_page_offset": None}
     assert await store.scroll(None, limit=10) == ([], None)

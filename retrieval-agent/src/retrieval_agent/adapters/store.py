@@ -162,15 +162,9 @@ class StoreSearch:
         return await self.scroll_records(tenant_filter(collection_names), max_docs)
 
     async def scroll_records(
-        self,
-        selector: models.Filter,
-        max_points: int,
-        *,
-        payload: Sequence[str] = (PAYLOAD_CONTENT, PAYLOAD_META),
-        vectors: Sequence[str] = (),
+        self, selector: models.Filter, max_points: int, *, payload: Sequence[str] = (PAYLOAD_CONTENT, PAYLOAD_META)
     ) -> list[PointRecord]:
-        """Up to ``max_points`` points ``selector`` matches (in id order), with the ``payload`` keys and
-        the named ``vectors`` only.
+        """Up to ``max_points`` points ``selector`` matches (in id order), with the ``payload`` keys only.
 
         Callers pass a filter built on ``tenant_filter``: this adapter never reads outside the tenants
         it is given, and the agent's tools build every selector that way (``agent/filters.py``).
@@ -179,11 +173,7 @@ class StoreSearch:
         offset: str | None = None
         while len(records) < max_points:
             page, offset = await self.store.scroll(
-                selector,
-                limit=min(_SCROLL_PAGE, max_points - len(records)),
-                offset=offset,
-                with_payload=list(payload),
-                with_vectors=list(vectors) if vectors else False,
+                selector, limit=min(_SCROLL_PAGE, max_points - len(records)), offset=offset, with_payload=list(payload)
             )
             records.extend(page)
             if offset is None:

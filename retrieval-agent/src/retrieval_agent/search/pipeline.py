@@ -41,12 +41,11 @@ from retrieval_agent.search.queries import (
     resolve_queries,
 )
 from retrieval_agent.search.query import (
-    RESULT_PAYLOAD,
     FusionParams,
     HybridLegs,
     dense_request,
     dense_weight_for,
-    fused_points_selector,
+    fused_points_request,
     hybrid_legs,
     leg_requests,
     lexical_fields_for,
@@ -56,7 +55,7 @@ from retrieval_agent.search.query import (
 from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
-from shared_contract import DENSE_VECTOR, ContractEmbedder, StoreRequestError
+from shared_contract import ContractEmbedder, StoreRequestError
 from shared_contract.embedding.catalog import dense_model_languages
 from shared_contract.lexical import lexical_fields
 
@@ -237,33 +236,19 @@ class LinearSearch:
             with self.metrics.time_stage("qdrant"):
                 points = await self.store.query(rrf_request(legs, k=params.k, limit=limit))
             return [point_to_hit(point, cosine_to=dense) for point in points], len(points) < limit
-        # One stage: the legs in one batch, then one read of the fused hits by id. Their cosine to the
-        # query feeds the calibrated relevance: the dense leg's raw scores are those cosines, so the
-        # read fetches dense vectors only for hits that leg did not return.
+        # One stage: the legs in one batch, then one read of the fused hits.
         with self.metrics.time_stage("qdrant"):
             candidates = await self.store.query_batch(leg_requests(legs))
             fused = zscore_fuse(candidates, legs.weights, limit)
             if not fused:
                 return [], True
-            known = {
-                point.point_id: point.score
-                for leg, points in zip(legs.legs, candidates, strict=True)
-                if leg.using == DENSE_VECTOR
-                for point in points
-            }
-            ids = [candidate.point_id for candidate in fused]
-            points = await self.store.scroll_records(
-                fused_points_selector(ids, collection_names, conditions),
-                len(ids),
-                payload=RESULT_PAYLOAD,
-                vectors=() if known.keys() >= set(ids) else (DENSE_VECTOR,),
+            points = await self.store.query(
+                fused_points_request(dense, [candidate.point_id for candidate in fused], collection_names, conditions)
             )
         # A point deleted between the two calls is gone from the second: it drops out.
         read = {point.point_id: point for point in points}
         hits = [
-            point_to_hit(
-                read[candidate.point_id], candidate.score, known_cosine=known.get(candidate.point_id), cosine_to=dense
-            )
+            point_to_hit(read[candidate.point_id], candidate.score, known_cosine=read[candidate.point_id].score)
             for candidate in fused
             if candidate.point_id in read
         ]

@@ -302,13 +302,23 @@ def leg_requests(legs: HybridLegs) -> list[models.QueryRequest]:
     ]
 
 
-def fused_points_selector(
+def fused_points_request(
+    dense: Sequence[float],
     point_ids: Sequence[str],
     collection_names: Sequence[str],
     conditions: Sequence[models.Condition] = (),
-) -> models.Filter:
-    """The fused hits by id, within the tenants (and the request's ``conditions``): an id can never
-    reach outside them, and a point deleted since the legs ran is simply not read."""
-    return models.Filter(
-        must=[models.HasIdCondition(has_id=list(point_ids)), scoped_filter(collection_names, conditions)]
+) -> models.QueryRequest:
+    """The payloads of the fused hits and their dense cosine to the query (the score of this request).
+
+    A dense query over exactly these points: one call reads what the result needs, and the cosine
+    feeds the calibrated relevance. The tenant filter stays, so an id can never reach outside it.
+    """
+    return models.QueryRequest(
+        query=list(dense),
+        using=DENSE_VECTOR,
+        filter=models.Filter(
+            must=[models.HasIdCondition(has_id=list(point_ids)), scoped_filter(collection_names, conditions)]
+        ),
+        limit=len(point_ids),
+        with_payload=list(RESULT_PAYLOAD),
     )

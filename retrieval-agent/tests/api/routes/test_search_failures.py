@@ -67,9 +67,6 @@ class _RejectingStore(RecordingStore):
     async def query(self, request: Any) -> Any:
         raise StoreRequestError("Wrong input: vector dimension error")
 
-    async def query_batch(self, requests: Any) -> Any:
-        raise StoreRequestError("Wrong input: vector dimension error")
-
 
 def test_a_request_the_store_rejects_is_500_search_failed(
     app_factory: Callable[..., TestClient], seeded: ChunkStore

@@ -1,11 +1,12 @@
 """The query-side int8 copy of an in-process dense model (QUERY_EMBEDDING_QUANTIZATION).
 
 One short query on 2 cores spends most of its search time in the dense model's fp32 forward pass
-(MiniLM: ~7-10 ms of a ~25 ms /search). The same network with int8 weights (per-channel, dynamic
-int8 activations, ONNX Runtime's VNNI/AMX kernels) runs it in ~3 ms, and its query vectors stay
-within cosine 0.985 of the fp32 ones (mean 0.994 over SciFact's test queries). Documents are
-never embedded with it: stored vectors stay the contract's fp32 vectors, so a collection is the
-same with or without it, and the quality it costs is measured (docs/benchmarks.md).
+(MiniLM: 8-10 ms of a ~25 ms /search on one thread). The same network with int8 weights
+(per-channel, dynamic int8 activations, ONNX Runtime's VNNI/AMX kernels) takes about half that,
+and its query vectors stay at cosine 0.984 or more to the fp32 ones (mean 0.994 over SciFact's
+test queries; ``python -m benchmarks.stages`` measures both). Documents are never embedded with
+it: stored vectors stay the contract's fp32 vectors, so a collection is the same with or without
+it, and the quality it costs is measured (docs/benchmarks.md).
 
 The copy is built once per source model file and kept beside the offline builds
 (``<LOCAL_MODELS_DIR>/int8-query/<model>-<sha256 prefix>/``; the retrieval image builds it in) or,

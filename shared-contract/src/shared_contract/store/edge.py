@@ -300,14 +300,14 @@ class EdgeStore:
         limit: int,
         offset: str | None = None,
         with_payload: bool | Sequence[str] = True,
-        with_vectors: bool | Sequence[str] = False,
+        with_vectors: bool = False,
     ) -> tuple[list[PointRecord], str | None]:
         request = edge.ScrollRequest(
             offset=offset,
             limit=limit,
             filter=to_edge_filter(selector),
             with_payload=to_edge_with_payload(with_payload if isinstance(with_payload, bool) else list(with_payload)),
-            with_vector=with_vectors if isinstance(with_vectors, bool) else list(with_vectors),
+            with_vector=with_vectors,
         )
         records, next_offset = self._read("scroll", lambda shard: shard.scroll(request))
         page = [

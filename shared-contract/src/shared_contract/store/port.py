@@ -128,12 +128,9 @@ class ChunkStore(Protocol):
         limit: int,
         offset: str | None = None,
         with_payload: bool | Sequence[str] = True,
-        with_vectors: bool | Sequence[str] = False,
+        with_vectors: bool = False,
     ) -> tuple[list[PointRecord], str | None]:
-        """One page of points in id order, and the offset of the next page (None at the end).
-
-        ``with_vectors``: every vector, none, or the named ones.
-        """
+        """One page of points in id order, and the offset of the next page (None at the end)."""
         ...
 
     async def count(self, selector: models.Filter | None) -> int:

@@ -262,7 +262,7 @@ class ServerStore:
         limit: int,
         offset: str | None = None,
         with_payload: bool | Sequence[str] = True,
-        with_vectors: bool | Sequence[str] = False,
+        with_vectors: bool = False,
     ) -> tuple[list[PointRecord], str | None]:
         records, next_offset = await self._call(
             "scroll",
@@ -272,7 +272,7 @@ class ServerStore:
                 limit=limit,
                 offset=offset,
                 with_payload=with_payload if isinstance(with_payload, bool) else list(with_payload),
-                with_vectors=with_vectors if isinstance(with_vectors, bool) else list(with_vectors),
+                with_vectors=with_vectors,
             ),
         )
         page = [

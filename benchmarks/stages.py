@@ -1,0 +1,177 @@
+"""Where a hybrid search spends its time, stage by stage, in-process on a store a benchmark ingested.
+
+    python -m benchmarks.stages --dataset scifact --work-dir benchmarks/.work-ml-5k-none
+
+Each test query, with the variants of a stage timed side by side (interleaved, so a busy machine
+slows them alike):
+
+- query embedding: the fp32 dense model on one thread (QUERY_EMBEDDING_QUANTIZATION=none) and its
+  int8 copy (the default), and the cosine between their vectors;
+- each leg of the hybrid search alone, with the per-tenant IDF it is sent with and without it (the
+  scores are compared too: over a tenant that is the whole collection they must be equal);
+- the batch of legs the pipeline sends;
+- the read of the fused hits (payloads and cosines: a dense query over their ids).
+
+The stack is not started: the retrieval app's lifespan opens the store and loads the models in
+this process (so no other process may hold the store). Results go to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import math
+import os
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.beir import DEFAULT_DATA_DIR, REPO_ROOT, load_dataset
+from benchmarks.quality import RESULTS_DIR, WORK_DIR, collection_for, machine, workspace
+
+
+def summary(seconds: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    p95 = ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    return {"p50_ms": round(statistics.median(ordered) * 1000, 3), "p95_ms": round(p95 * 1000, 3)}
+
+
+async def timed(times: dict[str, list[float]], name: str, call: Callable[[], Awaitable[Any]]) -> Any:
+    started = time.perf_counter()
+    result = await call()
+    times.setdefault(name, []).append(time.perf_counter() - started)
+    return result
+
+
+def timed_sync(times: dict[str, list[float]], name: str, call: Callable[[], Any]) -> Any:
+    started = time.perf_counter()
+    result = call()
+    times.setdefault(name, []).append(time.perf_counter() - started)
+    return result
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from qdrant_client import models
+
+    from retrieval_agent.main import create_app
+    from retrieval_agent.search.fusion import zscore_fuse
+    from retrieval_agent.search.query import fused_points_request, hybrid_legs, leg_requests, lexical_fields_for
+    from retrieval_agent.settings import Settings
+    from shared_contract import ContractEmbedder, load_settings
+
+    store_path = workspace(args.dataset, args.work_dir).qdrant
+    if not store_path.is_dir():
+        raise SystemExit(f"no store at {store_path}: ingest one first (benchmarks.quality or benchmarks.speed)")
+    settings = load_settings(
+        Settings,
+        api_key="stages-benchmark-key-0123456789abcdef",
+        qdrant_uri=None,
+        qdrant_path=store_path,
+        enable_reranking=False,
+        enable_query_generation=False,
+        local_models_dir=Path(os.environ.get("LOCAL_MODELS_DIR", REPO_ROOT / ".cache" / "models")),
+    )
+    tenants = [collection_for(args.dataset)]
+    queries = list(load_dataset(args.dataset, "test", args.data_dir).split_queries().values())[: args.queries]
+    fp32 = ContractEmbedder(settings, sparse=False, dense_threads=1)
+    int8 = ContractEmbedder(settings, sparse=False, dense_threads=1, query_int8=True)
+    await asyncio.to_thread(fp32.warm_up)
+    await asyncio.to_thread(int8.warm_up)
+    times: dict[str, list[float]] = {}
+    cosines: list[float] = []
+    idf_legs = idf_same = 0
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        search = app.state.search
+        store = search.store
+        capabilities = await store.capabilities()
+        mix = await store.lexical_languages(tenants)
+        params = search.fusion(10, mix, multilingual=capabilities.has_multilingual)
+        fields = lexical_fields_for(mix, capabilities.lexical_fields)
+        for text in queries:
+            full = timed_sync(times, "embed fp32 (1 thread)", partial(fp32.embed_query, text, with_sparse=False))
+            quantized = timed_sync(times, "embed int8 (1 thread)", partial(int8.embed_query, text, with_sparse=False))
+            cosines.append(float(np.dot(full.dense, quantized.dense)))  # both unit length
+            vectors = search.embedder.embed_query(text, with_sparse=search.embedder.sparse is not None)
+            legs = hybrid_legs(
+                dense=vectors.dense,
+                sparse=vectors.sparse,
+                text=text,
+                lexical_fields=fields,
+                collection_names=tenants,
+                params=params,
+                sparse_idf=capabilities.sparse_idf,
+            )
+            if legs is None:
+                continue
+            requests = leg_requests(legs)
+            for request in requests:
+                name = str(request.using or "bm25")
+                scoped = await timed(times, f"leg {name}", partial(store.query, request))
+                if request.params is None:
+                    continue
+                unscoped_request = request.model_copy(update={"params": None})
+                unscoped = await timed(times, f"leg {name} without IDF", partial(store.query, unscoped_request))
+                idf_legs += 1
+                idf_same += [(p.point_id, p.score) for p in scoped] == [(p.point_id, p.score) for p in unscoped]
+            candidates = await timed(times, "legs batch", partial(store.query_batch, requests))
+            fused = zscore_fuse(candidates, legs.weights, 10)
+            if fused:
+                read = fused_points_request(vectors.dense, [candidate.point_id for candidate in fused], tenants)
+                await timed(times, "read of the fused hits", partial(store.query, read))
+        chunks = await store.count(models.Filter(must=[]))
+    return {
+        "chunks_in_store": chunks,
+        "queries": len(queries),
+        "stages": {name: summary(values) for name, values in times.items()},
+        "idf": {"legs_compared": idf_legs, "same_ranking_and_scores": idf_same},
+        "int8_vs_fp32_query_cosine": {
+            "min": round(min(cosines), 4) if cosines else None,
+            "mean": round(statistics.fmean(cosines), 4) if cosines else None,
+        },
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.stages", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", default="scifact")
+    parser.add_argument("--queries", type=int, default=150, help="test queries to run (default 150)")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    report = asyncio.run(measure(args))
+    report = {
+        "command": "python -m benchmarks.stages " + shlex.join(sys.argv[1:] if argv is None else list(argv)),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        **report,
+    }
+    print(f"{report['chunks_in_store']} chunks, {report['queries']} queries")
+    for name, row in report["stages"].items():
+        print(f"  {name:<40} p50 {row['p50_ms']:7.3f} ms  p95 {row['p95_ms']:7.3f} ms")
+    cosine = report["int8_vs_fp32_query_cosine"]
+    print(f"  int8 vs fp32 query vectors: cosine min {cosine['min']}, mean {cosine['mean']}")
+    idf = report["idf"]
+    print(f"  legs with and without per-tenant IDF: {idf['same_ranking_and_scores']}/{idf['legs_compared']} identical")
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"{stamp}-stages-{args.dataset}.json"
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"report: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
