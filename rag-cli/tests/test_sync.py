@@ -551,6 +551,48 @@ def test_watch_syncs_what_changed_after_a_quiet_period(folder: Path) -> None:
     assert "1 added, 0 changed, 0 unchanged, 1 removed, 0 failed" in buffer.getvalue()
 
 
+@dataclass
+class WritingIngestion(FakeIngestion):
+    """Writes a new file into the watched folder while the first full sync uploads (after it listed)."""
+
+    folder: Path | None = None
+
+    async def ingest(self, request: Request) -> JSONResponse:
+        if self.folder is not None and not (self.folder / "late.md").exists():
+            (self.folder / "late.md").write_text("written during the first sync")
+        return await super().ingest(request)
+
+
+def test_a_file_written_during_the_first_sync_is_followed(folder: Path) -> None:
+    fake = WritingIngestion(folder=folder)
+    out, buffer = console()
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        watching = asyncio.create_task(
+            watch_source(
+                FolderSource(folder.resolve()),
+                Endpoint("http://ingestion", KEY),
+                SyncOptions(collection="kb"),
+                console=out,
+                debounce_ms=200,
+                stop=stop,
+                transport=fake.transport(),
+            )
+        )
+        deadline = time.monotonic() + 20
+        # Nothing else changes in the folder: only the watcher can bring the late file in.
+        while "late.md" not in fake.names("kb"):
+            assert not watching.done(), buffer.getvalue()
+            assert time.monotonic() < deadline, buffer.getvalue()
+            await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.wait_for(watching, timeout=10)
+
+    asyncio.run(scenario())
+    assert len(fake.names("kb")) == 4
+
+
 def _handler_before_the_watch(signum: int, frame: object) -> None:
     raise AssertionError(f"signal {signum} reached the handler the watch replaces")
 

@@ -706,8 +706,8 @@ async def watch_source(
     if stop is None:
         stop = asyncio.Event()
     async with httpx.AsyncClient(timeout=INGEST_TIMEOUT, transport=transport) as client:
-        await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=False)
         if isinstance(source, S3Source):
+            await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=False)
             console.print(f"watching {escape(source.uri)} (every {interval_s:g} s; Ctrl-C stops)")
             while not stop.is_set():
                 try:
@@ -718,8 +718,7 @@ async def watch_source(
         from watchfiles import awatch
 
         root = source.root
-        console.print(f"watching {escape(str(root))} (quiet period {debounce_ms} ms; Ctrl-C stops)")
-        async for changes in awatch(
+        changes = awatch(
             root,
             watch_filter=lambda _change, path: bool(_relative_paths(root, [(None, path)])),
             # The watcher groups changes until none came for `step` ms: that is the quiet period.
@@ -727,10 +726,28 @@ async def watch_source(
             debounce=max(MAX_BATCH_MS, 2 * debounce_ms),
             rust_timeout=WATCH_TIMEOUT_MS,
             stop_event=stop,
-        ):
-            scope = _relative_paths(root, changes)
-            if scope:
-                await _round(source, endpoint, options, client=client, console=console, scope=scope, quiet=True)
+        )
+        # The watcher starts before the full sync reads the folder, so a file written after that
+        # read is a change it reports (it keeps what happens until it is first asked). Started
+        # after the sync, it missed a file written in between until something else changed.
+        following = asyncio.ensure_future(anext(changes))
+        await asyncio.sleep(0)  # the step that registers the watcher's paths
+        try:
+            await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=False)
+            console.print(f"watching {escape(str(root))} (quiet period {debounce_ms} ms; Ctrl-C stops)")
+            while True:
+                try:
+                    batch = await following
+                except StopAsyncIteration:  # the stop event ended the watcher
+                    return
+                scope = _relative_paths(root, batch)
+                if scope:
+                    await _round(source, endpoint, options, client=client, console=console, scope=scope, quiet=True)
+                following = asyncio.ensure_future(anext(changes))
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await following
 
 
 # Signals that end a watch: Ctrl-C, and what `docker stop` / Kubernetes send.
