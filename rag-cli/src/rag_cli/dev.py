@@ -105,7 +105,13 @@ def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> t
     from retrieval_agent.main import create_app as create_retrieval
     from retrieval_agent.settings import Settings as RetrievalSettings
 
-    common: dict[str, Any] = {"qdrant_uri": None, "qdrant_path": options.qdrant_path, "host": options.host}
+    # --log-level holds for the services' own loggers too (their lifespans set them from LOG_LEVEL).
+    common: dict[str, Any] = {
+        "qdrant_uri": None,
+        "qdrant_path": options.qdrant_path,
+        "host": options.host,
+        "log_level": options.log_level.upper(),
+    }
     ingestion = load_settings(IngestionSettings, api_key=ingestion_key, port=options.ingestion_port, **common)
     retrieval = load_settings(RetrievalSettings, api_key=retrieval_key, port=options.retrieval_port, **common)
     embedder = shared_embedder(ingestion, retrieval)
