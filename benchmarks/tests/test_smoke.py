@@ -115,3 +115,7 @@ def test_stages_smoke(tmp_path: Path) -> None:
     # One tenant holds the whole store: per-tenant IDF scores as the store-wide one does.
     assert report["idf"]["legs_compared"] > 0
     assert report["idf"]["same_ranking_and_scores"] == report["idf"]["legs_compared"]
+    # A tenant list with an empty second tenant matches the same points as the tenant alone.
+    listed = report["with_an_empty_tenant"]
+    assert listed["legs_compared"] > 0
+    assert listed["same_ranking_and_scores"] == listed["legs_compared"]

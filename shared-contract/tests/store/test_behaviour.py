@@ -381,6 +381,40 @@ async def test_facet_counts_values_among_the_selected_points(shared: Opened, ten
     assert await shared.store.facet("meta.file_id", in_tenant(name), limit=1) == [FacetCount("file-a", 3)]
 
 
+async def test_a_one_value_list_matches_like_the_value_on_keyword_and_array_fields(
+    shared: Opened, tenant: Callable[[], str]
+) -> None:
+    name, other = tenant(), tenant()
+    await shared.store.upsert(
+        [
+            point(name, "en", languages=["en"], file_id="f1"),
+            point(name, "en-no", languages=["no", "en"], file_id="f2"),
+            point(name, "no", languages=["no"], file_id="f1"),
+            point(other, "en", languages=["en"], file_id="f1"),
+        ]
+    )
+
+    async def matched(key: str, values: list[str]) -> list[str]:
+        selector = models.Filter(
+            must=[
+                models.FieldCondition(key="meta.collection_name", match=models.MatchAny(any=[name])),
+                models.FieldCondition(key=key, match=models.MatchAny(any=values)),
+            ]
+        )
+        page, _ = await shared.store.scroll(selector, limit=10)
+        hits = await shared.store.query(
+            models.QueryRequest(query=[1.0, 0.0, 0.0, 0.0], using="text-dense", filter=selector, limit=10)
+        )
+        assert sorted(names(hits)) == sorted(names(page))
+        assert await shared.store.count(selector) == len(page)
+        return sorted(names(page))
+
+    assert await matched("meta.languages", ["en"]) == ["en", "en-no"]
+    assert await matched("meta.languages", ["en", "xx"]) == ["en", "en-no"]
+    assert await matched("meta.file_id", ["f1"]) == ["en", "no"]
+    assert await matched("meta.file_id", ["f1", "missing"]) == ["en", "no"]
+
+
 async def test_delete_by_filter_removes_only_the_matched_points(shared: Opened, tenant: Callable[[], str]) -> None:
     name, other = tenant(), tenant()
     await shared.store.upsert(
