@@ -106,23 +106,17 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             quantized = timed_sync(times, "embed int8 (1 thread)", partial(int8.embed_query, text, with_sparse=False))
             cosines.append(float(np.dot(full.dense, quantized.dense)))  # both unit length
             vectors = search.embedder.embed_query(text, with_sparse=search.embedder.sparse is not None)
-            legs = hybrid_legs(
-                dense=vectors.dense,
-                sparse=vectors.sparse,
-                text=text,
-                lexical_fields=fields,
-                collection_names=tenants,
-                params=params,
-                sparse_idf=capabilities.sparse_idf,
-            )
-            listed = hybrid_legs(
-                dense=vectors.dense,
-                sparse=vectors.sparse,
-                text=text,
-                lexical_fields=fields,
-                collection_names=with_empty_tenant,
-                params=params,
-                sparse_idf=capabilities.sparse_idf,
+            legs, listed = (
+                hybrid_legs(
+                    dense=vectors.dense,
+                    sparse=vectors.sparse,
+                    text=text,
+                    lexical_fields=fields,
+                    collection_names=names,
+                    params=params,
+                    sparse_idf=capabilities.sparse_idf,
+                )
+                for names in (tenants, with_empty_tenant)
             )
             if legs is None or listed is None:
                 continue
