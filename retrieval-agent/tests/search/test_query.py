@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from qdrant_client import models
 
 from retrieval_agent.search.query import (
+    PER_TENANT_GRAPH_SEARCHES,
     FusionParams,
     dense_request,
     dense_weight_for,
@@ -11,13 +14,15 @@ from retrieval_agent.search.query import (
     hybrid_request,
     lexical_fields_for,
     multilingual_weight_for,
+    scoped_filter,
     text_query,
 )
 from shared_contract import SparseVectorData
+from shared_contract.store import tenant_filter
 
-# Committed points of the requested tenants: what every leg filters on.
+# Committed points of the requested tenant: what every leg filters on.
 TENANT = models.Filter(
-    must=[models.FieldCondition(key="meta.collection_name", match=models.MatchAny(any=["kb-1", "kb-2"]))],
+    must=[models.FieldCondition(key="meta.collection_name", match=models.MatchAny(any=["kb-1"]))],
     must_not=[models.FieldCondition(key="meta.ingest_state", match=models.MatchValue(value="pending"))],
 )
 IDF = models.SearchParams(idf=models.IdfCorpusParams(corpus=TENANT))
@@ -31,7 +36,7 @@ def build(**overrides: object) -> models.QueryRequest | None:
         "sparse": SPARSE,
         "text": "zebra stripes",
         "lexical_fields": ["lexical_en", "lexical_no"],
-        "collection_names": ["kb-1", "kb-2"],
+        "collection_names": ["kb-1"],
         "limit": 10,
         "params": PARAMS,
         "sparse_idf": True,
@@ -41,10 +46,64 @@ def build(**overrides: object) -> models.QueryRequest | None:
 
 
 def test_dense_request() -> None:
-    request = dense_request([0.1, 0.2], ["kb-1", "kb-2"], 7)
+    request = dense_request([0.1, 0.2], ["kb-1"], 7)
     assert request == models.QueryRequest(
         query=[0.1, 0.2], using="text-dense", filter=TENANT, limit=7, with_payload=["content", "meta"]
     )
+
+
+def one_tenant(name: str) -> models.Filter:
+    return models.Filter(
+        must=[models.FieldCondition(key="meta.collection_name", match=models.MatchAny(any=[name]))],
+        must_not=[models.FieldCondition(key="meta.ingest_state", match=models.MatchValue(value="pending"))],
+    )
+
+
+def test_a_dense_request_over_several_tenants_searches_each_tenant_and_scores_the_union() -> None:
+    request = dense_request([0.1, 0.2], ["kb-1", "kb-2", "kb-1"], 7)
+    assert request == models.QueryRequest(
+        prefetch=[
+            models.Prefetch(query=[0.1, 0.2], using="text-dense", filter=one_tenant("kb-1"), limit=7),
+            models.Prefetch(query=[0.1, 0.2], using="text-dense", filter=one_tenant("kb-2"), limit=7),
+        ],
+        query=[0.1, 0.2],
+        using="text-dense",
+        limit=7,
+        with_payload=["content", "meta"],
+    )
+
+
+def test_past_the_per_tenant_searches_the_tenants_points_are_scanned_exactly() -> None:
+    names = [f"kb-{index}" for index in range(PER_TENANT_GRAPH_SEARCHES + 1)]
+    request = dense_request([0.1, 0.2], names, 7)
+    assert request.prefetch is None
+    assert request.params == models.SearchParams(exact=True)
+    assert request.filter == tenant_filter(names)
+
+
+def test_the_hybrid_dense_legs_over_several_tenants_search_each_tenant_with_the_request_filter() -> None:
+    condition = models.FieldCondition(key="meta.file_id", match=models.MatchValue(value="f-1"))
+    legs = hybrid_legs(
+        dense=[0.1],
+        sparse=SPARSE,
+        text="zebra",
+        lexical_fields=["lexical_en"],
+        collection_names=["kb-1", "kb-2"],
+        params=dataclasses.replace(PARAMS, multilingual_weight=0.5),
+        sparse_idf=True,
+        conditions=[condition],
+        multilingual=[0.3],
+    )
+    assert legs is not None
+    dense, multilingual, sparse, bm25 = legs.legs
+    for leg, vector, using in ((dense, [0.1], "text-dense"), (multilingual, [0.3], "text-dense-multilingual")):
+        assert (leg.query, leg.using, leg.filter, leg.limit) == (vector, using, None, 40)
+        assert leg.prefetch == [
+            models.Prefetch(query=vector, using=using, filter=scoped_filter([name], [condition]), limit=40)
+            for name in ("kb-1", "kb-2")
+        ]
+    # The sparse and BM25 legs are no graph searches: one filter over both tenants.
+    assert sparse.filter == bm25.filter == scoped_filter(["kb-1", "kb-2"], [condition])
 
 
 def test_hybrid_request_has_every_leg_filtered_idf_scoped_and_weighted() -> None:
@@ -233,7 +292,7 @@ def multilingual_legs(multilingual: list[float] | None, weight: float) -> list[t
         sparse=SPARSE,
         text="hund",
         lexical_fields=["lexical_no"],
-        collection_names=["kb-1", "kb-2"],
+        collection_names=["kb-1"],
         params=params,
         sparse_idf=True,
         multilingual=multilingual,
