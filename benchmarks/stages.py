@@ -9,8 +9,9 @@ slows them alike):
   int8 copy (the default), and the cosine between their vectors;
 - each leg of the hybrid search alone, with the per-tenant IDF it is sent with and without it (the
   scores are compared too: over a tenant that is the whole collection they must be equal), and over
-  the tenant plus an empty one (the same points and scores: what a one-value tenant filter saves over
-  a list, which the engine serves on another path);
+  the tenant plus an empty one (the same points and scores: for the sparse and BM25 legs, what a
+  one-value tenant filter saves over a list, which the engine serves on another path; dense legs
+  over several tenants search each tenant on its own);
 - the batch of legs the pipeline sends;
 - the read of the fused hits (payloads and cosines: a dense query over their ids).
 
