@@ -75,10 +75,8 @@ def optimized() -> Iterator[tuple[ChunkStore, np.ndarray]]:
 def queries(vectors: np.ndarray) -> list[tuple[int, list[float]]]:
     """Near-copies of points of both tenants, with the index of the point each was made from."""
     rng = np.random.default_rng(11)
-    picked = [index for tenant in range(len(TENANTS)) for index in range(tenant, len(vectors), 97)]
-    picked = [index for index in picked if index % len(TENANTS) == 0][:QUERIES_PER_TENANT] + [
-        index for index in picked if index % len(TENANTS) == 1
-    ][:QUERIES_PER_TENANT]
+    # Point ``index`` is in TENANTS[index % len(TENANTS)]: every 97th point of each tenant.
+    picked = [tenant + len(TENANTS) * 97 * step for tenant in range(len(TENANTS)) for step in range(QUERIES_PER_TENANT)]
     noisy = unit(vectors[picked] + rng.normal(scale=0.02, size=(len(picked), DIM)).astype(np.float32))
     return [(index, row.tolist()) for index, row in zip(picked, noisy, strict=True)]
 
