@@ -6,7 +6,9 @@ Each test query, with the variants of a stage timed side by side (interleaved, s
 slows them alike):
 
 - query embedding: the fp32 dense model on one thread (QUERY_EMBEDDING_QUANTIZATION=none) and its
-  int8 copy (the default), and the cosine between their vectors;
+  int8 copy (the default), and the cosine between their vectors; the int8 copy also on a session
+  with ONNX Runtime's SkipLayerNormalization fusion, which the query session leaves out (run
+  first on alternate queries);
 - each leg of the hybrid search alone, with the per-tenant IDF it is sent with and without it (the
   scores are compared too: over a tenant that is the whole collection they must be equal), and over
   the tenant plus an empty one (the same points and scores: for the sparse and BM25 legs, what a
@@ -62,6 +64,29 @@ def timed_sync(times: dict[str, list[float]], name: str, call: Callable[[], Any]
     return result
 
 
+FUSED_SESSION = "embed int8 (1 thread), SkipLayerNorm fused"
+
+
+def cosine_summary(cosines: Sequence[float]) -> dict[str, float | None]:
+    return {
+        "min": round(min(cosines), 4) if cosines else None,
+        "mean": round(statistics.fmean(cosines), 4) if cosines else None,
+    }
+
+
+def default_session(embedder: Any) -> Any:
+    """The int8 query copy on a session with fastembed's options alone (every ONNX Runtime fusion)."""
+    import onnxruntime as ort
+
+    from shared_contract.embedding.query_int8 import fastembed_model_file
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    model = embedder.query_dense.load_dir() / fastembed_model_file(embedder.query_dense.model_name)
+    return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from qdrant_client import models
 
@@ -70,6 +95,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from retrieval_agent.search.query import fused_points_request, hybrid_legs, leg_requests, lexical_fields_for
     from retrieval_agent.settings import Settings
     from shared_contract import ContractEmbedder, load_settings
+    from shared_contract.embedding.fastembed_internals import replace_onnx_session
 
     store_path = workspace(args.dataset, args.work_dir).qdrant
     if not store_path.is_dir():
@@ -90,8 +116,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     int8 = ContractEmbedder(settings, sparse=False, dense_threads=1, query_int8=True)
     await asyncio.to_thread(fp32.warm_up)
     await asyncio.to_thread(int8.warm_up)
+    int8_fused = ContractEmbedder(settings, sparse=False, dense_threads=1, query_int8=True)
+    await asyncio.to_thread(int8_fused.warm_up)
+    replace_onnx_session(int8_fused.query_dense.model, await asyncio.to_thread(default_session, int8_fused))  # type: ignore[attr-defined]
     times: dict[str, list[float]] = {}
     cosines: list[float] = []
+    fused_cosines: list[float] = []
     idf_legs = idf_same = 0
     listed_legs = listed_same = 0
     app = create_app(settings)
@@ -104,8 +134,16 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         fields = lexical_fields_for(mix, capabilities.lexical_fields)
         for index, text in enumerate(queries):
             full = timed_sync(times, "embed fp32 (1 thread)", partial(fp32.embed_query, text, with_sparse=False))
-            quantized = timed_sync(times, "embed int8 (1 thread)", partial(int8.embed_query, text, with_sparse=False))
+            int8_variants = [("embed int8 (1 thread)", int8), (FUSED_SESSION, int8_fused)]
+            if index % 2:
+                int8_variants.reverse()
+            quantized_by_name = {
+                name: timed_sync(times, name, partial(embedder.embed_query, text, with_sparse=False))
+                for name, embedder in int8_variants
+            }
+            quantized = quantized_by_name["embed int8 (1 thread)"]
             cosines.append(float(np.dot(full.dense, quantized.dense)))  # both unit length
+            fused_cosines.append(float(np.dot(full.dense, quantized_by_name[FUSED_SESSION].dense)))
             vectors = search.embedder.embed_query(text, with_sparse=search.embedder.sparse is not None)
             legs, listed = (
                 hybrid_legs(
@@ -155,10 +193,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "stages": {name: summary(values) for name, values in times.items()},
         "idf": {"legs_compared": idf_legs, "same_ranking_and_scores": idf_same},
         "with_an_empty_tenant": {"legs_compared": listed_legs, "same_ranking_and_scores": listed_same},
-        "int8_vs_fp32_query_cosine": {
-            "min": round(min(cosines), 4) if cosines else None,
-            "mean": round(statistics.fmean(cosines), 4) if cosines else None,
-        },
+        "int8_vs_fp32_query_cosine": cosine_summary(cosines),
+        "int8_skiplayernorm_fused_vs_fp32_query_cosine": cosine_summary(fused_cosines),
     }
 
 
@@ -185,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {name:<48} p50 {row['p50_ms']:7.3f} ms  p95 {row['p95_ms']:7.3f} ms")
     cosine = report["int8_vs_fp32_query_cosine"]
     print(f"  int8 vs fp32 query vectors: cosine min {cosine['min']}, mean {cosine['mean']}")
+    cosine = report["int8_skiplayernorm_fused_vs_fp32_query_cosine"]
+    print(f"  int8 (SkipLayerNorm fused) vs fp32 query vectors: cosine min {cosine['min']}, mean {cosine['mean']}")
     idf = report["idf"]
     print(f"  legs with and without per-tenant IDF: {idf['same_ranking_and_scores']}/{idf['legs_compared']} identical")
     listed = report["with_an_empty_tenant"]

@@ -109,9 +109,11 @@ def test_stages_smoke(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads(next(results.glob("*-stages-scifact.json")).read_text())
     assert report["chunks_in_store"] >= 12
-    for stage in ("embed fp32 (1 thread)", "embed int8 (1 thread)", "legs batch", "read of the fused hits"):
+    for stage in ("embed fp32 (1 thread)", "embed int8 (1 thread)", stages.FUSED_SESSION, "legs batch"):
         assert report["stages"][stage]["p50_ms"] > 0
+    assert report["stages"]["read of the fused hits"]["p50_ms"] > 0
     assert report["int8_vs_fp32_query_cosine"]["min"] > 0.98
+    assert report["int8_skiplayernorm_fused_vs_fp32_query_cosine"]["min"] > 0.98
     # One tenant holds the whole store: per-tenant IDF scores as the store-wide one does.
     assert report["idf"]["legs_compared"] > 0
     assert report["idf"]["same_ranking_and_scores"] == report["idf"]["legs_compared"]

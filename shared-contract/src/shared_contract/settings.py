@@ -61,6 +61,12 @@ class ContractSettings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     qdrant_timeout: float = Field(default=30.0, gt=0)
     qdrant_index: str = Field(default=DEFAULT_COLLECTION, pattern=r"^[A-Za-z0-9_-]{1,255}$")
+    qdrant_search_threads: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="Embedded store: threads in the engine's search pool; 0 = one fewer than the CPUs, at least 1.",
+    )
     # A distributed Qdrant: how the collection is laid out when bootstrap creates it (unset: the
     # server's defaults). The embedded store is one shard and ignores these.
     qdrant_shard_number: int | None = Field(default=None, ge=1, description="Shards of the collection.")

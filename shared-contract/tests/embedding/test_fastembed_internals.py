@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from shared_contract.embedding.fastembed_internals import (
     model_tokenizer,
     onnx_session,
     post_process,
+    replace_onnx_session,
     tokenize,
     truncating_tokenizer,
 )
@@ -80,3 +82,36 @@ def test_model_directory_is_where_a_lazily_loaded_model_has_its_files() -> None:
     lazy = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(folder), lazy_load=True)
     assert model_directory(lazy) == folder
     assert (model_directory(lazy) / "model.onnx").is_file()
+
+
+class CountingSession:
+    """An ONNX session that counts its runs and hands them to the real one."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.runs = 0
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        self.runs += 1
+        return self.inner.run(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_lazily_built_model_runs_the_session_it_is_given() -> None:
+    import onnxruntime as ort
+    from fastembed import TextEmbedding
+
+    folder = Path(os.environ["LOCAL_MODELS_DIR"]) / "sentence-transformers__all-MiniLM-L6-v2"
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    eager = list(TextEmbedding(name, specific_model_path=str(folder), threads=1).embed(["Aarhus is a city."]))
+    lazy = TextEmbedding(name, specific_model_path=str(folder), threads=1, lazy_load=True)
+    lazy.token_count("")  # the tokenizer alone
+    assert onnx_session(lazy) is None
+    counting = CountingSession(ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"]))
+    replace_onnx_session(lazy, counting)
+    vectors = list(lazy.embed(["Aarhus is a city."]))
+    assert onnx_session(lazy) is counting  # fastembed did not load a session of its own
+    assert counting.runs == 1
+    np.testing.assert_allclose(np.array(vectors), np.array(eager), atol=1e-6)

@@ -14,7 +14,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from shared_contract import ContractEmbedder, ContractSettings, load_settings
+from shared_contract.embedding.fastembed_internals import onnx_session
 from shared_contract.embedding.query_int8 import (
+    DISABLED_OPTIMIZERS_KEY,
     MARKER,
     Int8QueryEmbedder,
     int8_model_dir,
@@ -221,3 +223,13 @@ def test_prebuild_puts_the_copy_beside_the_offline_builds_where_the_service_find
     assert [copy.name.startswith(built.name) for copy in copies] == [True]
     found = int8_model_dir(built, "model.onnx", [tmp_path / "cache", models])
     assert found == copies[0]
+
+
+def test_the_query_copys_session_leaves_out_the_skip_layer_norm_fusion(int8_settings: ContractSettings) -> None:
+    # dense_threads: what the retrieval agent passes (QUERY_EMBEDDING_THREADS), as fastembed would set it.
+    instance = ContractEmbedder(int8_settings, query_int8=True, dense_threads=1)
+    instance.warm_up()
+    assert isinstance(instance.query_dense, Int8QueryEmbedder)
+    options = onnx_session(instance.query_dense.model).get_session_options()
+    assert options.get_session_config_entry(DISABLED_OPTIMIZERS_KEY) == "SkipLayerNormFusion"
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)

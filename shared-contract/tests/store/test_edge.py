@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from shared_contract.store import (
     open_store,
     tenant_filter,
 )
+from shared_contract.store.edge import search_threads
 from shared_contract.store.layout import CollectionSpec
 
 pytestmark = pytest.mark.anyio
@@ -117,6 +119,40 @@ async def test_data_and_indexes_persist_across_close_and_reopen(tmp_path: Path) 
         assert hits[0].payload == dict(written[0].payload)
     finally:
         await close_store(reopened)
+
+
+def engine_search_threads() -> int:
+    """Threads of the engine's search pools alive in this process (the engine names them)."""
+    tasks = Path("/proc/self/task")
+    return sum((task / "comm").read_text().startswith("edge-search") for task in tasks.iterdir())
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
+async def test_the_search_pool_has_the_configured_size_on_create_and_on_every_load(tmp_path: Path) -> None:
+    root = tmp_path / "qdrant"
+    before = engine_search_threads()
+    store = open_edge(directory_settings(root).model_copy(update={"qdrant_search_threads": 3}))
+    await store.create_collection(bare_spec(directory_settings(root)))
+    await store.upsert([chunk("a"), chunk("b")])
+    assert engine_search_threads() - before == 3
+    await close_store(store)
+    assert engine_search_threads() == before
+
+    for size in (1, 2):
+        reopened = open_edge(directory_settings(root).model_copy(update={"qdrant_search_threads": size}))
+        try:
+            assert await reopened.count(None) == 2
+            assert engine_search_threads() - before == size
+        finally:
+            await close_store(reopened)
+
+
+def test_zero_search_threads_leaves_one_cpu_to_the_rest_of_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    assert search_threads(0) == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0})
+    assert search_threads(0) == 1
+    assert search_threads(5) == 5
 
 
 KILLED_WRITER = textwrap.dedent(

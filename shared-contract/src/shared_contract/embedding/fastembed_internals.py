@@ -1,10 +1,10 @@
 """Every use of fastembed internals, in one place (checked against fastembed 0.9.x, pinned).
 
-fastembed has no public API for three things the contract needs: the loaded model's tokenizer (to
+fastembed has no public API for four things the contract needs: the loaded model's tokenizer (to
 count tokens exactly as the model will), running its ONNX session once while post-processing
-the outputs for two models (the fused dense + BM42 pass), and where a downloaded model's files
-are (the int8 query copy is built from them). These helpers are the only code that
-touches fastembed's private attributes; ``tests/embedding/test_fastembed_internals.py`` fails
+the outputs for two models (the fused dense + BM42 pass), where a downloaded model's files
+are (the int8 query copy is built from them), and the int8 query copy's session options. These
+helpers are the only code that touches fastembed's private attributes; ``tests/embedding/test_fastembed_internals.py`` fails
 loudly when a fastembed release changes them, and shared-contract pins ``fastembed>=0.9.1,<0.10``.
 """
 
@@ -41,8 +41,16 @@ def truncating_tokenizer(model: Any) -> Tokenizer | None:
 
 
 def onnx_session(model: Any) -> Any:
-    """The ``onnxruntime.InferenceSession`` of a loaded fastembed model."""
-    return model.model.model
+    """The ``onnxruntime.InferenceSession`` of a fastembed model (None while one built with
+    ``lazy_load`` has not loaded it)."""
+    return getattr(model.model, "model", None)
+
+
+def replace_onnx_session(model: Any, session: Any) -> None:
+    """Run a fastembed model on ``session`` (its graph with other session options: fastembed exposes
+    none but the memory arena). Given to a model built with ``lazy_load``, it is the only session:
+    fastembed loads its own only while it has none."""
+    model.model.model = session
 
 
 def model_directory(model: Any) -> Path:

@@ -27,11 +27,11 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from shared_contract.embedding.catalog import BUILD_MANIFEST
 from shared_contract.embedding.dense import FastembedDenseEmbedder, load_fastembed
-from shared_contract.embedding.fastembed_internals import model_directory
+from shared_contract.embedding.fastembed_internals import model_directory, replace_onnx_session
 from shared_contract.errors import ContractConfigError, ModelUnavailableError
 
 QueryQuantization = Literal["auto", "int8", "none"]
@@ -48,6 +48,12 @@ _QUANTIZE_TIMEOUT_S: Final = 600
 # The child's entry point (never imported by the services: it imports ``onnx``).
 BUILD_MODULE: Final = "shared_contract.embedding.int8_build"
 _METHOD: Final = "onnxruntime quantize_dynamic: QInt8 weights, per channel, " + "/".join(QUANTIZED_OPS)
+# ONNX Runtime fuses each residual Add + LayerNorm into one SkipLayerNormalization; on a query's few
+# tokens that kernel made the int8 pass ~0.6 ms slower (2.8 vs 3.4 ms) than the unfused ops, at the
+# same vectors (cosine to fp32 queries unchanged; docs/benchmarks.md). Documents (long batches)
+# gain nothing from it, so only the query copy's session leaves it out.
+QUERY_DISABLED_OPTIMIZERS: Final = ("SkipLayerNormFusion",)
+DISABLED_OPTIMIZERS_KEY: Final = "optimization.disable_specified_optimizers"
 
 
 def query_int8_enabled(choice: QueryQuantization, *, provider: str, model_name: str) -> bool:
@@ -157,6 +163,24 @@ def _quantize_in_child(source: Path, target: Path) -> None:
 class Int8QueryEmbedder(FastembedDenseEmbedder):
     """A fastembed dense model run on its int8 copy: for query vectors only, never for documents."""
 
+    def warm_up(self) -> None:
+        if self.loaded:
+            return
+        from fastembed import TextEmbedding
+
+        directory = self.load_dir()
+        # Loaded lazily: fastembed's own session would be built, replaced and still hold ~20 MB.
+        model = load_fastembed(
+            partial(TextEmbedding, lazy_load=True),
+            self.model_name,
+            model_dir=directory,
+            cache_dir=self._cache_dir,
+            threads=self._threads,
+        )
+        model.token_count("")  # loads the tokenizer alone (fastembed's public way to)
+        replace_onnx_session(model, query_session(directory / fastembed_model_file(self.model_name), self._threads))
+        self._model = model
+
     def load_dir(self) -> Path:
         from fastembed import TextEmbedding
 
@@ -174,6 +198,20 @@ class Int8QueryEmbedder(FastembedDenseEmbedder):
         return int8_model_dir(
             source_dir, fastembed_model_file(self.model_name), int8_roots(self.model_dir, self._cache_dir)
         )
+
+
+def query_session(path: Path, threads: int | None) -> Any:
+    """An ONNX Runtime session for query-sized inputs: fastembed's options (all graph optimizations,
+    ``threads`` when set) less :data:`QUERY_DISABLED_OPTIMIZERS`."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = threads
+    options.add_session_config_entry(DISABLED_OPTIMIZERS_KEY, ",".join(QUERY_DISABLED_OPTIMIZERS))
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def int8_roots(offline_build: Path | None, fastembed_cache_path: Path | None) -> list[Path]:

@@ -12,6 +12,8 @@ Facts that shape this adapter (qdrant-edge 0.9.0, pinned):
   (:mod:`shared_contract.store.factory`).
 - Errors are bare ``Exception``; they become the contract's typed errors here.
 - ``optimize()`` (HNSW build) freezes the process for seconds: never on a request path.
+- The engine's search pool defaults to 8 threads even on 2 CPUs; this adapter sizes it
+  (QDRANT_SEARCH_THREADS) on every create and load (:func:`search_threads`).
 """
 
 from __future__ import annotations
@@ -72,23 +74,35 @@ def _is_text_index_problem(message: str) -> bool:
     return "text index" in lowered or "scoring" in lowered or "full text" in lowered or "full-text" in lowered
 
 
+def search_threads(configured: int) -> int:
+    """The engine's search pool size: ``configured``, or for 0 one thread fewer than the CPUs this
+    process may run on (at least one), leaving a CPU for the query model and the event loop."""
+    if configured > 0:
+        return configured
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cpus - 1)
+
+
 class EdgeStore:
     """One collection as one qdrant-edge shard. Build it through :func:`open_store`."""
 
-    def __init__(self, root: Path, collection: str, *, temporary: bool = False) -> None:
+    def __init__(self, root: Path, collection: str, *, temporary: bool = False, search_threads: int = 1) -> None:
         self._root = root
         self._collection = collection
         self._dir = collection_dir(root, collection)
         self._temporary = temporary
+        self._search_threads = search_threads
         self._shard: Any | None = None
         self._closed = False
         self._indexed: set[str] | None = None  # payload fields with an index (read once, then kept)
         self._manifest: CollectionManifest | None = None
 
     @classmethod
-    def in_memory(cls, collection: str) -> EdgeStore:
+    def in_memory(cls, collection: str, *, search_threads: int = 1) -> EdgeStore:
         """A throwaway store in a temporary directory, removed on close (QDRANT_URI=':memory:')."""
-        return cls(Path(tempfile.mkdtemp(prefix="qdrant-edge-")), collection, temporary=True)
+        return cls(
+            Path(tempfile.mkdtemp(prefix="qdrant-edge-")), collection, temporary=True, search_threads=search_threads
+        )
 
     @property
     def kind(self) -> StoreKind:
@@ -111,11 +125,27 @@ class EdgeStore:
         if self._shard is None:
             if not (self._dir / MANIFEST_FILE).is_file():
                 raise CollectionMissingError(self._collection)
+            config = self._load_config()
             try:
-                self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR))
+                self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
             except Exception as exc:  # qdrant-edge raises bare Exception; opening is I/O
                 raise QdrantUnavailableError(f"embedded store at {self._dir} could not be opened: {exc}") from exc
         return self._shard
+
+    def _load_config(self) -> Any:
+        """The pool size to load with, or None. The engine takes no config without vectors in it and
+        checks stated vectors against the stored ones: restating the sparse vector the manifest
+        records is exact (dense ones are inherited). A store created without one keeps the pool size
+        it was created with (:meth:`_create` states it too)."""
+        if self._manifest is None:
+            self._manifest = self._load_manifest()
+        manifest = self._manifest
+        if manifest.sparse_model is None:
+            return None
+        return edge.EdgeConfig(
+            sparse_vectors=_sparse_params(idf=manifest.sparse_modifier == "idf"),
+            max_search_threads=self._search_threads,
+        )
 
     def _read(self, operation: str, call: Callable[[Any], T]) -> T:
         shard = self._open_shard()
@@ -157,10 +187,7 @@ class EdgeStore:
         if (self._dir / MANIFEST_FILE).is_file():
             return False
         shard_dir = self._dir / SHARD_DIR
-        sparse = None
-        if spec.sparse_idf is not None:
-            modifier = edge.Modifier.Idf if spec.sparse_idf else None
-            sparse = {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=modifier)}
+        sparse = None if spec.sparse_idf is None else _sparse_params(idf=spec.sparse_idf)
         hnsw = edge.HnswIndexConfig(
             m=spec.hnsw_config.m or 0,
             ef_construct=spec.hnsw_config.ef_construct or 100,
@@ -178,6 +205,7 @@ class EdgeStore:
                 for name, params in spec.vectors_config.items()
             },
             sparse_vectors=sparse,
+            max_search_threads=self._search_threads,
         )
         try:
             if shard_dir.exists():
@@ -352,6 +380,10 @@ class EdgeStore:
                 logger.warning("closing the embedded store at %s failed: %s", self._dir, exc)
         if self._temporary:
             shutil.rmtree(self._root, ignore_errors=True)
+
+
+def _sparse_params(*, idf: bool) -> dict[str, Any]:
+    return {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf if idf else None)}
 
 
 def _read_vectors(vector: Any) -> dict[str, list[float] | SparseVectorData]:

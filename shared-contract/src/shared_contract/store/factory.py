@@ -9,7 +9,7 @@ from pathlib import Path
 from shared_contract.errors import LegacyStoreError
 from shared_contract.manifest import CollectionManifest, verify_manifest
 from shared_contract.settings import ContractSettings
-from shared_contract.store.edge import EdgeStore
+from shared_contract.store.edge import EdgeStore, search_threads
 from shared_contract.store.layout import collection_spec
 from shared_contract.store.port import ChunkStore
 from shared_contract.store.server import ServerStore
@@ -42,7 +42,7 @@ def open_store(settings: ContractSettings) -> ChunkStore:
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         return ServerStore(settings.qdrant_uri, settings.qdrant_index, api_key=api_key, timeout=settings.qdrant_timeout)
     if settings.qdrant_uri == ":memory:":
-        return EdgeStore.in_memory(settings.qdrant_index)
+        return EdgeStore.in_memory(settings.qdrant_index, search_threads=search_threads(settings.qdrant_search_threads))
     root = Path(settings.qdrant_path).resolve()
     if is_legacy_store(root):
         raise LegacyStoreError(str(root))
@@ -50,7 +50,9 @@ def open_store(settings: ContractSettings) -> ChunkStore:
     with _LOCK:
         shared = _EMBEDDED.get(key)
         if shared is None:
-            shared = _Shared(EdgeStore(root, settings.qdrant_index))
+            shared = _Shared(
+                EdgeStore(root, settings.qdrant_index, search_threads=search_threads(settings.qdrant_search_threads))
+            )
             _EMBEDDED[key] = shared
         shared.users += 1
         return shared.store
