@@ -121,30 +121,70 @@ async def test_data_and_indexes_persist_across_close_and_reopen(tmp_path: Path) 
         await close_store(reopened)
 
 
-def engine_search_threads() -> int:
-    """Threads of the engine's search pools alive in this process (the engine names them)."""
-    tasks = Path("/proc/self/task")
-    return sum((task / "comm").read_text().startswith("edge-search") for task in tasks.iterdir())
+POOL_SIZES = textwrap.dedent(
+    """
+    import dataclasses, json, sys, time
+    from pathlib import Path
+
+    import anyio
+
+    from shared_contract import ContractSettings, load_settings
+    from shared_contract.store import chunk_point, close_store, collection_spec, open_store
+
+
+    def pool_threads():
+        tasks = Path("/proc/self/task")
+        return sum((task / "comm").read_text().startswith("edge-search") for task in tasks.iterdir())
+
+
+    def settings(size):
+        return load_settings(
+            ContractSettings, qdrant_path=Path(sys.argv[1]), qdrant_index="pool",
+            embedding_model="contract-tests/tiny", embedding_dim=4, qdrant_search_threads=size,
+        )
+
+
+    async def main():
+        seen = []
+        for size in (3, 1, 2):
+            deadline = time.monotonic() + 5
+            while pool_threads() and time.monotonic() < deadline:  # a dropped pool's threads wind down
+                time.sleep(0.01)
+            store = open_store(settings(size))
+            if size == 3:
+                await store.create_collection(
+                    dataclasses.replace(collection_spec(settings(size)), payload_indexes=[])
+                )
+                await store.upsert(
+                    [
+                        chunk_point(f"t/{name}", "", {"collection_name": "t"}, dense=[1.0, 0.0, 0.0, 0.0], sparse=None)
+                        for name in "ab"
+                    ]
+                )
+            seen.append([await store.count(None), pool_threads()])
+            await close_store(store)
+        print(json.dumps(seen))
+
+
+    anyio.run(main)
+    """
+)
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
-async def test_the_search_pool_has_the_configured_size_on_create_and_on_every_load(tmp_path: Path) -> None:
-    root = tmp_path / "qdrant"
-    before = engine_search_threads()
-    store = open_edge(directory_settings(root).model_copy(update={"qdrant_search_threads": 3}))
-    await store.create_collection(bare_spec(directory_settings(root)))
-    await store.upsert([chunk("a"), chunk("b")])
-    assert engine_search_threads() - before == 3
-    await close_store(store)
-    assert engine_search_threads() == before
-
-    for size in (1, 2):
-        reopened = open_edge(directory_settings(root).model_copy(update={"qdrant_search_threads": size}))
-        try:
-            assert await reopened.count(None) == 2
-            assert engine_search_threads() - before == size
-        finally:
-            await close_store(reopened)
+def test_the_search_pool_has_the_configured_size_on_create_and_on_every_load(tmp_path: Path) -> None:
+    """In a process of its own, so no other test's store adds threads: the engine names its search
+    threads ``edge-search-N``, and a shard is created with 3 then loaded with 1 and with 2."""
+    result = subprocess.run(
+        [sys.executable, "-c", POOL_SIZES, str(tmp_path / "qdrant")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    # [points, search threads] after each open: the data stays, the pool takes each size.
+    assert json.loads(result.stdout) == [[2, 3], [2, 1], [2, 2]]
 
 
 def test_zero_search_threads_leaves_one_cpu_to_the_rest_of_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
