@@ -76,15 +76,10 @@ def cosine_summary(cosines: Sequence[float]) -> dict[str, float | None]:
 
 def default_session(embedder: Any) -> Any:
     """The int8 query copy on a session with fastembed's options alone (every ONNX Runtime fusion)."""
-    import onnxruntime as ort
+    from shared_contract.embedding.query_int8 import fastembed_model_file, query_session
 
-    from shared_contract.embedding.query_int8 import fastembed_model_file
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = options.inter_op_num_threads = 1
     model = embedder.query_dense.load_dir() / fastembed_model_file(embedder.query_dense.model_name)
-    return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    return query_session(model, 1, disabled=())
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:

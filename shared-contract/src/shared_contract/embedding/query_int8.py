@@ -200,9 +200,9 @@ class Int8QueryEmbedder(FastembedDenseEmbedder):
         )
 
 
-def query_session(path: Path, threads: int | None) -> Any:
+def query_session(path: Path, threads: int | None, disabled: Sequence[str] = QUERY_DISABLED_OPTIMIZERS) -> Any:
     """An ONNX Runtime session for query-sized inputs: fastembed's options (all graph optimizations,
-    ``threads`` when set) less :data:`QUERY_DISABLED_OPTIMIZERS`."""
+    ``threads`` when set) less the ``disabled`` optimizers."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -210,7 +210,8 @@ def query_session(path: Path, threads: int | None) -> Any:
     if threads:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = threads
-    options.add_session_config_entry(DISABLED_OPTIMIZERS_KEY, ",".join(QUERY_DISABLED_OPTIMIZERS))
+    if disabled:
+        options.add_session_config_entry(DISABLED_OPTIMIZERS_KEY, ",".join(disabled))
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
