@@ -121,6 +121,8 @@ def create_app(
                     sparse=settings.hybrid_sparse_queries,
                     dense_threads=settings.query_embedding_threads or None,
                     query_int8=settings.query_int8,
+                    # Memory facts are the only documents this service embeds.
+                    sparse_queries_only=not settings.enable_memory,
                 )
             # Query models load at start-up, not on the first request.
             await anyio.to_thread.run_sync(active_embedder.warm_up)

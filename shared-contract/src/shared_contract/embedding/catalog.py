@@ -50,6 +50,17 @@ SHARED_BACKBONES: frozenset[tuple[str, str]] = frozenset(
     {("sentence-transformers/all-MiniLM-L6-v2", "Qdrant/bm42-all-minilm-l6-v2-attentions")}
 )
 
+# Sparse models whose query vectors come from the tokenizer alone: fastembed hashes a query's
+# tokens with weight 1 (BM42's network weighs document tokens only; BM25 has no network).
+_TOKENIZER_ONLY_QUERIES: frozenset[str] = frozenset({"qdrant/bm42-all-minilm-l6-v2-attentions", "qdrant/bm25"})
+
+
+def sparse_queries_run_network(model_name: str) -> bool:
+    """Whether this sparse model runs its network for query vectors (SPLADE, miniCOIL) or only
+    tokenizes them (BM42, BM25)."""
+    return model_name.lower() not in _TOKENIZER_ONLY_QUERIES
+
+
 BUILD_MANIFEST = "build-manifest.json"
 
 

@@ -85,6 +85,8 @@ class ContractEmbedder:
     ``query_int8``: queries run on the fastembed dense model's int8 copy (:mod:`.query_int8`), while
     documents keep the fp32 model, which then loads on the first document it embeds.
     ``multilingual``: the second dense model (MULTILINGUAL_EMBEDDING_PROVIDER), or None.
+    ``sparse_queries_only``: this process embeds queries only, so a sparse model that builds query
+    vectors from its tokenizer (BM42, BM25) loads without its network (:class:`FastembedSparseEmbedder`).
     """
 
     def __init__(
@@ -97,6 +99,7 @@ class ContractEmbedder:
         dense_threads: int | None = None,
         multilingual_backend: DenseEmbedder | None = None,
         query_int8: bool = False,
+        sparse_queries_only: bool = False,
     ) -> None:
         self.settings = settings
         if query_int8 and dense_backend is None and settings.embedding_provider == "fastembed":
@@ -124,6 +127,7 @@ class ContractEmbedder:
                 cache_dir=settings.fastembed_cache_path,
                 threads=settings.embedding_threads or None,
                 batch_size=settings.embedding_batch_size,
+                queries_only=sparse_queries_only,
             )
         self._allow_fused = allow_fused
         self._fused: FusedForwardPass | None = None
@@ -200,6 +204,7 @@ class ContractEmbedder:
         if (
             self._allow_fused
             and self.sparse is not None
+            and not self.sparse.tokenizer_only
             and isinstance(self.dense, FastembedDenseEmbedder)
             and self.settings.embedding_prefix_doc == ""
             and FusedForwardPass.supported(self.dense, self.sparse)

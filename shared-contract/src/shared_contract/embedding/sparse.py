@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shared_contract.embedding.catalog import sparse_queries_run_network
 from shared_contract.embedding.dense import load_fastembed, sort_by_length
 from shared_contract.embedding.fastembed_internals import truncating_tokenizer
 from shared_contract.embedding.types import SparseVectorData, TokenWindow
@@ -24,7 +26,12 @@ def to_sparse_data(embedding: SparseEmbedding) -> SparseVectorData:
 
 
 class FastembedSparseEmbedder:
-    """A fastembed ``SparseTextEmbedding`` run in-process."""
+    """A fastembed ``SparseTextEmbedding`` run in-process.
+
+    ``queries_only`` (a process that embeds no documents: the retrieval service without memory):
+    a model whose query vectors need its tokenizer alone (BM42, BM25) loads just that, not its ONNX
+    network (~90 MB of RSS for BM42); a document embedded after all loads the network then.
+    """
 
     def __init__(
         self,
@@ -34,12 +41,15 @@ class FastembedSparseEmbedder:
         cache_dir: Path | None,
         threads: int | None,
         batch_size: int,
+        queries_only: bool = False,
     ) -> None:
         self.model_name = model_name
         self.model_dir = model_dir
         self._cache_dir = cache_dir
         self._threads = threads
         self._batch_size = batch_size
+        # Without the network: the fused dense + sparse pass cannot be built on this model.
+        self.tokenizer_only = queries_only and not sparse_queries_run_network(model_name)
         self._model: SparseTextEmbedding | None = None
 
     def warm_up(self) -> None:
@@ -48,13 +58,16 @@ class FastembedSparseEmbedder:
             return
         from fastembed import SparseTextEmbedding
 
-        self._model = load_fastembed(
-            SparseTextEmbedding,
+        model = load_fastembed(
+            partial(SparseTextEmbedding, lazy_load=True) if self.tokenizer_only else SparseTextEmbedding,
             self.model_name,
             model_dir=self.model_dir,
             cache_dir=self._cache_dir,
             threads=self._threads,
         )
+        if self.tokenizer_only:
+            model.token_count("")  # loads the tokenizer alone (fastembed's public way to)
+        self._model = model
 
     @property
     def model(self) -> SparseTextEmbedding:
