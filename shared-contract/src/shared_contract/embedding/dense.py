@@ -65,15 +65,24 @@ def load_fastembed(
     model_dir: Path | None,
     cache_dir: Path | None,
     threads: int | None,
+    tokenizer_only: bool = False,
 ) -> ModelT:
-    """Load a fastembed model from its offline build when there is one, else by name."""
+    """Load a fastembed model from its offline build when there is one, else by name.
+
+    ``tokenizer_only``: built with ``lazy_load`` and its tokenizer loaded alone; its ONNX session
+    loads on the first embedding (or is handed one, :func:`.fastembed_internals.replace_onnx_session`).
+    """
     try:
-        return factory(
+        model = factory(
             model_name,
             cache_dir=str(cache_dir) if cache_dir is not None else None,
             threads=threads,
             specific_model_path=str(model_dir) if model_dir is not None else None,
+            **({"lazy_load": True} if tokenizer_only else {}),
         )
+        if tokenizer_only:
+            model.token_count("")  # type: ignore[attr-defined]  # loads the tokenizer alone (fastembed's public way to)
+        return model
     except Exception as exc:  # fastembed raises assorted hub/IO errors; all mean "not loadable"
         where = f"from {model_dir}" if model_dir is not None else "from the model hub"
         raise ModelUnavailableError(

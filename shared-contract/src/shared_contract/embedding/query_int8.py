@@ -171,13 +171,13 @@ class Int8QueryEmbedder(FastembedDenseEmbedder):
         directory = self.load_dir()
         # Loaded lazily: fastembed's own session would be built, replaced and still hold ~20 MB.
         model = load_fastembed(
-            partial(TextEmbedding, lazy_load=True),
+            TextEmbedding,
             self.model_name,
             model_dir=directory,
             cache_dir=self._cache_dir,
             threads=self._threads,
+            tokenizer_only=True,
         )
-        model.token_count("")  # loads the tokenizer alone (fastembed's public way to)
         replace_onnx_session(model, query_session(directory / fastembed_model_file(self.model_name), self._threads))
         self._model = model
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,16 +57,14 @@ class FastembedSparseEmbedder:
             return
         from fastembed import SparseTextEmbedding
 
-        model = load_fastembed(
-            partial(SparseTextEmbedding, lazy_load=True) if self.tokenizer_only else SparseTextEmbedding,
+        self._model = load_fastembed(
+            SparseTextEmbedding,
             self.model_name,
             model_dir=self.model_dir,
             cache_dir=self._cache_dir,
             threads=self._threads,
+            tokenizer_only=self.tokenizer_only,
         )
-        if self.tokenizer_only:
-            model.token_count("")  # loads the tokenizer alone (fastembed's public way to)
-        self._model = model
 
     @property
     def model(self) -> SparseTextEmbedding:
