@@ -21,7 +21,7 @@ def _stored(**changes: object) -> CollectionManifest:
 def test_manifest_describes_the_settings(settings: ContractSettings) -> None:
     manifest = manifest_for(settings)
     assert manifest.model_dump(exclude={"created_at"}) == {
-        "contract_version": "2.4.0",
+        "contract_version": "2.4.1",
         "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
         "dense_dim": 384,
         "distance": "cosine",
@@ -61,7 +61,7 @@ def test_minor_and_patch_versions_may_differ(settings: ContractSettings) -> None
             "Qdrant/bm42-all-minilm-l6-v2-attentions",
         ),
         ({"sparse_modifier": "none"}, "sparse modifier", "none", "idf"),
-        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "2.4.0"),
+        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "2.4.1"),
         (
             {"multilingual_model": "someone/other-multilingual"},
             "MULTILINGUAL_EMBEDDING_PROVIDER",

@@ -5,7 +5,7 @@ A major bump means data written under the old major cannot be read correctly und
 another major version.
 """
 
-CONTRACT_VERSION = "2.4.0"
+CONTRACT_VERSION = "2.4.1"
 
 
 def major_version(version: str) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import subprocess
 import sys
@@ -17,7 +19,9 @@ from shared_contract import ContractEmbedder, ContractSettings, load_settings
 from shared_contract.embedding.fastembed_internals import onnx_session
 from shared_contract.embedding.query_int8 import (
     DISABLED_OPTIMIZERS_KEY,
+    FUSED_METHOD,
     MARKER,
+    PLAIN_METHOD,
     Int8QueryEmbedder,
     int8_model_dir,
     int8_roots,
@@ -69,6 +73,20 @@ def test_the_copy_holds_int8_weights_and_the_models_other_files(tmp_path: Path) 
     assert (copy / MARKER).is_file()
     assert copy.parent == tmp_path / "cache" / "int8-query"
     assert not [path for path in copy.parent.iterdir() if ".tmp-" in path.name]
+
+
+def test_a_graph_that_is_not_a_bert_encoder_is_quantized_as_it_is_with_a_warning_and_the_marker_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = write_tiny_model(tmp_path / "org__tiny", seed=1)
+    (source / "config.json").write_text('{"num_attention_heads": 2}', encoding="utf-8")
+
+    with caplog.at_level(logging.WARNING, logger="shared_contract.embedding.query_int8"):
+        copy = int8_model_dir(source, "model.onnx", [tmp_path / "cache"])
+
+    assert "without fused attention: inputs ['x']" in caplog.text
+    assert json.loads((copy / MARKER).read_text(encoding="utf-8"))["method"] == PLAIN_METHOD
+    assert [node.op_type for node in onnx.load(str(copy / "model.onnx")).graph.node].count("MatMulInteger") == 1
 
 
 def test_the_copy_is_built_once_per_source_file(tmp_path: Path) -> None:
@@ -223,6 +241,16 @@ def test_prebuild_puts_the_copy_beside_the_offline_builds_where_the_service_find
     assert [copy.name.startswith(built.name) for copy in copies] == [True]
     found = int8_model_dir(built, "model.onnx", [tmp_path / "cache", models])
     assert found == copies[0]
+
+
+def test_the_minilm_copy_runs_fused_int8_attention_and_its_marker_says_so(int8_embedder: ContractEmbedder) -> None:
+    assert isinstance(int8_embedder.query_dense, Int8QueryEmbedder)
+    copy = int8_embedder.query_dense.load_dir()
+
+    ops = [node.op_type for node in onnx.load(str(copy / "model.onnx")).graph.node]
+    assert ops.count("QAttention") == 6
+    assert "Softmax" not in ops
+    assert json.loads((copy / MARKER).read_text(encoding="utf-8"))["method"] == FUSED_METHOD
 
 
 def test_the_query_copys_session_leaves_out_the_skip_layer_norm_fusion(int8_settings: ContractSettings) -> None:
