@@ -158,16 +158,16 @@ def _layer(graph: _Graph, hidden: str, attention_norm: onnx.NodeProto, output_no
     projections = [node for node in graph.consumers.get(hidden, []) if graph.weight_of(node) is not None]
     if len(projections) != 3:
         raise NotFusableError(f"{len(projections)} projections of one layer's input, expected query, key, value")
+    # Query and key meet in the scores MatMul (operands 0 and 1) that feeds the softmax; value is
+    # weighted by its output.
     roles: dict[str, onnx.NodeProto] = {}
-    scores: onnx.NodeProto | None = None
     for projection in projections:
         matmul, operand = graph.activation_matmul_reached(projection)
         if _feeds_softmax(graph, matmul):
-            scores = matmul
             roles["query" if operand == 0 else "key"] = projection
         else:
             roles["value"] = projection
-    if set(roles) != {"query", "key", "value"} or scores is None:
+    if set(roles) != {"query", "key", "value"}:
         raise NotFusableError("query, key and value could not be told apart")
     weighted = _weighted_values(graph, roles["value"])
     out = _next_weight_matmul(graph, weighted)
