@@ -382,6 +382,23 @@ def test_a_star_returns_the_stored_meta_verbatim(
     assert (meta["ingest_version"], meta["ingest_state"], meta["split_id"]) == ("v1", "live", 0)
 
 
+# Unrelated chunks score within a hair of each other on this corpus (relevance 0.0076 and 0.0074 for
+# two Danish cities under an Eiffel Tower query): int8 queries may order those differently, never
+# hits that fp32 queries separate by more than this.
+NEAR_TIE = 0.001
+
+
+def near_tie_groups(documents: list[str], relevances: list[float]) -> dict[str, int]:
+    """Each document's group: consecutive hits whose relevance differs by at most NEAR_TIE share one."""
+    groups: dict[str, int] = {}
+    group = 0
+    for index, (document, relevance) in enumerate(zip(documents, relevances, strict=True)):
+        if index and relevances[index - 1] - relevance > NEAR_TIE:
+            group += 1
+        groups[document] = group
+    return groups
+
+
 def test_the_services_own_embedder_queries_on_the_int8_copy_and_ranks_as_fp32_queries_do(
     app_factory: Callable[..., TestClient], seeded: ChunkStore, tmp_path: Path
 ) -> None:
@@ -390,8 +407,12 @@ def test_the_services_own_embedder_queries_on_the_int8_copy_and_ranks_as_fp32_qu
     assert isinstance(own.app.state.search.embedder.query_dense, Int8QueryEmbedder)  # type: ignore[attr-defined]
 
     for query in ("When was the Eiffel Tower completed?", "powerhouse of the cell", "Berlin wall"):
-        request = body(queries=[query], collection_names=["kb-a", "kb-b"], k=3)
-        ranked = own.post("/search", json=request, headers=AUTH)
+        ranked = own.post("/search", json=body(queries=[query], collection_names=["kb-a", "kb-b"], k=3), headers=AUTH)
         assert ranked.status_code == 200, ranked.text
-        expected = fp32.post("/search", json=request, headers=AUTH).json()
-        assert ranked.json()["documents"] == expected["documents"]
+        # Two more fp32 hits: a near-tie may reach past the third.
+        expected = fp32.post(
+            "/search", json=body(queries=[query], collection_names=["kb-a", "kb-b"], k=5), headers=AUTH
+        )
+        groups = near_tie_groups(expected.json()["documents"][0], expected.json()["distances"][0])
+        expected_groups = [groups[document] for document in expected.json()["documents"][0][:3]]
+        assert [groups.get(document) for document in ranked.json()["documents"][0]] == expected_groups
