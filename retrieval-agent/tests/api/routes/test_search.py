@@ -412,7 +412,7 @@ def test_the_services_own_embedder_queries_on_the_int8_copy_and_ranks_as_fp32_qu
         # Two more fp32 hits: a near-tie may reach past the third.
         expected = fp32.post(
             "/search", json=body(queries=[query], collection_names=["kb-a", "kb-b"], k=5), headers=AUTH
-        )
-        groups = near_tie_groups(expected.json()["documents"][0], expected.json()["distances"][0])
-        expected_groups = [groups[document] for document in expected.json()["documents"][0][:3]]
+        ).json()
+        groups = near_tie_groups(expected["documents"][0], expected["distances"][0])
+        expected_groups = [groups[document] for document in expected["documents"][0][:3]]
         assert [groups.get(document) for document in ranked.json()["documents"][0]] == expected_groups

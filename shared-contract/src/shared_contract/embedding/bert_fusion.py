@@ -6,7 +6,7 @@ is a large part of the pass, and ONNX Runtime's own attention fusion does not re
 subgraph of recent exports. This module reads the weights out of the exported graph by its
 structure (never by tensor names, which differ between exporters) and writes the same network
 with one ``com.microsoft`` ``Attention`` node per layer (which ``quantize_dynamic`` turns into
-``QAttention``) and ``BiasGelu``: MiniLM's int8 query pass 2.2-2.6 -> 1.9-2.2 ms (docs/benchmarks.md).
+``QAttention``) and ``BiasGelu``: MiniLM's int8 query pass 2.1-2.6 -> 1.9-2.2 ms (docs/benchmarks.md).
 
 Anything that does not have the expected shape raises :class:`NotFusableError`, and a rebuilt graph
 is used only after it reproduced the source graph's output on a padded probe batch
@@ -279,7 +279,7 @@ def fused_model(source: onnx.ModelProto, num_heads: int) -> onnx.ModelProto:
         raise NotFusableError(f"{num_heads} heads do not divide the hidden size {hidden}")
     weights: list[onnx.TensorProto] = []
 
-    def stored(name: str, value: np.ndarray | list[int]) -> str:
+    def stored(name: str, value: np.ndarray) -> str:
         weights.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 

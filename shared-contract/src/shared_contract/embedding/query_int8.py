@@ -171,14 +171,13 @@ def _quantize_in_child(source: Path, target: Path) -> str:
             f"quantizing {source} for queries failed ({detail[0][:300]}); QUERY_EMBEDDING_QUANTIZATION=none "
             "runs queries on the fp32 model"
         )
-    reported = [line for line in result.stdout.splitlines() if line.startswith(METHOD_PREFIX)]
+    lines = result.stdout.splitlines()
+    reported = [line.removeprefix(METHOD_PREFIX) for line in lines if line.startswith(METHOD_PREFIX)]
     if not reported:
         raise ModelUnavailableError(f"quantizing {source} for queries reported no method: {BUILD_MODULE} changed?")
-    method = reported[-1].removeprefix(METHOD_PREFIX)
+    method = reported[-1]
     if method != FUSED_METHOD:
-        reasons = [
-            line.removeprefix(UNFUSED_PREFIX) for line in result.stdout.splitlines() if line.startswith(UNFUSED_PREFIX)
-        ]
+        reasons = [line.removeprefix(UNFUSED_PREFIX) for line in lines if line.startswith(UNFUSED_PREFIX)]
         logger.warning("int8 query copy of %s built without fused attention: %s", source, "; ".join(reasons)[:300])
     return method
 
