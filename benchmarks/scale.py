@@ -84,6 +84,8 @@ async def copy_points(
             meta = {
                 **record.payload["meta"],
                 "collection_name": tenant_of(copy),
+                # Written committed, as a publish leaves them (contract 3.0).
+                "live_in": tenant_of(copy),
                 "file_id": f"{record.payload['meta']['file_id']}-copy{copy}",
             }
             sparse = record.vectors.get("text-sparse")

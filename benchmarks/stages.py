@@ -149,6 +149,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     collection_names=names,
                     params=params,
                     sparse_idf=capabilities.sparse_idf,
+                    live_key=capabilities.live_key,
                 )
                 for names in (tenants, with_empty_tenant)
             )
@@ -179,7 +180,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             candidates = await timed(times, "legs batch", partial(store.query_batch, requests))
             fused = zscore_fuse(candidates, legs.weights, 10)
             if fused:
-                read = fused_points_request(vectors.dense, [candidate.point_id for candidate in fused], tenants)
+                read = fused_points_request(
+                    vectors.dense,
+                    [candidate.point_id for candidate in fused],
+                    tenants,
+                    live_key=capabilities.live_key,
+                )
                 await timed(times, "read of the fused hits", partial(store.query, read))
         chunks = await store.count(models.Filter(must=[]))
     return {

@@ -14,7 +14,7 @@ from rag_cli.dev import DevOptions, serve
 from rag_cli.migrate import LEGACY_FOLDER
 from shared_contract import ContractSettings, LegacyStoreError, load_settings, manifest_for
 from shared_contract.manifest import MANIFEST_METADATA_KEY
-from shared_contract.store import close_store, open_store, tenant_filter
+from shared_contract.store import close_store, committed_filter, open_store, tenant_filter
 
 DIM = 384
 
@@ -70,6 +70,8 @@ def test_migrate_copies_every_point_into_the_new_layout(tmp_path: Path, monkeypa
         store = open_store(settings)
         try:
             visible = await store.count(tenant_filter(["kb"]))
+            # The new store is a contract 3.x one: search selects the same points by meta.live_in.
+            assert await store.count(committed_filter(["kb"], live_key=True)) == visible
             records, _ = await store.scroll(None, limit=10, with_vectors=True)
             stemmed = await store.query(
                 models.QueryRequest(
@@ -87,6 +89,7 @@ def test_migrate_copies_every_point_into_the_new_layout(tmp_path: Path, monkeypa
     assert by_file["f0"].payload["meta"]["lexical_language"] == "no"
     assert by_file["f1"].payload["lexical_en"] == "The cats slept on warm roofs"
     assert by_file["f1"].payload["meta"]["ingest_state"] == "live"
+    assert by_file["f1"].payload["meta"]["live_in"] == "kb"
     assert by_file["f0"].payload["id"] == "chunk-0"
     assert by_file["f0"].vectors is not None
     assert by_file["f0"].vectors["text-dense"][0] == 1.0  # vectors copied unchanged

@@ -31,6 +31,7 @@ from shared_contract import (  # noqa: E402
     StoreRequestError,
 )
 from shared_contract.lexical import LEXICAL_FIELD_PREFIX  # noqa: E402
+from shared_contract.manifest import MANIFEST_METADATA_KEY  # noqa: E402
 from shared_contract.store import (  # noqa: E402
     ChunkPoint,
     ChunkStore,
@@ -169,6 +170,9 @@ def chunk_meta(tenant: str, name: str, page: int, index: int, **extra: Any) -> d
         "ingest_state": "live",
     }
     meta.update(extra)
+    if meta["ingest_state"] == "live":
+        # What the publish sets with "live": search filters on it alone (contract 3.0).
+        meta.setdefault("live_in", meta["collection_name"])
     return meta
 
 
@@ -191,6 +195,22 @@ async def create_collection(
     )
     await store.create_collection(spec)
     await store.ensure_indexes(spec)
+
+
+async def create_contract_2_collection(store: ChunkStore, settings: ContractSettings) -> None:
+    """The collection as a 2.x ingestion service left it: its manifest says 2.4.1 (points written to it
+    should carry no ``meta.live_in``: :func:`as_written_by_2x`)."""
+    spec = collection_spec(settings)
+    manifest = {**spec.metadata[MANIFEST_METADATA_KEY], "contract_version": "2.4.1"}
+    spec = dataclasses.replace(spec, metadata={**spec.metadata, MANIFEST_METADATA_KEY: manifest})
+    await store.create_collection(spec)
+    await store.ensure_indexes(spec)
+
+
+def as_written_by_2x(point: ChunkPoint) -> ChunkPoint:
+    """A point as a 2.x service wrote it: committed without ``meta.live_in``."""
+    meta = {key: value for key, value in point.payload["meta"].items() if key != "live_in"}
+    return dataclasses.replace(point, payload={**point.payload, "meta": meta})
 
 
 def without_lexical(point: ChunkPoint) -> ChunkPoint:

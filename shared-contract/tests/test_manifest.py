@@ -7,6 +7,7 @@ from shared_contract import (
     ContractConfigError,
     ContractMismatchError,
     ContractSettings,
+    has_live_key,
     load_settings,
     manifest_for,
 )
@@ -21,7 +22,7 @@ def _stored(**changes: object) -> CollectionManifest:
 def test_manifest_describes_the_settings(settings: ContractSettings) -> None:
     manifest = manifest_for(settings)
     assert manifest.model_dump(exclude={"created_at"}) == {
-        "contract_version": "2.4.1",
+        "contract_version": "3.0.0",
         "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
         "dense_dim": 384,
         "distance": "cosine",
@@ -39,7 +40,20 @@ def test_matching_manifest_passes(settings: ContractSettings) -> None:
 
 
 def test_minor_and_patch_versions_may_differ(settings: ContractSettings) -> None:
-    verify_manifest("c", _stored(contract_version="2.7.3"), settings, require_sparse=True)
+    verify_manifest("c", _stored(contract_version="3.7.3"), settings, require_sparse=True)
+
+
+def test_a_2x_collection_is_served_without_the_live_key(settings: ContractSettings) -> None:
+    # Its points lack meta.live_in: 3.x services read and write it with the 2.x filters.
+    stored = _stored(contract_version="2.4.1")
+    verify_manifest("c", stored, settings, require_sparse=True)
+    assert not has_live_key(stored)
+
+
+def test_a_3x_collection_has_the_live_key() -> None:
+    assert has_live_key(_stored())
+    assert has_live_key(_stored(contract_version="3.9.0"))
+    assert not has_live_key(None)  # a collection another tool created
 
 
 @pytest.mark.parametrize(
@@ -61,7 +75,8 @@ def test_minor_and_patch_versions_may_differ(settings: ContractSettings) -> None
             "Qdrant/bm42-all-minilm-l6-v2-attentions",
         ),
         ({"sparse_modifier": "none"}, "sparse modifier", "none", "idf"),
-        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "2.4.1"),
+        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "3.0.0"),
+        ({"contract_version": "4.0.0"}, "contract major version", "4.0.0", "3.0.0"),
         (
             {"multilingual_model": "someone/other-multilingual"},
             "MULTILINGUAL_EMBEDDING_PROVIDER",

@@ -18,7 +18,14 @@ from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
 from shared_contract import LIVE_STATE, PENDING_STATE, load_settings
-from shared_contract.store import bootstrap_collection, chunk_point, close_store, open_store, tenant_filter
+from shared_contract.store import (
+    bootstrap_collection,
+    chunk_point,
+    close_store,
+    committed_filter,
+    open_store,
+    tenant_filter,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -104,6 +111,50 @@ async def test_pending_points_are_invisible_until_the_commit_publishes_them(inde
     await versioning.commit(index, FILE, TENANT, new)
     assert await index.count(FILE, TENANT) == 5
     assert await versions(index) == {(new.version, LIVE_STATE): 5}
+
+
+async def live_in(index: ChunkIndex) -> dict[str | None, int]:
+    """``meta.live_in`` -> number of points of FILE (None: points without the key)."""
+    records, _ = await index.store.scroll(None, limit=1000)
+    found: dict[str | None, int] = {}
+    for record in records:
+        value = record.payload["meta"].get("live_in")
+        found[value] = found.get(value, 0) + 1
+    return found
+
+
+async def test_the_commit_sets_the_live_key_that_alone_selects_the_committed_version(index: ChunkIndex) -> None:
+    old = RunVersion.new(now_ns=1_000_000_000)
+    new = RunVersion.new(now_ns=2_000_000_000)
+    await write(index, old, 3)
+    assert await live_in(index) == {None: 3}  # pending: not searchable yet
+    await versioning.commit(index, FILE, TENANT, old)
+    await write(index, new, 5)
+    assert await live_in(index) == {TENANT: 3, None: 5}
+    one_condition = committed_filter([TENANT], live_key=True)
+    assert await index.store.count(one_condition) == await index.store.count(tenant_filter([TENANT])) == 3
+    await versioning.commit(index, FILE, TENANT, new)
+    assert await live_in(index) == {TENANT: 5}
+    page, _ = await index.store.scroll(one_condition, limit=100)
+    assert {record.payload["meta"]["ingest_version"] for record in page} == {new.version}
+
+
+async def test_a_pending_point_never_carries_the_live_key_it_was_given(index: ChunkIndex) -> None:
+    # A copy of another tenant's committed point, or a document whose own metadata names the key.
+    run = RunVersion.new()
+    meta = {
+        "file_id": FILE,
+        "collection_name": TENANT,
+        "ingest_seq": run.seq,
+        "ingest_version": run.version,
+        "ingest_state": PENDING_STATE,
+        "live_in": "kb-elsewhere",
+    }
+    await index.write([chunk_point("copied", "text", meta, dense=[1.0] + [0.0] * 383, sparse=None)])
+    assert await live_in(index) == {None: 1}
+    assert await index.store.count(committed_filter(["kb-elsewhere"], live_key=True)) == 0
+    await versioning.commit(index, FILE, TENANT, run)
+    assert await live_in(index) == {TENANT: 1}
 
 
 async def test_commit_sweeps_older_versions_and_legacy_points(index: ChunkIndex) -> None:

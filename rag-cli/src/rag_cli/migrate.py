@@ -96,6 +96,9 @@ def _to_point(record: models.PointStruct) -> ChunkPoint:
         sparse = SparseVectorData(indices=list(sparse_raw.indices), values=list(sparse_raw.values))
     meta = dict(payload.get(PAYLOAD_META) or {})
     meta[MetaKey.INGEST_STATE] = LIVE_STATE
+    tenant = meta.get(MetaKey.COLLECTION_NAME)
+    if isinstance(tenant, str):
+        meta[MetaKey.LIVE_IN] = tenant
     content = str(payload.get(PAYLOAD_CONTENT) or "")
     chunk_id = str(payload.get("id") or record.id)
     new_payload = {**payload, **chunk_payload(chunk_id, content, meta)}

@@ -15,6 +15,7 @@ from ..conftest import (  # noqa: TID252
     add_chunk,
     chunk_meta,
     create_collection,
+    create_contract_2_collection,
     make_settings,
 )
 
@@ -40,6 +41,16 @@ async def test_capabilities_of_a_contract_collection(store_factory: Callable[...
     assert capabilities.has_sparse is True
     assert capabilities.sparse_idf is True  # BM42: the IDF modifier, so per-tenant IDF applies
     assert capabilities.lexical_fields == {"lexical_en", "lexical_no"}
+    assert capabilities.live_key is True  # contract 3.x: search filters on meta.live_in alone
+
+
+async def test_a_contract_2_collection_is_searched_without_the_live_key(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = store_factory()
+    await create_contract_2_collection(store, make_settings())
+    capabilities = await StoreSearch(store, make_settings()).capabilities()
+    assert (capabilities.own_layout, capabilities.live_key) == (True, False)
 
 
 async def test_capabilities_without_sparse_or_lexical_indexes(store_factory: Callable[..., ChunkStore]) -> None:

@@ -127,6 +127,7 @@ async def test_a_fact_point_carries_the_fact_and_its_times_in_rfc3339(index: Mem
     assert meta == {
         "file_id": "uv",
         "collection_name": "memory-alice",
+        "live_in": "memory-alice",
         "collection_type": "memory",
         "name": "uv.md",
         "content_hash": uv.content_hash,
@@ -311,6 +312,8 @@ TENANT_JSON = {
     "must": [{"key": "meta.collection_name", "match": {"any": ["memory-alice"]}}],
     "must_not": [{"key": "meta.ingest_state", "match": {"value": "pending"}}],
 }
+# The same points in a contract 3.x collection, which the recall's legs select on (facts are written live).
+LIVE_JSON = {"must": [{"key": "meta.live_in", "match": {"any": ["memory-alice"]}}]}
 
 
 class ScriptedQdrant:
@@ -415,19 +418,19 @@ async def test_the_server_adapter_sends_one_tenant_scoped_hybrid_query_under_the
     assert legs[0].pop("query") == pytest.approx(query.dense, abs=1e-6)
     sparse = legs[1].pop("query")
     assert (sparse["indices"], sparse["values"]) == (list(query.sparse.indices), pytest.approx(query.sparse.values))
-    idf = {"idf": {"corpus": TENANT_JSON}}
+    idf = {"idf": {"corpus": LIVE_JSON}}
     pool = 20
     legs = [
-        {"using": "text-dense", "filter": TENANT_JSON, "limit": pool},
-        {"using": "text-sparse", "filter": TENANT_JSON, "params": idf, "limit": pool},
-        {"query": {"text": PACKAGES}, "using": "lexical_en", "filter": TENANT_JSON, "params": idf, "limit": pool},
+        {"using": "text-dense", "filter": LIVE_JSON, "limit": pool},
+        {"using": "text-sparse", "filter": LIVE_JSON, "params": idf, "limit": pool},
+        {"query": {"text": PACKAGES}, "using": "lexical_en", "filter": LIVE_JSON, "params": idf, "limit": pool},
     ]
     assert sent == {
         "prefetch": [
             {
                 "prefetch": legs,
                 "query": {"rrf": {"k": settings.hybrid_rrf_k, "weights": [1.2, 0.6, 1.0]}},
-                "filter": TENANT_JSON,
+                "filter": LIVE_JSON,
                 "limit": pool,
             }
         ],
@@ -457,7 +460,7 @@ async def test_the_server_adapter_sends_one_tenant_scoped_hybrid_query_under_the
             },
             "defaults": {"meta.updated_at": "1970-01-01T00:00:00Z"},
         },
-        "filter": TENANT_JSON,
+        "filter": LIVE_JSON,
         "limit": pool,
         "with_payload": ["content", "meta"],
         "with_vector": ["text-dense"],
@@ -475,10 +478,7 @@ async def test_the_server_adapter_scopes_a_conversation_on_every_leg(
         )
     finally:
         await store.close()
-    scoped = {
-        "must": [*TENANT_JSON["must"], {"key": "meta.conversation_id", "match": {"value": "c1"}}],
-        "must_not": TENANT_JSON["must_not"],
-    }
+    scoped = {"must": [*LIVE_JSON["must"], {"key": "meta.conversation_id", "match": {"value": "c1"}}]}
     [sent] = server.queries()
     # Without recency the fused request goes out as it is: RRF over the legs, no formula.
     assert sent["query"] == {"rrf": {"k": settings.hybrid_rrf_k, "weights": [1.2, 0.6, 1.0]}}

@@ -20,8 +20,10 @@ from shared_contract.store import ChunkStore, chunk_point
 from ..conftest import (  # noqa: TID252
     RecordingStore,
     add_chunk,
+    as_written_by_2x,
     chunk_meta,
     create_collection,
+    create_contract_2_collection,
     leg_fields,
     make_settings,
     without_lexical,
@@ -77,14 +79,23 @@ class FixedEmbedder:
 
 
 def meta(name: str, tenant: str, **extra: Any) -> dict[str, Any]:
-    return {**chunk_meta(tenant, name, 1, 0), "name": name, **extra}
+    return chunk_meta(tenant, name, 1, 0, **extra)
 
 
 async def make_store(
-    store_factory: Callable[..., ChunkStore], *, sparse: bool, lexical: bool = True, extra: list[Any] | None = None
+    store_factory: Callable[..., ChunkStore],
+    *,
+    sparse: bool,
+    lexical: bool = True,
+    extra: list[Any] | None = None,
+    contract_2: bool = False,
 ) -> ChunkStore:
+    """``contract_2``: a collection and points as 2.x services wrote them (no ``meta.live_in``)."""
     store = store_factory()
-    await create_collection(store, make_settings(), sparse=sparse, lexical=lexical)
+    if contract_2:
+        await create_contract_2_collection(store, make_settings(enable_sparse_embeddings=sparse))
+    else:
+        await create_collection(store, make_settings(), sparse=sparse, lexical=lexical)
     points = [
         chunk_point(
             name,
@@ -108,6 +119,8 @@ async def make_store(
     points.extend(extra or [])
     if not lexical:
         points = [without_lexical(point) for point in points]
+    if contract_2:
+        points = [as_written_by_2x(point) for point in points]
     await store.upsert(points)
     return store
 
@@ -221,8 +234,12 @@ async def test_dense_path_scores_are_normalised_cosine(store_factory: Callable[.
     assert names(result.hits) == ["A", "B", "C", "D"]
     assert [round(hit.score, 4) for hit in result.hits] == [1.0, 0.9, 0.8, 0.5]
     assert embedder.calls == [("zebra", False)]
-    # Hybrid off: no capability or language lookups, one store call.
-    assert (store.infos, store.facets, len(store.queries)) == (0, [], 1)
+    # Hybrid off: the (cached) capabilities say how to filter; no language lookups, one store call.
+    assert (store.infos, store.facets, len(store.queries)) == (1, [], 1)
+    [request] = store.queries
+    assert request.filter == models.Filter(
+        must=[models.FieldCondition(key="meta.live_in", match=models.MatchAny(any=["t"]))]
+    )
 
 
 async def test_collection_without_sparse_fuses_dense_and_bm25_legs(store_factory: Callable[..., ChunkStore]) -> None:
@@ -270,6 +287,29 @@ async def test_no_path_crosses_tenants_or_shows_pending_chunks(
     store = await make_store(store_factory, sparse=sparse, lexical=lexical, extra=[pending])
     result = await retrieve(pipeline(store, enable_hybrid_search=hybrid), limit=10)
     assert sorted(names(result.hits)) == ["A", "B", "C", "D"]
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+async def test_a_contract_2_store_is_searched_with_the_tenant_and_pending_conditions(
+    store_factory: Callable[..., ChunkStore], hybrid: bool
+) -> None:
+    pending = chunk_point(
+        "P",
+        "zebra zebra zebra pending",
+        meta("P", "t", ingest_state="pending"),
+        dense=unit(d0=1.0),
+        sparse=SparseVectorData(indices=[1], values=[9.0]),
+    )
+    store = RecordingStore(await make_store(store_factory, sparse=True, extra=[pending], contract_2=True))
+    result = await retrieve(pipeline(store, enable_hybrid_search=hybrid), limit=10)
+    assert sorted(names(result.hits)) == ["A", "B", "C", "D"]
+    requests = [request for sent in store.queries for request in (sent if isinstance(sent, list) else [sent])]
+    assert requests
+    for request in requests:
+        # Every leg, IDF corpus and read on the tenant and "not pending" conditions.
+        wire = request.model_dump_json()
+        assert "meta.live_in" not in wire
+        assert "meta.ingest_state" in wire
 
 
 async def test_multi_query_merge_is_rrf_across_queries(store_factory: Callable[..., ChunkStore]) -> None:

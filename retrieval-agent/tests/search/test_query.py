@@ -10,6 +10,7 @@ from retrieval_agent.search.query import (
     FusionParams,
     dense_request,
     dense_weight_for,
+    fused_points_request,
     hybrid_legs,
     hybrid_request,
     lexical_fields_for,
@@ -167,6 +168,49 @@ def test_wire_form_a_qdrant_server_receives() -> None:
         "formula": {"sum": ["$score[0]", "$score[1]"]},
         "defaults": {"$score[0]": 0.0, "$score[1]": 0.0},
     }
+
+
+# In a contract 3.x store: the same points, one condition.
+LIVE = models.Filter(must=[models.FieldCondition(key="meta.live_in", match=models.MatchAny(any=["kb-1"]))])
+
+
+def test_in_a_live_key_store_every_leg_and_idf_corpus_filter_on_the_live_key_alone() -> None:
+    request = build(live_key=True)
+    assert request is not None
+    wire = request.model_dump(exclude_none=True)
+    live = LIVE.model_dump(exclude_none=True)
+    dense, sparse, bm25 = wire["prefetch"]
+    text_legs = bm25["prefetch"]
+    assert all(leg["filter"] == live for leg in [dense, sparse, *text_legs])
+    assert [leg["params"]["idf"] for leg in [sparse, *text_legs]] == [{"corpus": live}] * 3
+
+
+def test_in_a_live_key_store_the_request_filter_narrows_the_live_key() -> None:
+    condition = models.FieldCondition(key="meta.file_id", match=models.MatchValue(value="f-1"))
+    legs = hybrid_legs(
+        dense=[0.1],
+        sparse=SPARSE,
+        text="zebra",
+        lexical_fields=["lexical_en"],
+        collection_names=["kb-1", "kb-2"],
+        params=PARAMS,
+        sparse_idf=True,
+        conditions=[condition],
+        live_key=True,
+    )
+    assert legs is not None
+    dense, sparse, bm25 = legs.legs
+    live_in = models.FieldCondition(key="meta.live_in", match=models.MatchAny(any=["kb-1", "kb-2"]))
+    assert sparse.filter == bm25.filter == models.Filter(must=[live_in, condition])
+    # IDF stays over the whole tenants' committed points.
+    assert sparse.params == models.SearchParams(idf=models.IdfCorpusParams(corpus=models.Filter(must=[live_in])))
+    assert dense.prefetch is not None
+    assert [leg.filter for leg in dense.prefetch] == [
+        scoped_filter([name], [condition], live_key=True) for name in ("kb-1", "kb-2")
+    ]
+    assert dense_request([0.1], ["kb-1"], 7, live_key=True).filter == LIVE
+    read = fused_points_request([0.1], ["p-1"], ["kb-1"], live_key=True)
+    assert read.filter == models.Filter(must=[models.HasIdCondition(has_id=["p-1"]), LIVE])
 
 
 def test_one_lexical_field_is_a_plain_text_leg() -> None:

@@ -20,7 +20,7 @@ from shared_contract.errors import (
     StoreIncompatibleError,
     StoreRequestError,
 )
-from shared_contract.manifest import CollectionManifest, manifest_for, verify_manifest
+from shared_contract.manifest import CollectionManifest, has_live_key, manifest_for, verify_manifest
 from shared_contract.names import COLLECTION_NAME_PATTERN, CollectionName, check_collection_name
 from shared_contract.schema import (
     DEFAULT_COLLECTION,
@@ -72,6 +72,7 @@ __all__ = [
     "StoreRequestError",
     "check_collection_name",
     "file_collection_name",
+    "has_live_key",
     "load_settings",
     "manifest_for",
     "meta_path",

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from shared_contract.embedding.catalog import sparse_model_requires_idf
 from shared_contract.errors import ContractConfigError, ContractMismatchError
 from shared_contract.settings import ContractSettings
-from shared_contract.version import CONTRACT_VERSION, major_version
+from shared_contract.version import CONTRACT_VERSION, READABLE_OLDER_MAJORS, major_version
 
 MANIFEST_METADATA_KEY = "rag_contract"
 
@@ -72,6 +72,13 @@ def manifest_for(settings: ContractSettings, *, created_at: datetime | None = No
     )
 
 
+def has_live_key(manifest: CollectionManifest | None) -> bool:
+    """Whether every committed point of the collection carries ``meta.live_in``: true for a collection
+    created under contract 3.x, whose writers all set it (2.x services refuse it). A 2.x collection,
+    or one without a manifest, is read with the tenant and "not pending" conditions."""
+    return manifest is not None and major_version(manifest.contract_version) >= 3
+
+
 def verify_manifest(
     collection: str,
     stored: CollectionManifest,
@@ -81,11 +88,14 @@ def verify_manifest(
 ) -> None:
     """Raise ContractMismatchError on the first disagreement between ``stored`` and ``settings``.
 
+    A collection of an older major in READABLE_OLDER_MAJORS agrees (it is served as that major was).
+
     ``require_sparse``: the caller writes or reads sparse vectors, so the collection must have
     the same sparse model. Without it a sparse-less collection is acceptable (dense only).
     """
     expected = manifest_for(settings)
-    if major_version(stored.contract_version) != major_version(expected.contract_version):
+    stored_major = major_version(stored.contract_version)
+    if stored_major != major_version(expected.contract_version) and stored_major not in READABLE_OLDER_MAJORS:
         raise ContractMismatchError(
             collection, "contract major version", stored.contract_version, expected.contract_version
         )

@@ -40,6 +40,9 @@ class MetaKey:
     # "pending" while a run writes its chunks, "live" once committed (absent on data older than
     # contract 2.0, which counts as live). Readers never see pending points.
     INGEST_STATE: Final = "ingest_state"
+    # The tenant a committed point belongs to, set with "live" and never on a pending point
+    # (contract 3.0): search filters on it alone, one condition instead of tenant + not pending.
+    LIVE_IN: Final = "live_in"
     # Which lexical field (``lexical_<code>``) holds the chunk's text: the language it is stemmed in.
     LEXICAL_LANGUAGE: Final = "lexical_language"
     # Document-level keys, the same on every chunk of a file (contract 2.1).

@@ -40,6 +40,7 @@ from shared_contract.store import (
     chunk_point,
     close_store,
     collection_spec,
+    committed_filter,
     match,
     open_store,
     tenant_condition,
@@ -490,6 +491,39 @@ async def test_the_tenant_filter_hides_pending_points_and_other_tenants(
     )
     assert await shared.store.count(visible) == 3
     assert await shared.store.count(tenant_filter([name, other])) == 4
+
+
+async def test_the_live_key_alone_selects_what_the_tenant_filter_does_when_writers_set_it(
+    shared: Opened, tenant: Callable[[], str]
+) -> None:
+    name, other = tenant(), tenant()
+    await shared.store.upsert(
+        [
+            point(name, "live", ingest_state="live", live_in=name),
+            point(name, "pending", ingest_state="pending"),
+            point(other, "elsewhere", ingest_state="live", live_in=other),
+        ]
+    )
+    one_condition = committed_filter([name], live_key=True)
+    assert one_condition == models.Filter(
+        must=[models.FieldCondition(key="meta.live_in", match=models.MatchAny(any=[name]))]
+    )
+    hits = await shared.store.query(
+        models.QueryRequest(query=[1.0, 0.0, 0.0, 0.0], using="text-dense", filter=one_condition, limit=10)
+    )
+    assert names(hits) == ["live"]
+    assert await shared.store.count(one_condition) == await shared.store.count(tenant_filter([name])) == 1
+
+    # The publish sets the key with the state, in one operation.
+    await shared.store.set_payload(
+        models.Filter(must=[tenant_condition([name]), match("ingest_state", "pending")]),
+        {"ingest_state": "live", "live_in": name},
+        key="meta",
+    )
+    page, _ = await shared.store.scroll(one_condition, limit=10)
+    assert sorted(names(page)) == ["live", "pending"]
+    assert await shared.store.count(committed_filter([name, other], live_key=True)) == 3
+    assert committed_filter([name], live_key=False) == tenant_filter([name])
 
 
 # -- search ---------------------------------------------------------------------------------

@@ -133,8 +133,14 @@ POOL_SIZES = textwrap.dedent(
 
 
     def pool_threads():
-        tasks = Path("/proc/self/task")
-        return sum((task / "comm").read_text().startswith("edge-search") for task in tasks.iterdir())
+        count = 0
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                name = (task / "comm").read_text()
+            except FileNotFoundError:  # the thread ended while the tasks were listed
+                continue
+            count += name.startswith("edge-search")
+        return count
 
 
     def settings(size):

@@ -410,6 +410,9 @@ def test_keyword_and_integer_indexes_translate() -> None:
     assert keyword.is_tenant is True
     plain = to_edge_index(models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD))
     assert plain.is_tenant is None
+    assert plain.enable_hnsw is None
+    filter_only = to_edge_index(models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False))
+    assert filter_only.enable_hnsw is False
     integer = to_edge_index(models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True))
     assert isinstance(integer, edge.IntegerIndexParams)
     assert (integer.lookup, integer.range) == (False, True)

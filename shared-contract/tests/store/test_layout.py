@@ -54,6 +54,10 @@ def test_every_payload_index(settings: ContractSettings) -> None:
         PayloadIndexSpec("meta.file_id", KEYWORD),
         PayloadIndexSpec("meta.ingest_version", KEYWORD),
         PayloadIndexSpec("meta.ingest_state", KEYWORD),
+        # Search's one-condition filter: no per-tenant graphs of its own (the tenant key's serve it).
+        PayloadIndexSpec(
+            "meta.live_in", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False)
+        ),
         PayloadIndexSpec(
             "meta.ingest_seq", models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
         ),

@@ -189,6 +189,8 @@ EXPECTED_INDEXES: dict[str, dict[str, Any]] = {
     "meta.file_id": _keyword(),
     "meta.ingest_version": _keyword(),
     "meta.ingest_state": _keyword(),
+    # Filtered on, never a source of HNSW links (the tenant key's per-tenant graphs serve its searches).
+    "meta.live_in": {"type": "keyword", "enable_hnsw": False},
     "meta.ingest_seq": {"type": "integer", "lookup": False, "range": True},
     "meta.name": _keyword(),
     "meta.format": _keyword(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from qdrant_client import models
@@ -49,6 +49,14 @@ class RecoveryReport:
     stale_versions_removed: int
 
 
+def _pending(point: ChunkPoint) -> ChunkPoint:
+    meta = point.payload.get(PAYLOAD_META)
+    if not isinstance(meta, Mapping) or MetaKey.LIVE_IN not in meta:
+        return point
+    kept = {key: value for key, value in meta.items() if key != MetaKey.LIVE_IN}
+    return replace(point, payload={**point.payload, PAYLOAD_META: kept})
+
+
 def _newest_meta(records: Sequence[PointRecord]) -> dict[str, Any] | None:
     metas = [dict(record.payload.get(PAYLOAD_META) or {}) for record in records]
     if not metas:
@@ -71,8 +79,12 @@ class ChunkIndex:
         self.store = store
 
     async def write(self, points: Sequence[ChunkPoint]) -> None:
-        """Write one batch of a run's (pending) points."""
-        await self.store.upsert(points)
+        """Write one batch of a run's (pending) points.
+
+        A pending point never carries ``meta.live_in``, whatever its meta came from (a copy of another
+        tenant's committed point, a document's own metadata): search filters on that key alone.
+        """
+        await self.store.upsert([_pending(point) for point in points])
 
     async def count(self, file_id: str, collection_name: str | None = None) -> int:
         """Committed points of ``file_id`` (one tenant or all): what readers see."""
@@ -89,7 +101,7 @@ class ChunkIndex:
         (and sets ``meta`` on them in the same operation)."""
         await self.store.set_payload(
             file_filter(file_id, collection_name, must=[match(MetaKey.INGEST_VERSION, ingest_version)]),
-            {**(meta or {}), MetaKey.INGEST_STATE: LIVE_STATE},
+            {**(meta or {}), MetaKey.INGEST_STATE: LIVE_STATE, MetaKey.LIVE_IN: collection_name},
             key="meta",
         )
 

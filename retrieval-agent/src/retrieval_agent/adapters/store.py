@@ -22,6 +22,7 @@ from shared_contract import (
     CollectionMissingError,
     ManifestMissingError,
     MetaKey,
+    has_live_key,
     meta_path,
 )
 from shared_contract.lexical import LEXICAL_FIELD_PREFIX
@@ -59,6 +60,8 @@ class Capabilities:
     # Written by these services (it has the contract's manifest), so ``meta.lexical_language`` is
     # indexed even before the first chunk of a language created its text index.
     own_layout: bool = False
+    # Contract 3.x: ``meta.live_in`` alone selects a tenant's committed points (``has_live_key``).
+    live_key: bool = False
 
 
 class StoreSearch:
@@ -105,6 +108,7 @@ class StoreSearch:
             ),
             has_multilingual=info.has_multilingual,
             own_layout=manifest is not None,
+            live_key=has_live_key(manifest),
         )
         self._capabilities = (now, capabilities)
         return capabilities

@@ -214,6 +214,8 @@ class MemoryIndex:
         meta: dict[str, Any] = {
             MetaKey.FILE_ID: fact.id,
             MetaKey.COLLECTION_NAME: memory_collection_name(user),
+            # Written live: a fact has no pending state.
+            MetaKey.LIVE_IN: memory_collection_name(user),
             MetaKey.COLLECTION_TYPE: COLLECTION_TYPE,
             MetaKey.NAME: fact.file_name,
             MetaKey.CONTENT_HASH: fact.content_hash,
@@ -316,6 +318,7 @@ class MemoryIndex:
         settings = self.settings
         hybrid = settings.enable_hybrid_search
         with_sparse, sparse_idf = await self._with_sparse() if hybrid else (False, False)
+        live_key = (await self._capabilities.capabilities()).live_key
         query = await self.embedder.aembed_query(text, with_sparse=with_sparse)
         params = FusionParams(
             k=settings.hybrid_rrf_k,
@@ -336,8 +339,9 @@ class MemoryIndex:
             params=params,
             sparse_idf=sparse_idf,
             conditions=conditions,
+            live_key=live_key,
         )
-        selector = scoped_filter([tenant], conditions)
+        selector = scoped_filter([tenant], conditions, live_key=live_key)
         common: dict[str, Any] = {
             "filter": selector,
             "limit": pool,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -162,9 +162,10 @@ class LinearSearch:
         ``conditions`` (the request's ``filter``, the agent's metadata filters) are ANDed with the tenant
         filter on every leg.
         """
-        if not self.settings.enable_hybrid_search:
-            return await self._dense(query, collection_names, limit, conditions=conditions)
         capabilities = await self.store.capabilities()
+        live_key = capabilities.live_key
+        if not self.settings.enable_hybrid_search:
+            return await self._dense(query, collection_names, limit, conditions=conditions, live_key=live_key)
         # The tenants' language mix picks the BM25 fields and weighs the dense legs (a foreign
         # collection without lexical fields has no ``meta.lexical_language`` index to ask).
         language_mix: dict[str, int] = {}
@@ -180,7 +181,7 @@ class LinearSearch:
             if conditions:
                 # The client-side BM25 corpus is cached per tenant set, unfiltered: a filtered search on
                 # this last-resort path is dense only.
-                return await self._dense(query, collection_names, limit, conditions=conditions)
+                return await self._dense(query, collection_names, limit, conditions=conditions, live_key=live_key)
             return await self._bm25_fallback(query, collection_names, limit)
         fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
         params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual)
@@ -203,13 +204,21 @@ class LinearSearch:
                 sparse_idf=capabilities.sparse_idf,
                 conditions=conditions,
                 multilingual=multilingual,
+                live_key=live_key,
+            )
+
+        def dense_only() -> Awaitable[RetrievedList]:
+            return self._dense(
+                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=live_key
             )
 
         legs = build(fields)
         if legs is None:
-            return await self._dense(query, collection_names, limit, dense=vectors.dense, conditions=conditions)
+            return await dense_only()
         try:
-            hits, exhausted = await self._fused(legs, params, vectors.dense, collection_names, limit, conditions)
+            hits, exhausted = await self._fused(
+                legs, params, vectors.dense, collection_names, limit, conditions, live_key
+            )
         except StoreRequestError as exc:
             if not (exc.missing_text_index and fields):
                 raise
@@ -217,9 +226,11 @@ class LinearSearch:
             legs = build(())
             if legs is None:
                 if conditions:
-                    return await self._dense(query, collection_names, limit, dense=vectors.dense, conditions=conditions)
+                    return await dense_only()
                 return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
-            hits, exhausted = await self._fused(legs, params, vectors.dense, collection_names, limit, conditions)
+            hits, exhausted = await self._fused(
+                legs, params, vectors.dense, collection_names, limit, conditions, live_key
+            )
         return self._done(query, newest_versions(hits), "native_hybrid", exhausted=exhausted)
 
     async def _fused(
@@ -230,6 +241,7 @@ class LinearSearch:
         collection_names: Sequence[str],
         limit: int,
         conditions: Sequence[models.Condition],
+        live_key: bool,
     ) -> tuple[list[Hit], bool]:
         """The legs fused into up to ``limit`` hits, and whether the store ran out of candidates."""
         if params.method == "rrf":
@@ -243,7 +255,13 @@ class LinearSearch:
             if not fused:
                 return [], True
             points = await self.store.query(
-                fused_points_request(dense, [candidate.point_id for candidate in fused], collection_names, conditions)
+                fused_points_request(
+                    dense,
+                    [candidate.point_id for candidate in fused],
+                    collection_names,
+                    conditions,
+                    live_key=live_key,
+                )
             )
         # A point deleted between the two calls is gone from the second: it drops out.
         read = {point.point_id: point for point in points}
@@ -262,11 +280,14 @@ class LinearSearch:
         *,
         dense: Sequence[float] | None = None,
         conditions: Sequence[models.Condition] = (),
+        live_key: bool = False,
     ) -> RetrievedList:
         if dense is None:
             dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics)).dense
         with self.metrics.time_stage("qdrant"):
-            points = await self.store.query(dense_request(dense, collection_names, limit, conditions=conditions))
+            points = await self.store.query(
+                dense_request(dense, collection_names, limit, conditions=conditions, live_key=live_key)
+            )
         hits = [point_to_hit(point, dense_score(point.score), known_cosine=point.score) for point in points]
         return self._done(query, newest_versions(hits), "dense", exhausted=len(points) < limit)
 

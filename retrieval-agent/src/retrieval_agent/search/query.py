@@ -26,7 +26,7 @@ from shared_contract import (
 )
 from shared_contract.attributes import AttributeType
 from shared_contract.document_filter import DocumentFilter, filter_conditions
-from shared_contract.store import pending_condition, tenant_condition, tenant_filter
+from shared_contract.store import committed_filter, live_condition, pending_condition, tenant_condition
 
 # The lexical copies (``lexical_<code>``) duplicate ``content``: never read them back.
 RESULT_PAYLOAD = (PAYLOAD_CONTENT, PAYLOAD_META)
@@ -159,10 +159,17 @@ def request_conditions(
         raise InvalidFilterError(f"Invalid request: {exc}") from exc
 
 
-def scoped_filter(collection_names: Sequence[str], conditions: Sequence[models.Condition] = ()) -> models.Filter:
-    """The tenant filter, narrowed by ``conditions`` (ANDed): extra conditions can only take points away."""
+def scoped_filter(
+    collection_names: Sequence[str], conditions: Sequence[models.Condition] = (), *, live_key: bool = False
+) -> models.Filter:
+    """The tenants' committed points, narrowed by ``conditions`` (ANDed): extra conditions can only
+    take points away. ``live_key``: the store is a contract 3.x one (``has_live_key``), where one
+    ``meta.live_in`` condition selects those points; the tenant and "not pending" conditions
+    select the same ones anywhere."""
     if not conditions:
-        return tenant_filter(collection_names)
+        return committed_filter(collection_names, live_key=live_key)
+    if live_key:
+        return models.Filter(must=[live_condition(collection_names), *conditions])
     return models.Filter(must=[tenant_condition(collection_names), *conditions], must_not=[pending_condition()])
 
 
@@ -177,6 +184,8 @@ def nearest_leg(
     collection_names: Sequence[str],
     limit: int,
     conditions: Sequence[models.Condition] = (),
+    *,
+    live_key: bool = False,
 ) -> models.Prefetch:
     """Nearest neighbours on ``using`` among the tenants' committed points (raw cosine scores).
 
@@ -189,18 +198,25 @@ def nearest_leg(
     """
     tenants = list(dict.fromkeys(collection_names))
     if len(tenants) == 1:
-        return models.Prefetch(query=list(vector), using=using, filter=scoped_filter(tenants, conditions), limit=limit)
+        return models.Prefetch(
+            query=list(vector), using=using, filter=scoped_filter(tenants, conditions, live_key=live_key), limit=limit
+        )
     if len(tenants) > PER_TENANT_GRAPH_SEARCHES:
         return models.Prefetch(
             query=list(vector),
             using=using,
-            filter=scoped_filter(tenants, conditions),
+            filter=scoped_filter(tenants, conditions, live_key=live_key),
             params=models.SearchParams(exact=True),
             limit=limit,
         )
     return models.Prefetch(
         prefetch=[
-            models.Prefetch(query=list(vector), using=using, filter=scoped_filter([tenant], conditions), limit=limit)
+            models.Prefetch(
+                query=list(vector),
+                using=using,
+                filter=scoped_filter([tenant], conditions, live_key=live_key),
+                limit=limit,
+            )
             for tenant in tenants
         ],
         query=list(vector),
@@ -215,9 +231,10 @@ def dense_request(
     limit: int,
     *,
     conditions: Sequence[models.Condition] = (),
+    live_key: bool = False,
 ) -> models.QueryRequest:
     """Nearest neighbours on ``text-dense`` (:func:`nearest_leg`); ``conditions`` narrow the tenants' points."""
-    leg = nearest_leg(dense, DENSE_VECTOR, collection_names, limit, conditions)
+    leg = nearest_leg(dense, DENSE_VECTOR, collection_names, limit, conditions, live_key=live_key)
     return models.QueryRequest(
         prefetch=leg.prefetch,
         query=leg.query,
@@ -248,6 +265,7 @@ def hybrid_legs(
     sparse_idf: bool,
     conditions: Sequence[models.Condition] = (),
     multilingual: Sequence[float] | None = None,
+    live_key: bool = False,
 ) -> HybridLegs | None:
     """A dense, a sparse and a BM25 leg, each fetching ``params.prefetch_limit`` candidates.
 
@@ -257,18 +275,23 @@ def hybrid_legs(
     one remains (the caller runs the plain dense request instead, with its cosine scale).
     ``conditions`` (the request's ``filter``, the agent's metadata filters) narrow every leg; IDF stays
     over the whole tenants, so a filter changes which chunks compete, not how a term is weighted.
+    ``live_key``: filter as :func:`scoped_filter` does in a contract 3.x store.
     """
-    tenants = tenant_filter(collection_names)
+    tenants = committed_filter(collection_names, live_key=live_key)
     idf = idf_scope(tenants)
-    selector = scoped_filter(collection_names, conditions)
+    selector = scoped_filter(collection_names, conditions, live_key=live_key) if conditions else tenants
     limit_per_leg = params.prefetch_limit
     legs: list[models.Prefetch] = []
     weights: list[float] = []
     if params.dense_weight > 0:
-        legs.append(nearest_leg(dense, DENSE_VECTOR, collection_names, limit_per_leg, conditions))
+        legs.append(nearest_leg(dense, DENSE_VECTOR, collection_names, limit_per_leg, conditions, live_key=live_key))
         weights.append(params.dense_weight)
     if multilingual is not None and params.multilingual_weight > 0:
-        legs.append(nearest_leg(multilingual, MULTILINGUAL_VECTOR, collection_names, limit_per_leg, conditions))
+        legs.append(
+            nearest_leg(
+                multilingual, MULTILINGUAL_VECTOR, collection_names, limit_per_leg, conditions, live_key=live_key
+            )
+        )
         weights.append(params.multilingual_weight)
     if sparse is not None and sparse.indices and params.sparse_weight > 0:
         legs.append(
@@ -300,6 +323,7 @@ def hybrid_request(
     params: FusionParams,
     sparse_idf: bool,
     conditions: Sequence[models.Condition] = (),
+    live_key: bool = False,
 ) -> models.QueryRequest | None:
     """One request: the :func:`hybrid_legs` fused with Qdrant's weighted RRF (k ``params.k``).
 
@@ -314,6 +338,7 @@ def hybrid_request(
         params=params,
         sparse_idf=sparse_idf,
         conditions=conditions,
+        live_key=live_key,
     )
     return None if legs is None else rrf_request(legs, k=params.k, limit=limit)
 
@@ -351,6 +376,8 @@ def fused_points_request(
     point_ids: Sequence[str],
     collection_names: Sequence[str],
     conditions: Sequence[models.Condition] = (),
+    *,
+    live_key: bool = False,
 ) -> models.QueryRequest:
     """The payloads of the fused hits and their dense cosine to the query (the score of this request).
 
@@ -361,7 +388,10 @@ def fused_points_request(
         query=list(dense),
         using=DENSE_VECTOR,
         filter=models.Filter(
-            must=[models.HasIdCondition(has_id=list(point_ids)), scoped_filter(collection_names, conditions)]
+            must=[
+                models.HasIdCondition(has_id=list(point_ids)),
+                scoped_filter(collection_names, conditions, live_key=live_key),
+            ]
         ),
         limit=len(point_ids),
         with_payload=list(RESULT_PAYLOAD),

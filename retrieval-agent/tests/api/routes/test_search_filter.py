@@ -229,7 +229,8 @@ def test_every_store_request_carries_the_filter_with_the_tenants_refetches_inclu
     assert len(recording.queries) == (4 if hybrid else 2)
     if hybrid:
         assert len(recording.hybrid_legs_sent()) == 2
-    tenant = models.FieldCondition(key="meta.collection_name", match=models.MatchAny(any=["kb-dup"]))
+    # A contract 3.x store: the tenant's committed points are one ``meta.live_in`` condition.
+    tenant = models.FieldCondition(key="meta.live_in", match=models.MatchAny(any=["kb-dup"]))
     pdf = models.FieldCondition(key="meta.format", match=models.MatchAny(any=["pdf"]))
     for request in recording.queries:
         for selector in _filters(request):

@@ -10,7 +10,9 @@ from shared_contract.store.factory import (
 )
 from shared_contract.store.filters import (
     committed_file_filter,
+    committed_filter,
     file_filter,
+    live_condition,
     match,
     pending_condition,
     tenant_condition,
@@ -42,8 +44,10 @@ __all__ = [
     "close_store",
     "collection_spec",
     "committed_file_filter",
+    "committed_filter",
     "file_filter",
     "is_legacy_store",
+    "live_condition",
     "match",
     "open_store",
     "pending_condition",

@@ -271,7 +271,7 @@ def to_edge_request(request: models.QueryRequest) -> Any:
 def to_edge_index(schema: object) -> Any:
     """Payload index params: keyword, integer, float, datetime or full-text (with stemmer, stop words, scoring)."""
     if isinstance(schema, models.KeywordIndexParams):
-        return edge.KeywordIndexParams(is_tenant=schema.is_tenant)
+        return edge.KeywordIndexParams(is_tenant=schema.is_tenant, enable_hnsw=schema.enable_hnsw)
     if isinstance(schema, models.IntegerIndexParams):
         return edge.IntegerIndexParams(lookup=schema.lookup, range=schema.range)
     if isinstance(schema, models.FloatIndexParams):

@@ -33,6 +33,22 @@ def tenant_filter(collection_names: Sequence[str]) -> models.Filter:
     return models.Filter(must=[tenant_condition(collection_names)], must_not=[pending_condition()])
 
 
+def live_condition(collection_names: Sequence[str]) -> models.FieldCondition:
+    """``meta.live_in`` is one of ``collection_names``: committed points of those tenants, in a
+    store whose every writer sets the key (contract 3.x: ``manifest.has_live_key``)."""
+    if not collection_names:
+        raise ValueError("at least one collection name is required")
+    return models.FieldCondition(key=meta_path(MetaKey.LIVE_IN), match=models.MatchAny(any=list(collection_names)))
+
+
+def committed_filter(collection_names: Sequence[str], *, live_key: bool) -> models.Filter:
+    """:func:`tenant_filter`'s points; with ``live_key`` as one condition, which the engine serves
+    ~2x faster under a per-tenant IDF (docs/benchmarks.md)."""
+    if live_key:
+        return models.Filter(must=[live_condition(collection_names)])
+    return tenant_filter(collection_names)
+
+
 def file_filter(
     file_id: str,
     collection_name: str | None = None,

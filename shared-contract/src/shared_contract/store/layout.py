@@ -70,9 +70,12 @@ class CollectionSpec:
         return {SPARSE_VECTOR: models.SparseVectorParams(modifier=modifier)}
 
 
-def _keyword(key: str, *, tenant: bool = False) -> PayloadIndexSpec:
+def _keyword(key: str, *, tenant: bool = False, hnsw: bool = True) -> PayloadIndexSpec:
     return PayloadIndexSpec(
-        meta_path(key), models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=tenant or None)
+        meta_path(key),
+        models.KeywordIndexParams(
+            type=models.KeywordIndexType.KEYWORD, is_tenant=tenant or None, enable_hnsw=None if hnsw else False
+        ),
     )
 
 
@@ -102,6 +105,9 @@ def collection_spec(settings: ContractSettings) -> CollectionSpec:
         _keyword(MetaKey.FILE_ID),
         _keyword(MetaKey.INGEST_VERSION),
         _keyword(MetaKey.INGEST_STATE),
+        # Search's one-condition filter (contract 3.0). It selects a tenant's committed points, which
+        # the tenant key's graphs already link: no second set of per-tenant graphs.
+        _keyword(MetaKey.LIVE_IN, hnsw=False),
         # Range filters on the ingest sequence decide which version of a file is newest.
         PayloadIndexSpec(
             meta_path(MetaKey.INGEST_SEQ),
