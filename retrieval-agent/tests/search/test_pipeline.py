@@ -15,7 +15,7 @@ from retrieval_agent.search.pipeline import LinearSearch, RetrievedList
 from retrieval_agent.search.postprocess import Hit, rrf_fuse
 from retrieval_agent.search.query import FusionParams, hybrid_request
 from shared_contract import ContractEmbedder, QueryVectors, SparseVectorData
-from shared_contract.store import ChunkStore, chunk_point
+from shared_contract.store import ChunkPoint, ChunkStore, chunk_point
 
 from ..conftest import (  # noqa: TID252
     RecordingStore,
@@ -270,6 +270,17 @@ async def test_bm25_last_resort_without_sparse_or_text_indexes_is_cached(
     assert 'search_path_total{path="bm25_fallback"} 2.0' in text
 
 
+def pending_point(*, sparse: bool) -> ChunkPoint:
+    """A chunk of a run still writing that matches every leg best."""
+    return chunk_point(
+        "P",
+        "zebra zebra zebra pending",
+        meta("P", "t", ingest_state="pending"),
+        dense=unit(d0=1.0),
+        sparse=SparseVectorData(indices=[1], values=[9.0]) if sparse else None,
+    )
+
+
 @pytest.mark.parametrize(
     ("sparse", "lexical", "hybrid"),
     [(True, True, True), (True, True, False), (False, True, True), (True, False, True), (False, False, True)],
@@ -277,14 +288,7 @@ async def test_bm25_last_resort_without_sparse_or_text_indexes_is_cached(
 async def test_no_path_crosses_tenants_or_shows_pending_chunks(
     store_factory: Callable[..., ChunkStore], sparse: bool, lexical: bool, hybrid: bool
 ) -> None:
-    pending = chunk_point(
-        "P",
-        "zebra zebra zebra pending",
-        meta("P", "t", ingest_state="pending"),
-        dense=unit(d0=1.0),
-        sparse=SparseVectorData(indices=[1], values=[9.0]) if sparse else None,
-    )
-    store = await make_store(store_factory, sparse=sparse, lexical=lexical, extra=[pending])
+    store = await make_store(store_factory, sparse=sparse, lexical=lexical, extra=[pending_point(sparse=sparse)])
     result = await retrieve(pipeline(store, enable_hybrid_search=hybrid), limit=10)
     assert sorted(names(result.hits)) == ["A", "B", "C", "D"]
 
@@ -293,14 +297,8 @@ async def test_no_path_crosses_tenants_or_shows_pending_chunks(
 async def test_a_contract_2_store_is_searched_with_the_tenant_and_pending_conditions(
     store_factory: Callable[..., ChunkStore], hybrid: bool
 ) -> None:
-    pending = chunk_point(
-        "P",
-        "zebra zebra zebra pending",
-        meta("P", "t", ingest_state="pending"),
-        dense=unit(d0=1.0),
-        sparse=SparseVectorData(indices=[1], values=[9.0]),
-    )
-    store = RecordingStore(await make_store(store_factory, sparse=True, extra=[pending], contract_2=True))
+    extra = [pending_point(sparse=True)]
+    store = RecordingStore(await make_store(store_factory, sparse=True, extra=extra, contract_2=True))
     result = await retrieve(pipeline(store, enable_hybrid_search=hybrid), limit=10)
     assert sorted(names(result.hits)) == ["A", "B", "C", "D"]
     requests = [request for sent in store.queries for request in (sent if isinstance(sent, list) else [sent])]

@@ -8,6 +8,7 @@ from qdrant_client import models
 from retrieval_agent.search.query import (
     PER_TENANT_GRAPH_SEARCHES,
     FusionParams,
+    HybridLegs,
     dense_request,
     dense_weight_for,
     fused_points_request,
@@ -82,20 +83,30 @@ def test_past_the_per_tenant_searches_the_tenants_points_are_scanned_exactly() -
     assert request.filter == tenant_filter(names)
 
 
-def test_the_hybrid_dense_legs_over_several_tenants_search_each_tenant_with_the_request_filter() -> None:
-    condition = models.FieldCondition(key="meta.file_id", match=models.MatchValue(value="f-1"))
-    legs = hybrid_legs(
-        dense=[0.1],
-        sparse=SPARSE,
-        text="zebra",
-        lexical_fields=["lexical_en"],
-        collection_names=["kb-1", "kb-2"],
-        params=dataclasses.replace(PARAMS, multilingual_weight=0.5),
-        sparse_idf=True,
-        conditions=[condition],
-        multilingual=[0.3],
-    )
+FILE_F1 = models.FieldCondition(key="meta.file_id", match=models.MatchValue(value="f-1"))
+
+
+def two_tenant_legs(**overrides: object) -> HybridLegs:
+    """The legs of a search over kb-1 and kb-2 narrowed to file f-1."""
+    values: dict[str, object] = {
+        "dense": [0.1],
+        "sparse": SPARSE,
+        "text": "zebra",
+        "lexical_fields": ["lexical_en"],
+        "collection_names": ["kb-1", "kb-2"],
+        "params": PARAMS,
+        "sparse_idf": True,
+        "conditions": [FILE_F1],
+    }
+    values.update(overrides)
+    legs = hybrid_legs(**values)  # type: ignore[arg-type]
     assert legs is not None
+    return legs
+
+
+def test_the_hybrid_dense_legs_over_several_tenants_search_each_tenant_with_the_request_filter() -> None:
+    condition = FILE_F1
+    legs = two_tenant_legs(params=dataclasses.replace(PARAMS, multilingual_weight=0.5), multilingual=[0.3])
     dense, multilingual, sparse, bm25 = legs.legs
     for leg, vector, using in ((dense, [0.1], "text-dense"), (multilingual, [0.3], "text-dense-multilingual")):
         assert (leg.query, leg.using, leg.filter, leg.limit) == (vector, using, None, 40)
@@ -186,25 +197,13 @@ def test_in_a_live_key_store_every_leg_and_idf_corpus_filter_on_the_live_key_alo
 
 
 def test_in_a_live_key_store_the_request_filter_narrows_the_live_key() -> None:
-    condition = models.FieldCondition(key="meta.file_id", match=models.MatchValue(value="f-1"))
-    legs = hybrid_legs(
-        dense=[0.1],
-        sparse=SPARSE,
-        text="zebra",
-        lexical_fields=["lexical_en"],
-        collection_names=["kb-1", "kb-2"],
-        params=PARAMS,
-        sparse_idf=True,
-        conditions=[condition],
-        live_key=True,
-    )
-    assert legs is not None
-    dense, sparse, bm25 = legs.legs
+    condition = FILE_F1
+    dense, sparse, bm25 = two_tenant_legs(live_key=True).legs
     live_in = models.FieldCondition(key="meta.live_in", match=models.MatchAny(any=["kb-1", "kb-2"]))
     assert sparse.filter == bm25.filter == models.Filter(must=[live_in, condition])
     # IDF stays over the whole tenants' committed points.
     assert sparse.params == models.SearchParams(idf=models.IdfCorpusParams(corpus=models.Filter(must=[live_in])))
-    assert dense.prefetch is not None
+    assert isinstance(dense.prefetch, list)
     assert [leg.filter for leg in dense.prefetch] == [
         scoped_filter([name], [condition], live_key=True) for name in ("kb-1", "kb-2")
     ]
