@@ -35,7 +35,9 @@ def parser() -> argparse.ArgumentParser:
     dev.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info").lower())
 
     migrate = commands.add_parser(
-        "migrate", help="copy an embedded store from the old local-mode format into the embedded engine"
+        "migrate",
+        help="copy an embedded store from the old local-mode format into the embedded engine, or a contract 2 "
+        "store into a contract 3 collection (stop rag dev first)",
     )
     migrate.add_argument(
         "--from",

@@ -159,11 +159,23 @@ def _show_progress(copied: int) -> None:
 
 
 def run_migrate(root: Path) -> int:
-    """Entry point of ``rag migrate``: 0 on success, 1 with a message on failure."""
+    """Entry point of ``rag migrate``: a local-mode store into the embedded engine, or a contract 2.x
+    embedded store into a 3.x collection (``rag_cli.upgrade``). 0 on success, 1 with a message on failure."""
+    from rag_cli.upgrade import holds_embedded_collection, upgrade
     from shared_contract import ContractError, load_settings
 
     try:
         settings = load_settings(ContractSettings, qdrant_uri=None, qdrant_path=root)
+        if not is_legacy_store(root) and holds_embedded_collection(root, settings.qdrant_index):
+            upgraded = upgrade(root, settings, progress=_show_progress)
+            copied = (
+                "the copy made earlier swapped in" if upgraded.points is None else f"{upgraded.points} points copied"
+            )
+            sys.stdout.write(
+                f"\nrag migrate: {upgraded.collection!r} is a contract 3 collection now ({copied}); "
+                f"the old one is kept in {upgraded.old_store}\n"
+            )
+            return 0
         report = migrate(root, settings, progress=_show_progress)
     except (MigrationError, ContractError, OSError) as exc:
         sys.stderr.write(f"\nrag migrate: {exc}\n")
