@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -44,13 +45,19 @@ async def test_capabilities_of_a_contract_collection(store_factory: Callable[...
     assert capabilities.live_key is True  # contract 3.x: search filters on meta.live_in alone
 
 
-async def test_a_contract_2_collection_is_searched_without_the_live_key(
-    store_factory: Callable[..., ChunkStore],
+async def test_a_contract_2_collection_is_searched_without_the_live_key_and_says_how_to_get_it(
+    store_factory: Callable[..., ChunkStore], caplog: pytest.LogCaptureFixture
 ) -> None:
     store = store_factory()
     await create_contract_2_collection(store, make_settings())
-    capabilities = await StoreSearch(store, make_settings()).capabilities()
+    search = StoreSearch(store, make_settings())
+    with caplog.at_level(logging.INFO, logger="retrieval_agent.adapters.store"):
+        capabilities = await search.capabilities()
+        search.forget_capabilities()
+        await search.capabilities()
     assert (capabilities.own_layout, capabilities.live_key) == (True, False)
+    [hint] = [record.getMessage() for record in caplog.records if "contract 2.4.1 collection" in record.getMessage()]
+    assert "rag migrate" in hint
 
 
 async def test_capabilities_without_sparse_or_lexical_indexes(store_factory: Callable[..., ChunkStore]) -> None:

@@ -8,6 +8,7 @@ call goes straight to the store, which raises the contract's typed errors.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from shared_contract.store import (
     tenant_filter,
     verify_collection,
 )
+
+logger = logging.getLogger(__name__)
 
 _SCROLL_PAGE = 256
 # More than the lexical languages there are (11 stemmed + the fallback).
@@ -72,6 +75,7 @@ class StoreSearch:
         self.settings = settings
         self._capabilities: tuple[float, Capabilities] | None = None
         self._languages: dict[tuple[str, ...], tuple[float, tuple[tuple[str, int], ...]]] = {}
+        self._older_contract_said = False
 
     @property
     def collection(self) -> str:
@@ -110,6 +114,14 @@ class StoreSearch:
             own_layout=manifest is not None,
             live_key=has_live_key(manifest),
         )
+        if manifest is not None and not capabilities.live_key and not self._older_contract_said:
+            self._older_contract_said = True
+            logger.info(
+                "collection %s is a contract %s collection: search filters it on two conditions; one created "
+                "under contract 3 filters on one, faster (`rag migrate` copies an embedded store; docs/contract.md)",
+                self.collection,
+                manifest.contract_version,
+            )
         self._capabilities = (now, capabilities)
         return capabilities
 
