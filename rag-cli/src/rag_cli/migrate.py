@@ -166,7 +166,7 @@ def run_migrate(root: Path) -> int:
 
     try:
         settings = load_settings(ContractSettings, qdrant_uri=None, qdrant_path=root)
-        if not is_legacy_store(root) and holds_embedded_collection(root, settings.qdrant_index):
+        if not is_legacy_store(root) and holds_embedded_collection(root, settings):
             upgraded = upgrade(root, settings, progress=_show_progress)
             copied = (
                 "the copy made earlier swapped in" if upgraded.points is None else f"{upgraded.points} points copied"

@@ -18,7 +18,6 @@ the command again finishes the swap. The old store is kept.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from shared_contract import (
     PAYLOAD_META,
     SPARSE_VECTOR,
     CollectionManifest,
+    CollectionMissingError,
     ContractSettings,
     MetaKey,
     SparseVectorData,
@@ -66,12 +66,19 @@ class UpgradeReport:
     old_store: Path
 
 
-def stored_manifest(root: Path, collection: str) -> CollectionManifest | None:
-    """The manifest of the embedded collection at ``root``, or None when there is none."""
-    path = collection_dir(root, collection) / MANIFEST_FILE
-    if not path.is_file():
-        return None
-    return CollectionManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+def stored_manifest(settings: ContractSettings) -> CollectionManifest | None:
+    """The manifest of the embedded QDRANT_INDEX collection at QDRANT_PATH, or None when there is none."""
+
+    async def read() -> CollectionManifest | None:
+        store = open_store(settings)
+        try:
+            return await store.read_manifest()
+        except CollectionMissingError:
+            return None
+        finally:
+            await close_store(store)
+
+    return asyncio.run(read())
 
 
 def unfinished_swap(root: Path, collection: str) -> bool:
@@ -80,9 +87,11 @@ def unfinished_swap(root: Path, collection: str) -> bool:
     return (root / STAGING_FOLDER).is_dir() and (root / CONTRACT_2_FOLDER / collection / SHARD_DIR).is_dir()
 
 
-def holds_embedded_collection(root: Path, collection: str) -> bool:
-    """Whether ``root`` holds the embedded collection, whatever its contract, or an unfinished upgrade of it."""
-    return stored_manifest(root, collection) is not None or unfinished_swap(root, collection)
+def holds_embedded_collection(root: Path, settings: ContractSettings) -> bool:
+    """Whether ``root`` (QDRANT_PATH) holds the embedded QDRANT_INDEX collection, whatever its contract,
+    or an unfinished upgrade of it."""
+    at_root = settings.model_copy(update={"qdrant_path": root})
+    return unfinished_swap(root, settings.qdrant_index) or stored_manifest(at_root) is not None
 
 
 def _copy_settings(manifest: CollectionManifest, settings: ContractSettings) -> ContractSettings:
@@ -177,7 +186,7 @@ def upgrade(root: Path, settings: ContractSettings, progress: Callable[[int], No
             raise MigrationError(f"{aside} holds the old store but neither {root} nor {staged} holds the new one")
         _swap(root, collection)
         return UpgradeReport(collection=collection, points=None, old_store=aside)
-    manifest = stored_manifest(root, collection)
+    manifest = stored_manifest(settings.model_copy(update={"qdrant_path": root}))
     if manifest is None:
         raise MigrationError(f"{root} holds no collection {collection!r} (QDRANT_INDEX)")
     if major_version(manifest.contract_version) != 2:
