@@ -28,7 +28,7 @@ class SearchMetrics:
         )
         self.stage_duration = Histogram(
             "retrieval_stage_duration_seconds",
-            "Wall time per pipeline stage (per query for embed/qdrant).",
+            "Wall time per pipeline stage (embed: per query; qdrant: per store call).",
             ["stage"],
             buckets=_STAGE_BUCKETS,
             registry=self.registry,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+import anyio
 import pytest
 from qdrant_client import models
 
@@ -14,7 +15,7 @@ from retrieval_agent.search import pipeline as pipeline_module
 from retrieval_agent.search.pipeline import LinearSearch, RetrievedList
 from retrieval_agent.search.postprocess import Hit, rrf_fuse
 from retrieval_agent.search.query import FusionParams, hybrid_request
-from shared_contract import ContractEmbedder, QueryVectors, SparseVectorData
+from shared_contract import ContractEmbedder, EmbeddingError, QueryVectors, SparseVectorData, StoreRequestError
 from shared_contract.store import ChunkPoint, ChunkStore, chunk_point
 
 from ..conftest import (  # noqa: TID252
@@ -72,10 +73,20 @@ class FixedEmbedder:
         self.vectors = vectors
         self.multilingual = multilingual
         self.calls: list[tuple[str, bool]] = []
+        self.finished = False
 
-    async def aembed_query(self, text: str, *, with_sparse: bool = True) -> QueryVectors:
+    async def aembed_query(
+        self,
+        text: str,
+        *,
+        with_sparse: bool = True,
+        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+    ) -> QueryVectors:
         self.calls.append((text, with_sparse))
-        return self.vectors if with_sparse else QueryVectors(dense=self.vectors.dense, sparse=None)
+        vectors = self.vectors if with_sparse else QueryVectors(dense=self.vectors.dense, sparse=None)
+        if on_model_run is not None:
+            on_model_run(vectors.sparse)
+        return vectors
 
 
 def meta(name: str, tenant: str, **extra: Any) -> dict[str, Any]:
@@ -247,7 +258,7 @@ async def test_collection_without_sparse_fuses_dense_and_bm25_legs(store_factory
     store = RecordingStore(await make_store(store_factory, sparse=False))
     result = await retrieve(pipeline(store, embedder))
     assert result.path == "native_hybrid"
-    assert store.hybrid_legs_sent() == [["text-dense", "lexical_en"]]
+    assert store.hybrid_legs_sent() == [["lexical_en"], ["text-dense"]]
     # Defaults (z-score, dense 1.2, lexical 1): dense A B C D (cosine 1, 0.8, 0.6, 0), BM25 D C.
     assert names(result.hits) == ["A", "B", "D", "C"]
     assert embedder.calls == [("zebra", False)]
@@ -329,9 +340,10 @@ def standardised_by_hand(scores: dict[str, float]) -> dict[str, float]:
 async def test_default_fusion_is_zscore_over_three_legs(store_factory: Callable[..., ChunkStore]) -> None:
     store = RecordingStore(await make_store(store_factory, sparse=True))
     result = await retrieve(pipeline(store))
-    # One batch with the three legs, then one read of the fused hits.
-    assert store.hybrid_legs_sent() == [["text-dense", "text-sparse", "lexical_en"]]
-    assert len(store.queries) == 2
+    # The term legs in one batch (sent while the dense model runs), the dense leg, then one read of
+    # the fused hits.
+    assert store.hybrid_legs_sent() == [["text-sparse", "lexical_en"], ["text-dense"]]
+    assert len(store.queries) == 3
     # English chunks and an English dense model: weights dense 1.2, sparse 0.6, BM25 1.0.
     dense = standardised_by_hand({"A": 1.0, "B": 0.8, "C": 0.6, "D": 0.0})  # cosines
     # Two candidates in a leg standardise to 2 and 0 whatever their raw scores.
@@ -342,6 +354,78 @@ async def test_default_fusion_is_zscore_over_three_legs(store_factory: Callable[
     assert [hit.score for hit in result.hits] == pytest.approx([expected[n] for n in names(result.hits)], rel=1e-5)
     # The cosine comes with the read: it feeds the calibrated relevance.
     assert [hit.cosine for hit in result.hits] == pytest.approx([1.0, 0.6, 0.8, 0.0], abs=1e-5)
+
+
+class DenseWaitsForTheTermLegs(FixedEmbedder):
+    """Signals that the dense model runs, then holds its vector back until the store has had the
+    term legs: a pipeline that waited for the vector before sending them would wait forever."""
+
+    def __init__(self, term_legs_sent: anyio.Event) -> None:
+        super().__init__()
+        self.term_legs_sent = term_legs_sent
+
+    async def aembed_query(
+        self,
+        text: str,
+        *,
+        with_sparse: bool = True,
+        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+    ) -> QueryVectors:
+        assert on_model_run is not None
+        on_model_run(self.vectors.sparse)
+        with anyio.fail_after(5):
+            await self.term_legs_sent.wait()
+        self.finished = True
+        return self.vectors
+
+
+class BatchSignallingStore(RecordingStore):
+    """Sets ``batch_sent`` when a batch of legs reaches the store; ``reject`` fails every batch."""
+
+    def __init__(self, inner: ChunkStore, batch_sent: anyio.Event, *, reject: bool = False) -> None:
+        super().__init__(inner)
+        self.batch_sent = batch_sent
+        self.reject = reject
+
+    async def query_batch(self, requests: Any) -> Any:
+        self.batch_sent.set()
+        if self.reject:
+            self.queries.append(list(requests))
+            raise StoreRequestError("embedded store rejected query batch: bad request")
+        return await super().query_batch(requests)
+
+
+async def test_the_term_legs_are_sent_while_the_dense_model_runs(store_factory: Callable[..., ChunkStore]) -> None:
+    sent = anyio.Event()
+    store = BatchSignallingStore(await make_store(store_factory, sparse=True), sent)
+    result = await retrieve(pipeline(store, DenseWaitsForTheTermLegs(sent)))
+    assert store.hybrid_legs_sent() == [["text-sparse", "lexical_en"], ["text-dense"]]
+    assert names(result.hits) == ["A", "C", "B", "D"]  # the z-score ranking above
+
+
+async def test_an_embedding_that_fails_before_the_model_runs_sends_no_leg(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    class FailingEmbedder(FixedEmbedder):
+        async def aembed_query(self, text: str, **_: Any) -> QueryVectors:
+            raise EmbeddingError("dense embedding failed: the model is gone")
+
+    store = RecordingStore(await make_store(store_factory, sparse=True))
+    with pytest.raises(EmbeddingError, match="the model is gone"):
+        await retrieve(pipeline(store, FailingEmbedder()))
+    assert store.queries == []
+
+
+async def test_a_rejected_term_leg_is_raised_once_the_dense_model_is_done(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    sent = anyio.Event()
+    store = BatchSignallingStore(await make_store(store_factory, sparse=True), sent, reject=True)
+    embedder = DenseWaitsForTheTermLegs(sent)
+    with pytest.raises(StoreRequestError, match="bad request"):
+        await retrieve(pipeline(store, embedder))
+    assert embedder.finished  # the worker's run is waited for, never left running behind the error
+    assert store.hybrid_legs_sent() == [["text-sparse", "lexical_en"]]
 
 
 async def test_zscore_weights_trade_the_legs(store_factory: Callable[..., ChunkStore]) -> None:
@@ -375,13 +459,10 @@ async def test_a_vanished_text_index_retries_without_bm25_legs_and_is_counted(
     assert result.path == "native_hybrid"
     # dense (x1.2) and sparse (x0.6) alone: A 3.21, C 1.92 + 1.2, B 2.57, D 0
     assert names(result.hits) == ["A", "C", "B", "D"]
-    assert store.hybrid_legs_sent() == [
-        ["text-dense", "text-sparse", "lexical_en"],
-        ["text-dense", "text-sparse"],
-    ]
+    assert store.hybrid_legs_sent() == [["text-sparse", "lexical_en"], ["text-sparse"], ["text-dense"]]
     # Marked unsupported for a while: the next query sends no BM25 leg at all.
     await retrieve(search)
-    assert store.hybrid_legs_sent()[2:] == [["text-dense", "text-sparse"]]
+    assert store.hybrid_legs_sent()[3:] == [["text-sparse"], ["text-dense"]]
     assert "lexical_retries_total 1.0" in search.metrics.render().decode()
 
 
@@ -398,8 +479,6 @@ async def test_a_vanished_text_index_without_sparse_falls_back_to_client_bm25(
 
 
 async def test_other_store_rejections_are_raised_not_retried(store_factory: Callable[..., ChunkStore]) -> None:
-    from shared_contract import StoreRequestError
-
     store = await make_store(store_factory, sparse=True)
     search = pipeline(store, embedder=FixedEmbedder(QueryVectors(dense=[1.0, 0.0], sparse=QUERY.sparse)))
     with pytest.raises(StoreRequestError) as caught:
@@ -533,7 +612,7 @@ async def test_an_english_tenant_never_embeds_or_sends_the_multilingual_leg(
 
     await search.retrieve("which text", ["kb-en"], 3)
 
-    assert store.hybrid_legs_sent() == [["text-dense", "text-sparse", "lexical_en"]]
+    assert store.hybrid_legs_sent() == [["text-sparse", "lexical_en"], ["text-dense"]]
     assert model.queries == []  # not even embedded: an English store never loads the second model
 
 
@@ -546,12 +625,9 @@ async def test_over_a_mixed_tenant_each_dense_leg_is_weighted_by_the_share_of_it
     params = search.fusion(10, {"en": 3, "no": 1}, multilingual=True)
     assert (params.dense_weight, params.multilingual_weight) == pytest.approx((1.2 * 0.75, 1.2 * 0.25))
     result = await search.retrieve("tekst", ["mixed"], 6)
-    assert store.hybrid_legs_sent()[-1] == [
-        "text-dense",
-        "text-dense-multilingual",
-        "text-sparse",
-        "lexical_en",
-        "lexical_no",
+    assert store.hybrid_legs_sent()[-2:] == [
+        ["text-sparse", "lexical_en", "lexical_no"],
+        ["text-dense", "text-dense-multilingual"],
     ]
     assert set(names(result.hits)) == {"N1", "N2", "N3", "E1", "E2", "E3"}
 
@@ -601,5 +677,5 @@ async def test_a_language_written_after_the_capabilities_were_read_is_searched_a
         ]
     )
     result = await search.retrieve("biler", ["kb-no"], 3)
-    assert store.hybrid_legs_sent()[-1] == ["text-dense-multilingual", "text-sparse", "lexical_no"]
+    assert store.hybrid_legs_sent()[-2:] == [["text-sparse", "lexical_no"], ["text-dense-multilingual"]]
     assert names(result.hits) == ["N1"]

@@ -4,6 +4,7 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -14,9 +15,12 @@ from shared_contract import (
     ContractSettings,
     EmbeddingError,
     SparseEmbeddingError,
+    SparseVectorData,
     load_settings,
 )
 from shared_contract.embedding import fused_pass_configured
+from shared_contract.embedding.dense import FastembedDenseEmbedder
+from shared_contract.embedding.fastembed_internals import onnx_session, replace_onnx_session
 
 from ..conftest import RecordingDense  # noqa: TID252
 
@@ -70,6 +74,67 @@ def test_query_vectors_do_not_depend_on_the_thread_count(embedder: ContractEmbed
     single.warm_up()
     for text in ("vector search engine", "What causes cellular senescence in damaged fibroblasts?"):
         assert single.embed_query(text).dense == embedder.embed_query(text).dense
+
+
+class RecordingSession:
+    """An ONNX Runtime session that notes each run in a shared event list."""
+
+    def __init__(self, session: Any, events: list[str]) -> None:
+        self.session = session
+        self.events = events
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        self.events.append("forward pass")
+        return self.session.run(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
+def test_on_model_run_hands_over_the_sparse_vector_just_before_the_dense_forward_pass(
+    embedder: ContractEmbedder,
+) -> None:
+    model = cast(FastembedDenseEmbedder, embedder.query_dense).model
+    original = onnx_session(model)
+    events: list[str] = []
+    handed: list[tuple[SparseVectorData | None, int]] = []
+
+    def on_model_run(sparse: SparseVectorData | None) -> None:
+        events.append("signal")
+        handed.append((sparse, threading.get_ident()))
+
+    replace_onnx_session(model, RecordingSession(original, events))
+    try:
+        signalled = embedder.embed_query("vector search engine", on_model_run=on_model_run)
+        assert events == ["signal", "forward pass"]
+        # Later runs without a callback, on this thread or another, signal nothing.
+        plain = embedder.embed_query("vector search engine")
+        assert events == ["signal", "forward pass", "forward pass"]
+    finally:
+        replace_onnx_session(model, original)
+    assert handed == [(signalled.sparse, threading.get_ident())]  # from the embedding's own thread
+    assert signalled.sparse is not None
+    assert signalled.sparse.indices
+    assert signalled == plain  # the same vectors, bit for bit
+
+
+def test_on_model_run_is_called_before_another_backend_embeds() -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
+    backend = RecordingDense()
+    embedder = ContractEmbedder(settings, dense_backend=backend)
+    seen_at_signal: list[list[str]] = []
+    embedder.embed_query("beta", on_model_run=lambda sparse: seen_at_signal.append(list(backend.seen)))
+    assert seen_at_signal == [[]]  # signalled before the request: an HTTP wait releases the GIL too
+    assert backend.seen == ["beta"]
+
+
+def test_a_backend_failing_after_the_signal_raises_the_typed_error() -> None:
+    settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
+    embedder = ContractEmbedder(settings, dense_backend=RecordingDense(fail=True))
+    signals: list[SparseVectorData | None] = []
+    with pytest.raises(EmbeddingError, match="backend exploded"):
+        embedder.embed_query("beta", on_model_run=signals.append)
+    assert signals == [None]  # signalled before the backend ran (no sparse model here)
 
 
 def test_the_fused_pass_is_configured_for_the_shared_backbone_only() -> None:

@@ -2,26 +2,46 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import anyio
 
 from retrieval_agent.errors import first_leaf
 from retrieval_agent.metrics import SearchMetrics
-from shared_contract import ContractEmbedder, QueryVectors
+from shared_contract import ContractEmbedder, QueryVectors, SparseVectorData
+
+T = TypeVar("T")
+
+ModelRunCallback = Callable[[SparseVectorData | None], None]
 
 
 async def embed_query(
-    embedder: ContractEmbedder, text: str, *, with_sparse: bool, metrics: SearchMetrics
+    embedder: ContractEmbedder,
+    text: str,
+    *,
+    with_sparse: bool,
+    metrics: SearchMetrics,
+    on_model_run: ModelRunCallback | None = None,
 ) -> QueryVectors:
     """Dense (query prefix applied) and, when asked and configured, sparse vectors for ``text``.
 
+    ``on_model_run``: see :meth:`ContractEmbedder.embed_query` (called from the worker thread).
     Raises the contract's EmbeddingError / SparseEmbeddingError / ModelUnavailableError.
     """
     with metrics.time_stage("embed"):
-        return await embedder.aembed_query(text, with_sparse=with_sparse)
+        return await embedder.aembed_query(text, with_sparse=with_sparse, on_model_run=on_model_run)
 
 
 async def embed_hybrid_query(
-    embedder: ContractEmbedder, text: str, *, with_sparse: bool, with_multilingual: bool, metrics: SearchMetrics
+    embedder: ContractEmbedder,
+    text: str,
+    *,
+    with_sparse: bool,
+    with_multilingual: bool,
+    metrics: SearchMetrics,
+    on_model_run: ModelRunCallback | None = None,
 ) -> tuple[QueryVectors, list[float] | None]:
     """:func:`embed_query`, and the ``text-dense-multilingual`` vector when asked (None otherwise).
 
@@ -29,17 +49,71 @@ async def embed_hybrid_query(
     """
     multilingual_model = embedder.multilingual if with_multilingual else None
     if multilingual_model is None:
-        return await embed_query(embedder, text, with_sparse=with_sparse, metrics=metrics), None
+        vectors = await embed_query(embedder, text, with_sparse=with_sparse, metrics=metrics, on_model_run=on_model_run)
+        return vectors, None
     multilingual: list[list[float]] = []
 
     async def second() -> None:
         multilingual.append(await multilingual_model.aembed_query(text))
 
-    with metrics.time_stage("embed"):
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(second)
-                vectors = await embedder.aembed_query(text, with_sparse=with_sparse)
-        except BaseExceptionGroup as failure:
-            raise first_leaf(failure) from None
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(second)
+            vectors = await embed_query(
+                embedder, text, with_sparse=with_sparse, metrics=metrics, on_model_run=on_model_run
+            )
+    except BaseExceptionGroup as failure:
+        raise first_leaf(failure) from None
     return vectors, multilingual[0]
+
+
+async def embed_beside(
+    embedder: ContractEmbedder,
+    text: str,
+    *,
+    with_sparse: bool,
+    with_multilingual: bool,
+    metrics: SearchMetrics,
+    beside: Callable[[SparseVectorData | None], Awaitable[T]],
+) -> tuple[QueryVectors, list[float] | None, T]:
+    """:func:`embed_hybrid_query`, running ``beside`` with the query's sparse vector while the dense
+    model runs.
+
+    The worker thread computes the sparse vector and tokenizes, then signals just before the dense
+    network runs (ONNX Runtime releases the GIL there): the event loop runs ``beside`` (the term legs
+    of a search) on the other core meanwhile, instead of after the model. An embedding that fails
+    before that signal raises its error and ``beside`` never runs; one that ends without signalling
+    (a backend that gives no signal) hands ``beside`` its sparse vector afterwards.
+    """
+    loop = asyncio.get_running_loop()
+    model_running: asyncio.Future[SparseVectorData | None] = loop.create_future()
+
+    def signal(sparse: SparseVectorData | None) -> None:  # called in the worker thread
+        loop.call_soon_threadsafe(_settle, model_running, sparse)
+
+    embedding = asyncio.ensure_future(
+        embed_hybrid_query(
+            embedder,
+            text,
+            with_sparse=with_sparse,
+            with_multilingual=with_multilingual,
+            metrics=metrics,
+            on_model_run=signal,
+        )
+    )
+    try:
+        await asyncio.wait((model_running, embedding), return_when=asyncio.FIRST_COMPLETED)
+        sparse = model_running.result() if model_running.done() else embedding.result()[0].sparse
+        side = await beside(sparse)
+    except BaseException:
+        model_running.cancel()
+        # The worker thread cannot be stopped: wait for it, its outcome no longer wanted.
+        await asyncio.gather(embedding, return_exceptions=True)
+        raise
+    vectors, multilingual = await embedding
+    return vectors, multilingual, side
+
+
+def _settle(future: asyncio.Future[SparseVectorData | None], sparse: SparseVectorData | None) -> None:
+    if not future.done():
+        future.set_result(sparse)

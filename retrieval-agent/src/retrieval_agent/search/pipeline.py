@@ -4,9 +4,10 @@ Path per query, chosen on live collection capabilities (cached a few seconds):
 
 - ``native_hybrid``: hybrid on: a dense leg, a sparse leg (when the collection has ``text-sparse``)
   and a BM25 leg over the lexical languages of the requested tenants (when the collection has the
-  lexical text indexes), sent as one batch and fused here by z-score (:mod:`.fusion`), then the
-  fused hits read in one more call; ``HYBRID_FUSION=rrf``: one Query API call fused server-side
-  with weighted RRF.
+  lexical text indexes), fused here by z-score (:mod:`.fusion`): the term legs are sent while the
+  dense model runs (:func:`.embed.embed_beside`), the vector legs once the vectors are in, and the
+  fused hits are read in one more call; ``HYBRID_FUSION=rrf``: one Query API call fused
+  server-side with weighted RRF.
 - ``bm25_fallback``: hybrid on but the collection has neither ``text-sparse`` nor a lexical text
   index (a collection another tool created): dense search fused with a bounded, cached
   client-side BM25 (last resort).
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -29,8 +30,8 @@ from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.errors import first_leaf
 from retrieval_agent.metrics import SearchMetrics, SearchPath
-from retrieval_agent.search.embed import embed_hybrid_query, embed_query
-from retrieval_agent.search.fusion import zscore_fuse
+from retrieval_agent.search.embed import embed_beside, embed_hybrid_query, embed_query
+from retrieval_agent.search.fusion import FusedCandidate, zscore_fuse
 from retrieval_agent.search.lexical import Bm25Cache
 from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
 from retrieval_agent.search.queries import (
@@ -46,18 +47,20 @@ from retrieval_agent.search.query import (
     dense_request,
     dense_weight_for,
     fused_points_request,
-    hybrid_legs,
     leg_requests,
     lexical_fields_for,
     multilingual_weight_for,
     rrf_request,
+    text_legs,
+    vector_legs,
 )
 from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
-from shared_contract import ContractEmbedder, StoreRequestError
+from shared_contract import DENSE_VECTOR, ContractEmbedder, SparseVectorData, StoreRequestError
 from shared_contract.embedding.catalog import dense_model_languages
 from shared_contract.lexical import lexical_fields
+from shared_contract.store import PointRecord
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +81,16 @@ class RetrievedList:
     path: SearchPath
     # The store returned fewer candidates than asked: a deeper fetch finds nothing more.
     exhausted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TermCandidates:
+    """The term legs sent while the dense model ran, and what each returned."""
+
+    legs: HybridLegs
+    candidates: list[list[PointRecord]]
+    # A text index was missing: the BM25 legs were dropped and the sparse leg alone (if any) sent.
+    lexical_dropped: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,75 +198,144 @@ class LinearSearch:
             return await self._bm25_fallback(query, collection_names, limit)
         fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
         params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual)
-        vectors, multilingual = await embed_hybrid_query(
-            self.embedder,
-            query,
-            with_sparse=sparse,
-            with_multilingual=params.multilingual_weight > 0,
-            metrics=self.metrics,
-        )
+        with_multilingual = params.multilingual_weight > 0
 
-        def build(lexical_fields: Sequence[str]) -> HybridLegs | None:
-            return hybrid_legs(
-                dense=vectors.dense,
-                sparse=vectors.sparse,
+        def terms(sparse: SparseVectorData | None, lexical_fields: Sequence[str]) -> HybridLegs:
+            return text_legs(
+                sparse=sparse,
                 text=query,
                 lexical_fields=lexical_fields,
                 collection_names=collection_names,
                 params=params,
                 sparse_idf=capabilities.sparse_idf,
                 conditions=conditions,
-                multilingual=multilingual,
                 live_key=live_key,
             )
 
-        def dense_only() -> Awaitable[RetrievedList]:
-            return self._dense(
-                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=live_key
+        if params.method == "rrf":
+            return await self._rrf(
+                query, collection_names, limit, params, terms, fields, conditions, live_key, with_sparse=sparse
             )
 
-        legs = build(fields)
-        if legs is None:
-            return await dense_only()
-        try:
-            hits, exhausted = await self._fused(
-                legs, params, vectors.dense, collection_names, limit, conditions, live_key
+        # z-score: the term legs go out while the dense model runs; the vector legs follow.
+        async def send_term_legs(sparse_vector: SparseVectorData | None) -> TermCandidates:
+            legs = terms(sparse_vector, fields)
+            try:
+                return TermCandidates(legs, await self._candidates(legs), lexical_dropped=False)
+            except StoreRequestError as exc:
+                if not (exc.missing_text_index and fields):
+                    raise
+                self._lexical_missing(exc)
+                legs = terms(sparse_vector, ())
+                return TermCandidates(legs, await self._candidates(legs), lexical_dropped=True)
+
+        vectors, multilingual, term_candidates = await embed_beside(
+            self.embedder,
+            query,
+            with_sparse=sparse,
+            with_multilingual=with_multilingual,
+            metrics=self.metrics,
+            beside=send_term_legs,
+        )
+        vector = vector_legs(
+            dense=vectors.dense,
+            collection_names=collection_names,
+            params=params,
+            conditions=conditions,
+            multilingual=multilingual,
+            live_key=live_key,
+        )
+        legs = vector.then(term_candidates.legs)
+        if not any(leg.using != DENSE_VECTOR for leg in legs.legs):
+            # Nothing to fuse the dense leg with (as :func:`hybrid_legs` returning None).
+            if term_candidates.lexical_dropped and not conditions:
+                return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
+            return await self._dense(
+                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=live_key
             )
+        candidates = [*await self._candidates(vector), *term_candidates.candidates]
+        hits, exhausted = await self._read_fused(
+            zscore_fuse(candidates, legs.weights, limit), vectors.dense, collection_names, limit, conditions, live_key
+        )
+        return self._done(query, newest_versions(hits), "native_hybrid", exhausted=exhausted)
+
+    async def _candidates(self, legs: HybridLegs) -> list[list[PointRecord]]:
+        """Each leg's ids and raw scores, in one batch (none for no legs)."""
+        if not legs.legs:
+            return []
+        with self.metrics.time_stage("qdrant"):
+            return await self.store.query_batch(leg_requests(legs))
+
+    async def _rrf(
+        self,
+        query: str,
+        collection_names: Sequence[str],
+        limit: int,
+        params: FusionParams,
+        terms: Callable[[SparseVectorData | None, Sequence[str]], HybridLegs],
+        fields: Sequence[str],
+        conditions: Sequence[models.Condition],
+        live_key: bool,
+        *,
+        with_sparse: bool,
+    ) -> RetrievedList:
+        """``HYBRID_FUSION=rrf``: every leg fused in the store by weighted RRF, one request (after the
+        query's vectors, which every leg of it needs)."""
+        vectors, multilingual = await embed_hybrid_query(
+            self.embedder,
+            query,
+            with_sparse=with_sparse,
+            with_multilingual=params.multilingual_weight > 0,
+            metrics=self.metrics,
+        )
+        vector = vector_legs(
+            dense=vectors.dense,
+            collection_names=collection_names,
+            params=params,
+            conditions=conditions,
+            multilingual=multilingual,
+            live_key=live_key,
+        )
+
+        async def fused(legs: HybridLegs) -> RetrievedList:
+            with self.metrics.time_stage("qdrant"):
+                points = await self.store.query(rrf_request(legs, k=params.k, limit=limit))
+            hits = [point_to_hit(point, cosine_to=vectors.dense) for point in points]
+            return self._done(query, newest_versions(hits), "native_hybrid", exhausted=len(points) < limit)
+
+        legs = vector.then(terms(vectors.sparse, fields))
+        if not any(leg.using != DENSE_VECTOR for leg in legs.legs):
+            return await self._dense(
+                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=live_key
+            )
+        try:
+            return await fused(legs)
         except StoreRequestError as exc:
             if not (exc.missing_text_index and fields):
                 raise
             self._lexical_missing(exc)
-            legs = build(())
-            if legs is None:
-                if conditions:
-                    return await dense_only()
-                return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
-            hits, exhausted = await self._fused(
-                legs, params, vectors.dense, collection_names, limit, conditions, live_key
+        legs = vector.then(terms(vectors.sparse, ()))
+        if any(leg.using != DENSE_VECTOR for leg in legs.legs):
+            return await fused(legs)
+        if conditions:
+            return await self._dense(
+                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=live_key
             )
-        return self._done(query, newest_versions(hits), "native_hybrid", exhausted=exhausted)
+        return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
 
-    async def _fused(
+    async def _read_fused(
         self,
-        legs: HybridLegs,
-        params: FusionParams,
+        fused: Sequence[FusedCandidate],
         dense: Sequence[float],
         collection_names: Sequence[str],
         limit: int,
         conditions: Sequence[models.Condition],
         live_key: bool,
     ) -> tuple[list[Hit], bool]:
-        """The legs fused into up to ``limit`` hits, and whether the store ran out of candidates."""
-        if params.method == "rrf":
-            with self.metrics.time_stage("qdrant"):
-                points = await self.store.query(rrf_request(legs, k=params.k, limit=limit))
-            return [point_to_hit(point, cosine_to=dense) for point in points], len(points) < limit
-        # One stage: the legs in one batch, then one read of the fused hits.
+        """The fused candidates' payloads and cosines, and whether the store ran out of candidates."""
+        if not fused:
+            return [], True
         with self.metrics.time_stage("qdrant"):
-            candidates = await self.store.query_batch(leg_requests(legs))
-            fused = zscore_fuse(candidates, legs.weights, limit)
-            if not fused:
-                return [], True
             points = await self.store.query(
                 fused_points_request(
                     dense,

@@ -253,33 +253,23 @@ class HybridLegs:
     legs: list[models.Prefetch]
     weights: list[float]
 
+    def then(self, other: HybridLegs) -> HybridLegs:
+        """These legs followed by ``other``'s, with their weights."""
+        return HybridLegs(legs=[*self.legs, *other.legs], weights=[*self.weights, *other.weights])
 
-def hybrid_legs(
+
+def vector_legs(
     *,
     dense: Sequence[float],
-    sparse: SparseVectorData | None,
-    text: str,
-    lexical_fields: Sequence[str],
     collection_names: Sequence[str],
     params: FusionParams,
-    sparse_idf: bool,
     conditions: Sequence[models.Condition] = (),
     multilingual: Sequence[float] | None = None,
     live_key: bool = False,
-) -> HybridLegs | None:
-    """A dense, a sparse and a BM25 leg, each fetching ``params.prefetch_limit`` candidates.
-
-    Legs, in order: ``text-dense``; ``text-dense-multilingual`` (when ``multilingual`` is the query's
-    vector of that model); ``text-sparse`` (when ``sparse`` has terms); the BM25 leg over
-    ``lexical_fields`` (:func:`lexical_prefetch`). Zero-weight legs are left out. None when no leg but the dense
-    one remains (the caller runs the plain dense request instead, with its cosine scale).
-    ``conditions`` (the request's ``filter``, the agent's metadata filters) narrow every leg; IDF stays
-    over the whole tenants, so a filter changes which chunks compete, not how a term is weighted.
-    ``live_key``: filter as :func:`scoped_filter` does in a contract 3.x store.
-    """
-    tenants = committed_filter(collection_names, live_key=live_key)
-    idf = idf_scope(tenants)
-    selector = scoped_filter(collection_names, conditions, live_key=live_key) if conditions else tenants
+) -> HybridLegs:
+    """The nearest-neighbour legs of a hybrid search, in order: ``text-dense``, and
+    ``text-dense-multilingual`` when ``multilingual`` is the query's vector of that model. Each
+    fetches ``params.prefetch_limit`` candidates; zero-weight legs are left out."""
     limit_per_leg = params.prefetch_limit
     legs: list[models.Prefetch] = []
     weights: list[float] = []
@@ -293,6 +283,33 @@ def hybrid_legs(
             )
         )
         weights.append(params.multilingual_weight)
+    return HybridLegs(legs=legs, weights=weights)
+
+
+def text_legs(
+    *,
+    sparse: SparseVectorData | None,
+    text: str,
+    lexical_fields: Sequence[str],
+    collection_names: Sequence[str],
+    params: FusionParams,
+    sparse_idf: bool,
+    conditions: Sequence[models.Condition] = (),
+    live_key: bool = False,
+) -> HybridLegs:
+    """The term legs of a hybrid search, in order: ``text-sparse`` (when ``sparse`` has terms) and the
+    BM25 leg over ``lexical_fields`` (:func:`lexical_prefetch`). They need no dense vector, so they
+    can be sent while the dense model runs. Zero-weight legs are left out.
+
+    ``conditions`` narrow every leg; IDF stays over the whole tenants, so a filter changes which
+    chunks compete, not how a term is weighted.
+    """
+    tenants = committed_filter(collection_names, live_key=live_key)
+    idf = idf_scope(tenants)
+    selector = scoped_filter(collection_names, conditions, live_key=live_key) if conditions else tenants
+    limit_per_leg = params.prefetch_limit
+    legs: list[models.Prefetch] = []
+    weights: list[float] = []
     if sparse is not None and sparse.indices and params.sparse_weight > 0:
         legs.append(
             models.Prefetch(
@@ -307,9 +324,50 @@ def hybrid_legs(
     if params.lexical_weight > 0 and text.strip() and lexical_fields:
         legs.append(lexical_prefetch(text_query(text, params), lexical_fields, selector, idf, limit_per_leg))
         weights.append(params.lexical_weight)
-    if not any(leg.using != DENSE_VECTOR for leg in legs):
-        return None
     return HybridLegs(legs=legs, weights=weights)
+
+
+def hybrid_legs(
+    *,
+    dense: Sequence[float],
+    sparse: SparseVectorData | None,
+    text: str,
+    lexical_fields: Sequence[str],
+    collection_names: Sequence[str],
+    params: FusionParams,
+    sparse_idf: bool,
+    conditions: Sequence[models.Condition] = (),
+    multilingual: Sequence[float] | None = None,
+    live_key: bool = False,
+) -> HybridLegs | None:
+    """Every leg of a hybrid search, each fetching ``params.prefetch_limit`` candidates: the
+    :func:`vector_legs`, then the :func:`text_legs`.
+
+    None when no leg but the dense one remains (the caller runs the plain dense request instead,
+    with its cosine scale). ``live_key``: filter as :func:`scoped_filter` does in a contract 3.x store.
+    """
+    vectors = vector_legs(
+        dense=dense,
+        collection_names=collection_names,
+        params=params,
+        conditions=conditions,
+        multilingual=multilingual,
+        live_key=live_key,
+    )
+    terms = text_legs(
+        sparse=sparse,
+        text=text,
+        lexical_fields=lexical_fields,
+        collection_names=collection_names,
+        params=params,
+        sparse_idf=sparse_idf,
+        conditions=conditions,
+        live_key=live_key,
+    )
+    legs = vectors.then(terms)
+    if not any(leg.using != DENSE_VECTOR for leg in legs.legs):
+        return None
+    return legs
 
 
 def hybrid_request(

@@ -19,7 +19,8 @@ def test_metrics_report_paths_and_stages(api: TestClient) -> None:
     text = api.get("/metrics", headers=AUTH).text
     assert 'search_path_total{path="native_hybrid"} 1.0' in text
     assert 'retrieval_stage_duration_seconds_count{stage="embed"} 1.0' in text
-    assert 'retrieval_stage_duration_seconds_count{stage="qdrant"} 1.0' in text
+    # One observation per store call: the term legs, the vector legs, the read of the fused hits.
+    assert 'retrieval_stage_duration_seconds_count{stage="qdrant"} 3.0' in text
     assert 'search_requests_total{code="",outcome="ok"} 1.0' in text
 
 

@@ -225,10 +225,11 @@ def test_every_store_request_carries_the_filter_with_the_tenants_refetches_inclu
     assert len(response.json()["documents"][0]) == len(names) == 2
     assert "other.pdf" in names
     assert all(name.startswith("twin-") for name in names - {"other.pdf"})
-    # Two retrievals: on the hybrid path each is one batch of legs and one read of the fused hits.
-    assert len(recording.queries) == (4 if hybrid else 2)
+    # Two retrievals: on the hybrid path each is a batch of term legs, the dense leg and one read of
+    # the fused hits.
+    assert len(recording.queries) == (6 if hybrid else 2)
     if hybrid:
-        assert len(recording.hybrid_legs_sent()) == 2
+        assert len(recording.hybrid_legs_sent()) == 4
     # A contract 3.x store: the tenant's committed points are one ``meta.live_in`` condition.
     tenant = models.FieldCondition(key="meta.live_in", match=models.MatchAny(any=["kb-dup"]))
     pdf = models.FieldCondition(key="meta.format", match=models.MatchAny(any=["pdf"]))

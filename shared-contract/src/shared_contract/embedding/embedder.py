@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -220,10 +221,23 @@ class ContractEmbedder:
         with self._model_lock if serialize and isinstance(backend, IN_PROCESS_DENSE) else nullcontext():
             yield
 
-    def _dense_raw(self, texts: Sequence[str], backend: DenseEmbedder, *, serialize: bool = True) -> list[list[float]]:
+    def _dense_raw(
+        self,
+        texts: Sequence[str],
+        backend: DenseEmbedder,
+        *,
+        serialize: bool = True,
+        before_run: Callable[[], None] | None = None,
+    ) -> list[list[float]]:
         try:
             with self._in_process_run(backend, serialize):
-                vectors = backend.embed(texts)
+                if before_run is None:
+                    vectors = backend.embed(texts)
+                elif isinstance(backend, FastembedDenseEmbedder) and len(texts) == 1:
+                    vectors = [backend.embed_signalling(texts[0], before_run)]
+                else:  # an HTTP endpoint waits on its socket, which releases the GIL too
+                    before_run()
+                    vectors = backend.embed(texts)
         except ContractError:
             raise
         except Exception as exc:  # backend failures of any kind become one typed error
@@ -269,25 +283,43 @@ class ContractEmbedder:
             raise SparseEmbeddingError(f"sparse embedder returned {len(vectors)} vectors for {len(texts)} texts")
         return vectors
 
-    def embed_query(self, text: str, *, with_sparse: bool = True) -> QueryVectors:
+    def embed_query(
+        self,
+        text: str,
+        *,
+        with_sparse: bool = True,
+        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+    ) -> QueryVectors:
         """Query vectors: dense with the query prefix, sparse on the raw text when enabled.
 
         A query is one short run; it does not queue behind document batches (ONNX Runtime
         sessions are safe to run concurrently), so search stays fast while ingestion embeds.
+        ``on_model_run`` is called from this thread with the sparse vector (None when not asked for)
+        once it is known and the dense model is about to run: a caller in another thread can send
+        what needs no dense vector meanwhile.
         """
         query = f"{self.settings.embedding_prefix_query}{text}"
-        dense = self._checked(self._dense_raw([query], self.query_dense, serialize=False), 1)[0]
         sparse: SparseVectorData | None = None
         if with_sparse and self.sparse is not None:
             try:
                 sparse = self.sparse.embed_query(text)
             except Exception as exc:  # backend failures of any kind become one typed error
                 raise SparseEmbeddingError(f"sparse query embedding failed: {type(exc).__name__}") from exc
+        before_run = None if on_model_run is None else partial(on_model_run, sparse)
+        dense = self._checked(self._dense_raw([query], self.query_dense, serialize=False, before_run=before_run), 1)[0]
         return QueryVectors(dense=dense, sparse=sparse)
 
-    async def aembed_query(self, text: str, *, with_sparse: bool = True) -> QueryVectors:
+    async def aembed_query(
+        self,
+        text: str,
+        *,
+        with_sparse: bool = True,
+        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+    ) -> QueryVectors:
         """:meth:`embed_query` in a worker thread."""
-        return await anyio.to_thread.run_sync(lambda: self.embed_query(text, with_sparse=with_sparse))
+        return await anyio.to_thread.run_sync(
+            lambda: self.embed_query(text, with_sparse=with_sparse, on_model_run=on_model_run)
+        )
 
     async def aembed_documents(self, texts: Sequence[str], *, with_sparse: bool = False) -> DocumentVectors:
         """:meth:`embed_documents` in a worker thread."""
