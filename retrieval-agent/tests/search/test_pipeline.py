@@ -76,17 +76,15 @@ class FixedEmbedder:
         self.finished = False
 
     async def aembed_query(
-        self,
-        text: str,
-        *,
-        with_sparse: bool = True,
-        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+        self, text: str, *, with_sparse: bool = True, on_model_run: Callable[[], None] | None = None
     ) -> QueryVectors:
         self.calls.append((text, with_sparse))
-        vectors = self.vectors if with_sparse else QueryVectors(dense=self.vectors.dense, sparse=None)
         if on_model_run is not None:
-            on_model_run(vectors.sparse)
-        return vectors
+            on_model_run()
+        return self.vectors if with_sparse else QueryVectors(dense=self.vectors.dense, sparse=None)
+
+    def embed_sparse_query(self, text: str) -> SparseVectorData | None:
+        return self.vectors.sparse
 
 
 def meta(name: str, tenant: str, **extra: Any) -> dict[str, Any]:
@@ -365,14 +363,10 @@ class DenseWaitsForTheTermLegs(FixedEmbedder):
         self.term_legs_sent = term_legs_sent
 
     async def aembed_query(
-        self,
-        text: str,
-        *,
-        with_sparse: bool = True,
-        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+        self, text: str, *, with_sparse: bool = True, on_model_run: Callable[[], None] | None = None
     ) -> QueryVectors:
         assert on_model_run is not None
-        on_model_run(self.vectors.sparse)
+        on_model_run()
         with anyio.fail_after(5):
             await self.term_legs_sent.wait()
         self.finished = True

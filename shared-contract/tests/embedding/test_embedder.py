@@ -15,7 +15,6 @@ from shared_contract import (
     ContractSettings,
     EmbeddingError,
     SparseEmbeddingError,
-    SparseVectorData,
     load_settings,
 )
 from shared_contract.embedding import fused_pass_configured
@@ -91,17 +90,17 @@ class RecordingSession:
         return getattr(self.session, name)
 
 
-def test_on_model_run_hands_over_the_sparse_vector_just_before_the_dense_forward_pass(
+def test_on_model_run_is_called_just_before_the_dense_forward_pass(
     embedder: ContractEmbedder,
 ) -> None:
     model = cast(FastembedDenseEmbedder, embedder.query_dense).model
     original = onnx_session(model)
     events: list[str] = []
-    handed: list[tuple[SparseVectorData | None, int]] = []
+    signalled_from: list[int] = []
 
-    def on_model_run(sparse: SparseVectorData | None) -> None:
+    def on_model_run() -> None:
         events.append("signal")
-        handed.append((sparse, threading.get_ident()))
+        signalled_from.append(threading.get_ident())
 
     replace_onnx_session(model, RecordingSession(original, events))
     try:
@@ -112,10 +111,9 @@ def test_on_model_run_hands_over_the_sparse_vector_just_before_the_dense_forward
         assert events == ["signal", "forward pass", "forward pass"]
     finally:
         replace_onnx_session(model, original)
-    assert handed == [(signalled.sparse, threading.get_ident())]  # from the embedding's own thread
-    assert signalled.sparse is not None
-    assert signalled.sparse.indices
+    assert signalled_from == [threading.get_ident()]  # from the embedding's own thread
     assert signalled == plain  # the same vectors, bit for bit
+    assert signalled.sparse == embedder.embed_sparse_query("vector search engine")
 
 
 def test_on_model_run_is_called_before_another_backend_embeds() -> None:
@@ -123,7 +121,7 @@ def test_on_model_run_is_called_before_another_backend_embeds() -> None:
     backend = RecordingDense()
     embedder = ContractEmbedder(settings, dense_backend=backend)
     seen_at_signal: list[list[str]] = []
-    embedder.embed_query("beta", on_model_run=lambda sparse: seen_at_signal.append(list(backend.seen)))
+    embedder.embed_query("beta", on_model_run=lambda: seen_at_signal.append(list(backend.seen)))
     assert seen_at_signal == [[]]  # signalled before the request: an HTTP wait releases the GIL too
     assert backend.seen == ["beta"]
 
@@ -131,10 +129,19 @@ def test_on_model_run_is_called_before_another_backend_embeds() -> None:
 def test_a_backend_failing_after_the_signal_raises_the_typed_error() -> None:
     settings = load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False)
     embedder = ContractEmbedder(settings, dense_backend=RecordingDense(fail=True))
-    signals: list[SparseVectorData | None] = []
+    signals: list[str] = []
     with pytest.raises(EmbeddingError, match="backend exploded"):
-        embedder.embed_query("beta", on_model_run=signals.append)
-    assert signals == [None]  # signalled before the backend ran (no sparse model here)
+        embedder.embed_query("beta", on_model_run=lambda: signals.append("model runs"))
+    assert signals == ["model runs"]  # signalled before the backend ran
+
+
+def test_the_sparse_query_vector_alone(embedder: ContractEmbedder) -> None:
+    assert embedder.embed_sparse_query("vector search engine") == embedder.embed_query("vector search engine").sparse
+    without_sparse = ContractEmbedder(
+        load_settings(ContractSettings, qdrant_uri=":memory:", enable_sparse_embeddings=False),
+        dense_backend=RecordingDense(),
+    )
+    assert without_sparse.embed_sparse_query("vector search engine") is None
 
 
 def test_the_fused_pass_is_configured_for_the_shared_backbone_only() -> None:

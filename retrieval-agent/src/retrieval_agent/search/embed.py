@@ -14,7 +14,7 @@ from shared_contract import ContractEmbedder, QueryVectors, SparseVectorData
 
 T = TypeVar("T")
 
-ModelRunCallback = Callable[[SparseVectorData | None], None]
+ModelRunCallback = Callable[[], None]
 
 
 async def embed_query(
@@ -79,23 +79,24 @@ async def embed_beside(
     """:func:`embed_hybrid_query`, running ``beside`` with the query's sparse vector while the dense
     model runs.
 
-    The worker thread computes the sparse vector and tokenizes, then signals just before the dense
-    network runs (ONNX Runtime releases the GIL there): the event loop runs ``beside`` (the term legs
-    of a search) on the other core meanwhile, instead of after the model. An embedding that fails
-    before that signal raises its error and ``beside`` never runs; one that ends without signalling
-    (a backend that gives no signal) hands ``beside`` its sparse vector afterwards.
+    The worker thread tokenizes and signals just before the dense network runs (ONNX Runtime
+    releases the GIL there). The event loop then computes the sparse vector (BM42 hashes tokens,
+    ~0.2 ms: a worker thread's hop would cost as much) and runs ``beside`` (the term legs of a
+    search), which the engine serves on the other core meanwhile, instead of after the model. An
+    embedding that fails before that signal raises its error and ``beside`` never runs; one that ends
+    without signalling (a backend that gives no signal) gets ``beside`` run afterwards.
     """
     loop = asyncio.get_running_loop()
-    model_running: asyncio.Future[SparseVectorData | None] = loop.create_future()
+    model_running: asyncio.Future[None] = loop.create_future()
 
-    def signal(sparse: SparseVectorData | None) -> None:  # called in the worker thread
-        loop.call_soon_threadsafe(_settle, model_running, sparse)
+    def signal() -> None:  # called in the worker thread
+        loop.call_soon_threadsafe(_settle, model_running)
 
     embedding = asyncio.ensure_future(
         embed_hybrid_query(
             embedder,
             text,
-            with_sparse=with_sparse,
+            with_sparse=False,
             with_multilingual=with_multilingual,
             metrics=metrics,
             on_model_run=signal,
@@ -103,7 +104,9 @@ async def embed_beside(
     )
     try:
         await asyncio.wait((model_running, embedding), return_when=asyncio.FIRST_COMPLETED)
-        sparse = model_running.result() if model_running.done() else embedding.result()[0].sparse
+        if not model_running.done():
+            embedding.result()  # raises the embedding's error, if it failed
+        sparse = embedder.embed_sparse_query(text) if with_sparse else None
         side = await beside(sparse)
     except BaseException:
         model_running.cancel()
@@ -111,9 +114,9 @@ async def embed_beside(
         await asyncio.gather(embedding, return_exceptions=True)
         raise
     vectors, multilingual = await embedding
-    return vectors, multilingual, side
+    return QueryVectors(dense=vectors.dense, sparse=sparse), multilingual, side
 
 
-def _settle(future: asyncio.Future[SparseVectorData | None], sparse: SparseVectorData | None) -> None:
+def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
-        future.set_result(sparse)
+        future.set_result(None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -288,33 +287,37 @@ class ContractEmbedder:
         text: str,
         *,
         with_sparse: bool = True,
-        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+        on_model_run: Callable[[], None] | None = None,
     ) -> QueryVectors:
         """Query vectors: dense with the query prefix, sparse on the raw text when enabled.
 
         A query is one short run; it does not queue behind document batches (ONNX Runtime
         sessions are safe to run concurrently), so search stays fast while ingestion embeds.
-        ``on_model_run`` is called from this thread with the sparse vector (None when not asked for)
-        once it is known and the dense model is about to run: a caller in another thread can send
-        what needs no dense vector meanwhile.
+        ``on_model_run`` is called from this thread once the text is tokenized and the dense model
+        is about to run (it releases the GIL): a caller in another thread can do what needs no
+        dense vector meanwhile.
         """
         query = f"{self.settings.embedding_prefix_query}{text}"
-        sparse: SparseVectorData | None = None
-        if with_sparse and self.sparse is not None:
-            try:
-                sparse = self.sparse.embed_query(text)
-            except Exception as exc:  # backend failures of any kind become one typed error
-                raise SparseEmbeddingError(f"sparse query embedding failed: {type(exc).__name__}") from exc
-        before_run = None if on_model_run is None else partial(on_model_run, sparse)
-        dense = self._checked(self._dense_raw([query], self.query_dense, serialize=False, before_run=before_run), 1)[0]
-        return QueryVectors(dense=dense, sparse=sparse)
+        sparse = self.embed_sparse_query(text) if with_sparse else None
+        dense = self._checked(self._dense_raw([query], self.query_dense, serialize=False, before_run=on_model_run), 1)
+        return QueryVectors(dense=dense[0], sparse=sparse)
+
+    def embed_sparse_query(self, text: str) -> SparseVectorData | None:
+        """The query's sparse vector on the raw text (None when sparse embeddings are off). BM42 and
+        BM25 queries hash tokens without running a network: a fraction of a millisecond."""
+        if self.sparse is None:
+            return None
+        try:
+            return self.sparse.embed_query(text)
+        except Exception as exc:  # backend failures of any kind become one typed error
+            raise SparseEmbeddingError(f"sparse query embedding failed: {type(exc).__name__}") from exc
 
     async def aembed_query(
         self,
         text: str,
         *,
         with_sparse: bool = True,
-        on_model_run: Callable[[SparseVectorData | None], None] | None = None,
+        on_model_run: Callable[[], None] | None = None,
     ) -> QueryVectors:
         """:meth:`embed_query` in a worker thread."""
         return await anyio.to_thread.run_sync(
