@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks import ab, quality
+from benchmarks import ab
 from benchmarks.beir import load_dataset
 from benchmarks.client import Hit
 from benchmarks.stack import RETRIEVAL_KEY, attached_stack, rag_available
-
-SAMPLE_DIR = Path(__file__).resolve().parent / "fixtures" / "scifact-sample"
+from benchmarks.tests.sample import SAMPLE_DIR, ingest_sample
 
 
 def hit(text: str, file_id: str, score: float) -> Hit:
@@ -148,18 +147,7 @@ def test_one_store_for_both_sides_is_refused(tmp_path: Path) -> None:
 @pytest.mark.skipif(attached_stack() is not None, reason="BENCH_*_URL set: the smoke run starts its own stacks")
 def test_two_copies_of_one_store_answer_identically(tmp_path: Path) -> None:
     work_a, work_b = tmp_path / "a", tmp_path / "b"
-    ingest = quality.main(
-        [
-            "--dataset=scifact",
-            "--configs=hybrid",
-            "--limit-docs=12",
-            "--limit-queries=3",
-            f"--data-dir={SAMPLE_DIR}",
-            f"--work-dir={work_a}",
-            f"--results-dir={tmp_path / 'quality'}",
-        ]
-    )
-    assert ingest == 0
+    ingest_sample(work_a, tmp_path / "quality")
     shutil.copytree(work_a, work_b)
     results = tmp_path / "results"
     code = ab.main(

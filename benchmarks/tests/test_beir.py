@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.beir import load_dataset, load_qrels
+from benchmarks.tests.sample import SAMPLE_DIR
 
 # A committed sample of the real SciFact data (see fixtures/scifact-sample/README.md).
-SAMPLE_DIR = Path(__file__).resolve().parent / "fixtures" / "scifact-sample"
 
 
 def write_tiny(root: Path, newline: str) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks import quality, speed, stages
 from benchmarks.stack import attached_stack, rag_available
+from benchmarks.tests.sample import SAMPLE_DIR, ingest_sample
 
 pytestmark = [
     pytest.mark.models,
@@ -19,8 +20,6 @@ pytestmark = [
     pytest.mark.skipif(not rag_available(), reason="rag-cli (`rag dev`) is not importable yet"),
     pytest.mark.skipif(attached_stack() is not None, reason="BENCH_*_URL set: smoke runs start their own stack"),
 ]
-
-SAMPLE_DIR = Path(__file__).resolve().parent / "fixtures" / "scifact-sample"
 
 
 def test_quality_smoke(tmp_path: Path) -> None:
@@ -84,18 +83,7 @@ def test_speed_smoke(tmp_path: Path) -> None:
 
 def test_stages_smoke(tmp_path: Path) -> None:
     work = tmp_path / "work"
-    ingest = quality.main(
-        [
-            "--dataset=scifact",
-            "--configs=hybrid",
-            "--limit-docs=12",
-            "--limit-queries=3",
-            f"--data-dir={SAMPLE_DIR}",
-            f"--work-dir={work}",
-            f"--results-dir={tmp_path / 'quality'}",
-        ]
-    )
-    assert ingest == 0
+    ingest_sample(work, tmp_path / "quality")
     results = tmp_path / "results"
     code = stages.main(
         [

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -44,6 +44,7 @@ from retrieval_agent.search.queries import (
 from retrieval_agent.search.query import (
     FusionParams,
     HybridLegs,
+    LegPlan,
     dense_request,
     dense_weight_for,
     fused_points_request,
@@ -51,13 +52,11 @@ from retrieval_agent.search.query import (
     lexical_fields_for,
     multilingual_weight_for,
     rrf_request,
-    text_legs,
-    vector_legs,
 )
 from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
-from shared_contract import DENSE_VECTOR, ContractEmbedder, SparseVectorData, StoreRequestError
+from shared_contract import ContractEmbedder, SparseVectorData, StoreRequestError
 from shared_contract.embedding.catalog import dense_model_languages
 from shared_contract.lexical import lexical_fields
 from shared_contract.store import PointRecord
@@ -200,33 +199,27 @@ class LinearSearch:
         params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual)
         with_multilingual = params.multilingual_weight > 0
 
-        def terms(sparse: SparseVectorData | None, lexical_fields: Sequence[str]) -> HybridLegs:
-            return text_legs(
-                sparse=sparse,
-                text=query,
-                lexical_fields=lexical_fields,
-                collection_names=collection_names,
-                params=params,
-                sparse_idf=capabilities.sparse_idf,
-                conditions=conditions,
-                live_key=live_key,
-            )
-
+        plan = LegPlan(
+            text=query,
+            collection_names=collection_names,
+            params=params,
+            sparse_idf=capabilities.sparse_idf,
+            conditions=conditions,
+            live_key=live_key,
+        )
         if params.method == "rrf":
-            return await self._rrf(
-                query, collection_names, limit, params, terms, fields, conditions, live_key, with_sparse=sparse
-            )
+            return await self._rrf(plan, limit, fields, with_sparse=sparse)
 
         # z-score: the term legs go out while the dense model runs; the vector legs follow.
         async def send_term_legs(sparse_vector: SparseVectorData | None) -> TermCandidates:
-            legs = terms(sparse_vector, fields)
+            legs = plan.terms(sparse_vector, fields)
             try:
                 return TermCandidates(legs, await self._candidates(legs), lexical_dropped=False)
             except StoreRequestError as exc:
                 if not (exc.missing_text_index and fields):
                     raise
                 self._lexical_missing(exc)
-                legs = terms(sparse_vector, ())
+                legs = plan.terms(sparse_vector, ())
                 return TermCandidates(legs, await self._candidates(legs), lexical_dropped=True)
 
         vectors, multilingual, term_candidates = await embed_beside(
@@ -237,17 +230,9 @@ class LinearSearch:
             metrics=self.metrics,
             beside=send_term_legs,
         )
-        vector = vector_legs(
-            dense=vectors.dense,
-            collection_names=collection_names,
-            params=params,
-            conditions=conditions,
-            multilingual=multilingual,
-            live_key=live_key,
-        )
+        vector = plan.vectors(vectors.dense, multilingual)
         legs = vector.then(term_candidates.legs)
-        if not any(leg.using != DENSE_VECTOR for leg in legs.legs):
-            # Nothing to fuse the dense leg with (as :func:`hybrid_legs` returning None).
+        if not legs.fuses():
             if term_candidates.lexical_dropped and not conditions:
                 return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
             return await self._dense(
@@ -266,61 +251,44 @@ class LinearSearch:
         with self.metrics.time_stage("qdrant"):
             return await self.store.query_batch(leg_requests(legs))
 
-    async def _rrf(
-        self,
-        query: str,
-        collection_names: Sequence[str],
-        limit: int,
-        params: FusionParams,
-        terms: Callable[[SparseVectorData | None, Sequence[str]], HybridLegs],
-        fields: Sequence[str],
-        conditions: Sequence[models.Condition],
-        live_key: bool,
-        *,
-        with_sparse: bool,
-    ) -> RetrievedList:
+    async def _rrf(self, plan: LegPlan, limit: int, fields: Sequence[str], *, with_sparse: bool) -> RetrievedList:
         """``HYBRID_FUSION=rrf``: every leg fused in the store by weighted RRF, one request (after the
         query's vectors, which every leg of it needs)."""
+        query, collection_names, conditions = plan.text, plan.collection_names, plan.conditions
         vectors, multilingual = await embed_hybrid_query(
             self.embedder,
             query,
             with_sparse=with_sparse,
-            with_multilingual=params.multilingual_weight > 0,
+            with_multilingual=plan.params.multilingual_weight > 0,
             metrics=self.metrics,
         )
-        vector = vector_legs(
-            dense=vectors.dense,
-            collection_names=collection_names,
-            params=params,
-            conditions=conditions,
-            multilingual=multilingual,
-            live_key=live_key,
-        )
+        vector = plan.vectors(vectors.dense, multilingual)
 
         async def fused(legs: HybridLegs) -> RetrievedList:
             with self.metrics.time_stage("qdrant"):
-                points = await self.store.query(rrf_request(legs, k=params.k, limit=limit))
+                points = await self.store.query(rrf_request(legs, k=plan.params.k, limit=limit))
             hits = [point_to_hit(point, cosine_to=vectors.dense) for point in points]
             return self._done(query, newest_versions(hits), "native_hybrid", exhausted=len(points) < limit)
 
-        legs = vector.then(terms(vectors.sparse, fields))
-        if not any(leg.using != DENSE_VECTOR for leg in legs.legs):
-            return await self._dense(
-                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=live_key
+        def dense_only() -> Awaitable[RetrievedList]:
+            return self._dense(
+                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=plan.live_key
             )
+
+        legs = vector.then(plan.terms(vectors.sparse, fields))
+        if not legs.fuses():
+            return await dense_only()
         try:
             return await fused(legs)
         except StoreRequestError as exc:
             if not (exc.missing_text_index and fields):
                 raise
             self._lexical_missing(exc)
-        legs = vector.then(terms(vectors.sparse, ()))
-        if any(leg.using != DENSE_VECTOR for leg in legs.legs):
+        legs = vector.then(plan.terms(vectors.sparse, ()))
+        if legs.fuses():
             return await fused(legs)
         if conditions:
-            return await self._dense(
-                query, collection_names, limit, dense=vectors.dense, conditions=conditions, live_key=live_key
-            )
+            return await dense_only()
         return await self._bm25_fallback(query, collection_names, limit, dense=vectors.dense)
 
     async def _read_fused(

@@ -257,74 +257,77 @@ class HybridLegs:
         """These legs followed by ``other``'s, with their weights."""
         return HybridLegs(legs=[*self.legs, *other.legs], weights=[*self.weights, *other.weights])
 
-
-def vector_legs(
-    *,
-    dense: Sequence[float],
-    collection_names: Sequence[str],
-    params: FusionParams,
-    conditions: Sequence[models.Condition] = (),
-    multilingual: Sequence[float] | None = None,
-    live_key: bool = False,
-) -> HybridLegs:
-    """The nearest-neighbour legs of a hybrid search, in order: ``text-dense``, and
-    ``text-dense-multilingual`` when ``multilingual`` is the query's vector of that model. Each
-    fetches ``params.prefetch_limit`` candidates; zero-weight legs are left out."""
-    limit_per_leg = params.prefetch_limit
-    legs: list[models.Prefetch] = []
-    weights: list[float] = []
-    if params.dense_weight > 0:
-        legs.append(nearest_leg(dense, DENSE_VECTOR, collection_names, limit_per_leg, conditions, live_key=live_key))
-        weights.append(params.dense_weight)
-    if multilingual is not None and params.multilingual_weight > 0:
-        legs.append(
-            nearest_leg(
-                multilingual, MULTILINGUAL_VECTOR, collection_names, limit_per_leg, conditions, live_key=live_key
-            )
-        )
-        weights.append(params.multilingual_weight)
-    return HybridLegs(legs=legs, weights=weights)
+    def fuses(self) -> bool:
+        """Whether there is a leg besides ``text-dense`` (else the plain dense request serves)."""
+        return any(leg.using != DENSE_VECTOR for leg in self.legs)
 
 
-def text_legs(
-    *,
-    sparse: SparseVectorData | None,
-    text: str,
-    lexical_fields: Sequence[str],
-    collection_names: Sequence[str],
-    params: FusionParams,
-    sparse_idf: bool,
-    conditions: Sequence[models.Condition] = (),
-    live_key: bool = False,
-) -> HybridLegs:
-    """The term legs of a hybrid search, in order: ``text-sparse`` (when ``sparse`` has terms) and the
-    BM25 leg over ``lexical_fields`` (:func:`lexical_prefetch`). They need no dense vector, so they
-    can be sent while the dense model runs. Zero-weight legs are left out.
+@dataclass(frozen=True, slots=True)
+class LegPlan:
+    """What one hybrid search's legs share: the query text, tenants, filters and fusion parameters.
 
-    ``conditions`` narrow every leg; IDF stays over the whole tenants, so a filter changes which
-    chunks compete, not how a term is weighted.
+    The term legs are built before the dense vector exists (they are sent while the dense model
+    runs), the vector legs after. Each leg fetches ``params.prefetch_limit`` candidates; zero-weight
+    legs are left out. ``conditions`` (the request's ``filter``, the agent's metadata filters) narrow
+    every leg; IDF stays over the whole tenants, so a filter changes which chunks compete, not how a
+    term is weighted. ``live_key``: filter as :func:`scoped_filter` does in a contract 3.x store.
     """
-    tenants = committed_filter(collection_names, live_key=live_key)
-    idf = idf_scope(tenants)
-    selector = scoped_filter(collection_names, conditions, live_key=live_key) if conditions else tenants
-    limit_per_leg = params.prefetch_limit
-    legs: list[models.Prefetch] = []
-    weights: list[float] = []
-    if sparse is not None and sparse.indices and params.sparse_weight > 0:
-        legs.append(
-            models.Prefetch(
-                query=models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)),
-                using=SPARSE_VECTOR,
-                filter=selector,
-                params=idf if sparse_idf else None,
-                limit=limit_per_leg,
+
+    text: str
+    collection_names: Sequence[str]
+    params: FusionParams
+    sparse_idf: bool
+    conditions: Sequence[models.Condition] = ()
+    live_key: bool = False
+
+    def vectors(self, dense: Sequence[float], multilingual: Sequence[float] | None) -> HybridLegs:
+        """The nearest-neighbour legs, in order: ``text-dense``, and ``text-dense-multilingual`` when
+        ``multilingual`` is the query's vector of that model."""
+        params, names, conditions, live_key = self.params, self.collection_names, self.conditions, self.live_key
+        legs: list[models.Prefetch] = []
+        weights: list[float] = []
+        if params.dense_weight > 0:
+            legs.append(nearest_leg(dense, DENSE_VECTOR, names, params.prefetch_limit, conditions, live_key=live_key))
+            weights.append(params.dense_weight)
+        if multilingual is not None and params.multilingual_weight > 0:
+            legs.append(
+                nearest_leg(
+                    multilingual, MULTILINGUAL_VECTOR, names, params.prefetch_limit, conditions, live_key=live_key
+                )
             )
+            weights.append(params.multilingual_weight)
+        return HybridLegs(legs=legs, weights=weights)
+
+    def terms(self, sparse: SparseVectorData | None, lexical_fields: Sequence[str]) -> HybridLegs:
+        """The term legs, in order: ``text-sparse`` (when ``sparse`` has terms) and the BM25 leg over
+        ``lexical_fields`` (:func:`lexical_prefetch`)."""
+        params = self.params
+        tenants = committed_filter(self.collection_names, live_key=self.live_key)
+        idf = idf_scope(tenants)
+        selector = (
+            scoped_filter(self.collection_names, self.conditions, live_key=self.live_key)
+            if self.conditions
+            else tenants
         )
-        weights.append(params.sparse_weight)
-    if params.lexical_weight > 0 and text.strip() and lexical_fields:
-        legs.append(lexical_prefetch(text_query(text, params), lexical_fields, selector, idf, limit_per_leg))
-        weights.append(params.lexical_weight)
-    return HybridLegs(legs=legs, weights=weights)
+        legs: list[models.Prefetch] = []
+        weights: list[float] = []
+        if sparse is not None and sparse.indices and params.sparse_weight > 0:
+            legs.append(
+                models.Prefetch(
+                    query=models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)),
+                    using=SPARSE_VECTOR,
+                    filter=selector,
+                    params=idf if self.sparse_idf else None,
+                    limit=params.prefetch_limit,
+                )
+            )
+            weights.append(params.sparse_weight)
+        if params.lexical_weight > 0 and self.text.strip() and lexical_fields:
+            legs.append(
+                lexical_prefetch(text_query(self.text, params), lexical_fields, selector, idf, params.prefetch_limit)
+            )
+            weights.append(params.lexical_weight)
+        return HybridLegs(legs=legs, weights=weights)
 
 
 def hybrid_legs(
@@ -340,34 +343,21 @@ def hybrid_legs(
     multilingual: Sequence[float] | None = None,
     live_key: bool = False,
 ) -> HybridLegs | None:
-    """Every leg of a hybrid search, each fetching ``params.prefetch_limit`` candidates: the
-    :func:`vector_legs`, then the :func:`text_legs`.
+    """Every leg of a hybrid search: the :class:`LegPlan`'s vector legs, then its term legs.
 
     None when no leg but the dense one remains (the caller runs the plain dense request instead,
     with its cosine scale). ``live_key``: filter as :func:`scoped_filter` does in a contract 3.x store.
     """
-    vectors = vector_legs(
-        dense=dense,
-        collection_names=collection_names,
-        params=params,
-        conditions=conditions,
-        multilingual=multilingual,
-        live_key=live_key,
-    )
-    terms = text_legs(
-        sparse=sparse,
+    plan = LegPlan(
         text=text,
-        lexical_fields=lexical_fields,
         collection_names=collection_names,
         params=params,
         sparse_idf=sparse_idf,
         conditions=conditions,
         live_key=live_key,
     )
-    legs = vectors.then(terms)
-    if not any(leg.using != DENSE_VECTOR for leg in legs.legs):
-        return None
-    return legs
+    legs = plan.vectors(dense, multilingual).then(plan.terms(sparse, lexical_fields))
+    return legs if legs.fuses() else None
 
 
 def hybrid_request(
