@@ -4,7 +4,6 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from shared_contract import (
 )
 from shared_contract.embedding import fused_pass_configured
 from shared_contract.embedding.dense import FastembedDenseEmbedder
-from shared_contract.embedding.fastembed_internals import onnx_session, replace_onnx_session
 
 from ..conftest import RecordingDense  # noqa: TID252
 
@@ -73,47 +71,6 @@ def test_query_vectors_do_not_depend_on_the_thread_count(embedder: ContractEmbed
     single.warm_up()
     for text in ("vector search engine", "What causes cellular senescence in damaged fibroblasts?"):
         assert single.embed_query(text).dense == embedder.embed_query(text).dense
-
-
-class RecordingSession:
-    """An ONNX Runtime session that notes each run in a shared event list."""
-
-    def __init__(self, session: Any, events: list[str]) -> None:
-        self.session = session
-        self.events = events
-
-    def run(self, *args: Any, **kwargs: Any) -> Any:
-        self.events.append("forward pass")
-        return self.session.run(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.session, name)
-
-
-def test_on_model_run_is_called_just_before_the_dense_forward_pass(
-    embedder: ContractEmbedder,
-) -> None:
-    model = cast(FastembedDenseEmbedder, embedder.query_dense).model
-    original = onnx_session(model)
-    events: list[str] = []
-    signalled_from: list[int] = []
-
-    def on_model_run() -> None:
-        events.append("signal")
-        signalled_from.append(threading.get_ident())
-
-    replace_onnx_session(model, RecordingSession(original, events))
-    try:
-        signalled = embedder.embed_query("vector search engine", on_model_run=on_model_run)
-        assert events == ["signal", "forward pass"]
-        # Later runs without a callback, on this thread or another, signal nothing.
-        plain = embedder.embed_query("vector search engine")
-        assert events == ["signal", "forward pass", "forward pass"]
-    finally:
-        replace_onnx_session(model, original)
-    assert signalled_from == [threading.get_ident()]  # from the embedding's own thread
-    assert signalled == plain  # the same vectors, bit for bit
-    assert signalled.sparse == embedder.embed_sparse_query("vector search engine")
 
 
 def test_on_model_run_is_called_before_another_backend_embeds() -> None:
@@ -261,8 +218,6 @@ def test_a_model_that_cannot_load_names_the_way_out(monkeypatch: pytest.MonkeyPa
 def test_in_process_model_runs_one_at_a_time() -> None:
     import threading
     import time
-
-    from shared_contract.embedding.dense import FastembedDenseEmbedder
 
     class SlowLocalModel(FastembedDenseEmbedder):
         def __init__(self) -> None:

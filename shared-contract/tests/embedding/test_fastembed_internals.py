@@ -7,9 +7,10 @@ fused pass or token counting can silently produce other vectors or other counts.
 from __future__ import annotations
 
 import os
+import threading
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -115,3 +116,44 @@ def test_a_lazily_built_model_runs_the_session_it_is_given() -> None:
     assert onnx_session(lazy) is counting  # fastembed did not load a session of its own
     assert counting.runs == 1
     np.testing.assert_allclose(np.array(vectors), np.array(eager), atol=1e-6)
+
+
+class RecordingSession:
+    """An ONNX Runtime session that notes each run in a shared event list."""
+
+    def __init__(self, session: Any, events: list[str]) -> None:
+        self.session = session
+        self.events = events
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        self.events.append("forward pass")
+        return self.session.run(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
+def test_on_model_run_is_called_just_before_the_dense_forward_pass(
+    embedder: ContractEmbedder,
+) -> None:
+    model = cast(FastembedDenseEmbedder, embedder.query_dense).model
+    original = onnx_session(model)
+    events: list[str] = []
+    signalled_from: list[int] = []
+
+    def on_model_run() -> None:
+        events.append("signal")
+        signalled_from.append(threading.get_ident())
+
+    replace_onnx_session(model, RecordingSession(original, events))
+    try:
+        signalled = embedder.embed_query("vector search engine", on_model_run=on_model_run)
+        assert events == ["signal", "forward pass"]
+        # Later runs without a callback, on this thread or another, signal nothing.
+        plain = embedder.embed_query("vector search engine")
+        assert events == ["signal", "forward pass", "forward pass"]
+    finally:
+        replace_onnx_session(model, original)
+    assert signalled_from == [threading.get_ident()]  # from the embedding's own thread
+    assert signalled == plain  # the same vectors, bit for bit
+    assert signalled.sparse == embedder.embed_sparse_query("vector search engine")

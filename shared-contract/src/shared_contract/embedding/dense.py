@@ -6,7 +6,6 @@ All calls are synchronous and CPU- or I/O-bound: async callers offload them to a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import httpx
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from shared_contract.embedding.fastembed_internals import model_tokenizer, onnx_session, replace_onnx_session
+from shared_contract.embedding.fastembed_internals import model_tokenizer, signal_before_run
 from shared_contract.errors import EmbeddingError, ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -92,28 +91,6 @@ def load_fastembed(
         ) from exc
 
 
-# The callback the current thread's next ONNX run calls first (FastembedDenseEmbedder.embed_signalling).
-_before_run = threading.local()
-_wrapping = threading.Lock()
-
-
-class _SignallingSession:
-    """An ONNX Runtime session that, before each run, calls the calling thread's pending callback."""
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
-
-    def run(self, *args: Any, **kwargs: Any) -> Any:
-        callback: Callable[[], None] | None = getattr(_before_run, "callback", None)
-        if callback is not None:
-            _before_run.callback = None
-            callback()
-        return self.session.run(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.session, name)
-
-
 class FastembedDenseEmbedder:
     """A fastembed ``TextEmbedding`` run in-process on ONNX Runtime."""
 
@@ -186,20 +163,7 @@ class FastembedDenseEmbedder:
         """``text``'s vector, calling ``before_run`` from this thread once it is tokenized, just before
         the network runs. ONNX Runtime releases the GIL for the run, so from then on other Python
         threads run beside it (the search sends its term legs). Not called when tokenizing fails."""
-        session = onnx_session(self.model)
-        if session is None:  # a lazily loaded model without its session yet: nothing to wait for
-            before_run()
-            return self.embed([text])[0]
-        if not isinstance(session, _SignallingSession):
-            with _wrapping:
-                session = onnx_session(self.model)
-                if not isinstance(session, _SignallingSession):
-                    replace_onnx_session(self.model, _SignallingSession(session))
-        _before_run.callback = before_run
-        try:
-            return self.embed([text])[0]
-        finally:
-            _before_run.callback = None
+        return signal_before_run(self.model, before_run, lambda: self.embed([text])[0])
 
 
 class _HttpDenseEmbedder:

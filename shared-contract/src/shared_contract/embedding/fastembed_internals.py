@@ -1,17 +1,21 @@
 """Every use of fastembed internals, in one place (checked against fastembed 0.9.x, pinned).
 
-fastembed has no public API for four things the contract needs: the loaded model's tokenizer (to
+fastembed has no public API for five things the contract needs: the loaded model's tokenizer (to
 count tokens exactly as the model will), running its ONNX session once while post-processing
 the outputs for two models (the fused dense + BM42 pass), where a downloaded model's files
-are (the int8 query copy is built from them), and the int8 query copy's session options. These
+are (the int8 query copy is built from them), the int8 query copy's session options, and a
+signal just before a query's forward pass (so a search sends its term legs while the model
+runs; it relies on fastembed calling the session's ``run`` on the calling thread). These
 helpers are the only code that touches fastembed's private attributes; ``tests/embedding/test_fastembed_internals.py`` fails
 loudly when a fastembed release changes them, and shared-contract pins ``fastembed>=0.9.1,<0.10``.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -19,6 +23,12 @@ if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
 SUPPORTED_FASTEMBED = (0, 9)
+
+T = TypeVar("T")
+
+# The callback the current thread's next ONNX run calls first (signal_before_run).
+_before_run = threading.local()
+_wrapping = threading.Lock()
 
 
 def model_tokenizer(model: Any) -> Tokenizer:
@@ -73,3 +83,41 @@ def post_process(
 
     context = OnnxOutputContext(model_output=output, attention_mask=attention_mask, input_ids=input_ids)
     return model.model._post_process_onnx_output(context)
+
+
+class _SignallingSession:
+    """An ONNX Runtime session that, before each run, calls the calling thread's pending callback."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        callback: Callable[[], None] | None = getattr(_before_run, "callback", None)
+        if callback is not None:
+            _before_run.callback = None
+            callback()
+        return self.session.run(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
+def signal_before_run(model: Any, callback: Callable[[], None], embed: Callable[[], T]) -> T:
+    """``embed()``, which runs ``model``'s ONNX session on this thread, with ``callback`` called just
+    before the first run (after tokenizing): the session is wrapped once so that its ``run`` calls
+    this thread's pending callback first. A model whose session is not loaded yet (``lazy_load``)
+    gets the callback at once."""
+    session = onnx_session(model)
+    if session is None:
+        callback()
+        return embed()
+    if not isinstance(session, _SignallingSession):
+        with _wrapping:
+            session = onnx_session(model)
+            if not isinstance(session, _SignallingSession):
+                replace_onnx_session(model, _SignallingSession(session))
+    _before_run.callback = callback
+    try:
+        return embed()
+    finally:
+        _before_run.callback = None
