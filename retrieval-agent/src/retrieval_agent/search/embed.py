@@ -56,14 +56,13 @@ async def embed_hybrid_query(
     async def second() -> None:
         multilingual.append(await multilingual_model.aembed_query(text))
 
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(second)
-            vectors = await embed_query(
-                embedder, text, with_sparse=with_sparse, metrics=metrics, on_model_run=on_model_run
-            )
-    except BaseExceptionGroup as failure:
-        raise first_leaf(failure) from None
+    with metrics.time_stage("embed"):
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(second)
+                vectors = await embedder.aembed_query(text, with_sparse=with_sparse, on_model_run=on_model_run)
+        except BaseExceptionGroup as failure:
+            raise first_leaf(failure) from None
     return vectors, multilingual[0]
 
 
