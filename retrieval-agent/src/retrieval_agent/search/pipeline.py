@@ -197,8 +197,6 @@ class LinearSearch:
             return await self._bm25_fallback(query, collection_names, limit)
         fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
         params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual)
-        with_multilingual = params.multilingual_weight > 0
-
         plan = LegPlan(
             text=query,
             collection_names=collection_names,
@@ -226,7 +224,7 @@ class LinearSearch:
             self.embedder,
             query,
             with_sparse=sparse,
-            with_multilingual=with_multilingual,
+            with_multilingual=params.multilingual_weight > 0,
             metrics=self.metrics,
             beside=send_term_legs,
         )
