@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 import psutil
 
 from benchmarks.beir import DEFAULT_DATA_DIR, load_dataset
 from benchmarks.client import BenchmarkHTTPError, Hit, parse_search
+from benchmarks.http1 import Http1Client
 from benchmarks.quality import RESULTS_DIR, collection_for, machine, workspace
 from benchmarks.speed import LATENCY_K, latency_summary
 from benchmarks.stack import RETRIEVAL_KEY, StackError, attached_stack, running_stack
@@ -96,21 +96,18 @@ def median_difference(
     }
 
 
-async def _search(client: httpx.AsyncClient, query: str, collection: str) -> tuple[float, list[Hit]]:
+async def _search(client: Http1Client, query: str, collection: str) -> tuple[float, list[Hit]]:
     started = time.perf_counter()
-    response = await client.post("/search", json={"queries": [query], "collection_names": [collection], "k": LATENCY_K})
+    response = await client.post_json("/search", {"queries": [query], "collection_names": [collection], "k": LATENCY_K})
     elapsed = time.perf_counter() - started
-    if response.status_code != 200:
-        raise BenchmarkHTTPError("search", response.status_code, response.text)
+    if response.status != 200:
+        raise BenchmarkHTTPError("search", response.status, response.text)
     return elapsed, parse_search(response.json())
 
 
 async def alternate(sides: Sequence[Side], collection: str, queries: Sequence[str], rounds: int) -> dict[str, Any]:
     """Every query on both sides, the order switching query by query and round by round."""
-    clients = [
-        httpx.AsyncClient(base_url=side.url, headers={"Authorization": f"Bearer {side.key}"}, timeout=60.0)
-        for side in sides
-    ]
+    clients = [Http1Client(side.url, headers={"Authorization": f"Bearer {side.key}"}, timeout=60.0) for side in sides]
     timings: list[list[list[float]]] = [[[] for _ in queries] for _ in sides]
     first_answers: list[list[list[Hit]]] = [[] for _ in sides]
     try:

@@ -1,4 +1,5 @@
-"""Async HTTP client for the two services: ingest one file (multipart), search."""
+"""Async HTTP client for the two services: ingest one file (multipart, httpx), search (the lean
+HTTP/1.1 client of :mod:`benchmarks.http1`, so a search's latency is the service's, not httpx's)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from benchmarks.http1 import Http1Client
 
 
 class BenchmarkHTTPError(RuntimeError):
@@ -59,12 +62,7 @@ class ServiceClient:
             timeout=timeout,
             limits=limits,
         )
-        self._search = httpx.AsyncClient(
-            base_url=retrieval_url,
-            headers={"Authorization": f"Bearer {retrieval_key}"},
-            timeout=timeout,
-            limits=limits,
-        )
+        self._search = Http1Client(retrieval_url, headers={"Authorization": f"Bearer {retrieval_key}"}, timeout=timeout)
 
     async def __aenter__(self) -> ServiceClient:
         return self
@@ -110,10 +108,10 @@ class ServiceClient:
 
     async def search_body(self, body: dict[str, Any]) -> SearchResult:
         started = time.perf_counter()
-        response = await self._search.post("/search", json=body)
+        response = await self._search.post_json("/search", body)
         elapsed = time.perf_counter() - started
-        if response.status_code != 200:
-            raise BenchmarkHTTPError("search", response.status_code, response.text)
+        if response.status != 200:
+            raise BenchmarkHTTPError("search", response.status, response.text)
         return SearchResult(hits=parse_search(response.json()), seconds=elapsed)
 
 

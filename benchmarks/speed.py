@@ -30,10 +30,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 
 from benchmarks.beir import DEFAULT_DATA_DIR, REPO_ROOT, BeirDoc, load_dataset
-from benchmarks.client import ServiceClient
+from benchmarks.client import BenchmarkHTTPError, ServiceClient
 from benchmarks.configs import CONFIG_ENV, rerank_env
 from benchmarks.ingest import ingest_docs, print_progress
 from benchmarks.quality import RESULTS_DIR, WORK_DIR, Workspace, collection_for, machine, workspace
@@ -69,12 +70,18 @@ def latency_summary(seconds: Sequence[float], wall: float) -> dict[str, float]:
 async def load_test(
     stack: Stack, collection: str, queries: list[str], concurrency: int, requests: int
 ) -> dict[str, float]:
-    """`requests` searches, `concurrency` in flight, after a short warm-up."""
+    """`requests` searches, `concurrency` in flight, after a short warm-up.
+
+    At concurrency 1 every search is also sent through httpx's async client, the two alternating
+    query by query: ``httpx_p50_ms`` is what a client as heavy as httpx sees of the same service.
+    """
     async with ServiceClient(
         stack.ingestion_url, stack.retrieval_url, stack.ingestion_key, stack.retrieval_key
     ) as client:
         for text in queries[:5]:
             await client.search(text, [collection], LATENCY_K)
+        if concurrency == 1:
+            return await _paired_with_httpx(client, stack, collection, queries, requests)
         latencies: list[float] = []
         counter = iter(range(requests))
 
@@ -87,6 +94,43 @@ async def load_test(
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.perf_counter() - started
     return latency_summary(latencies, wall)
+
+
+async def _paired_with_httpx(
+    client: ServiceClient, stack: Stack, collection: str, queries: list[str], requests: int
+) -> dict[str, float]:
+    """c=1: each query through the lean client and through httpx, the order switching by turns."""
+    lean: list[float] = []
+    heavy: list[float] = []
+    async with httpx.AsyncClient(
+        base_url=stack.retrieval_url, headers={"Authorization": f"Bearer {stack.retrieval_key}"}, timeout=600.0
+    ) as reference:
+
+        async def through_httpx(text: str) -> None:
+            body = {"queries": [text], "collection_names": [collection], "k": LATENCY_K}
+            started = time.perf_counter()
+            response = await reference.post("/search", json=body)
+            response.json()
+            heavy.append(time.perf_counter() - started)
+            if response.status_code != 200:
+                raise BenchmarkHTTPError("search", response.status_code, response.text)
+
+        for text in queries[:5]:
+            await through_httpx(text)
+        heavy.clear()
+        for i in range(requests):
+            text = queries[i % len(queries)]
+            if i % 2:
+                await through_httpx(text)
+            lean.append((await client.search(text, [collection], LATENCY_K)).seconds)
+            if not i % 2:
+                await through_httpx(text)
+    # One search at a time: the lean client's throughput is one over its mean latency.
+    summary = latency_summary(lean, sum(lean))
+    ordered = sorted(heavy)
+    summary["httpx_p50_ms"] = round(percentile(ordered, 50) * 1000, 2)
+    summary["httpx_p95_ms"] = round(percentile(ordered, 95) * 1000, 2)
+    return summary
 
 
 def contract_settings(qdrant_path: Path | None = None) -> Any:
@@ -224,9 +268,12 @@ def search_stage(ws: Workspace, dataset: str, queries: list[str], args: argparse
                         load_test(stack, collection_for(dataset), queries, concurrency, args.requests)
                     )
                     results[mode][f"c{concurrency}"] = summary
+                    httpx_seen = (
+                        f"  (httpx client: p50 {summary['httpx_p50_ms']:.1f} ms)" if "httpx_p50_ms" in summary else ""
+                    )
                     print(
                         f"    {mode:<14} c={concurrency:<3} p50 {summary['p50_ms']:7.1f} ms  p95 {summary['p95_ms']:7.1f}  "
-                        f"p99 {summary['p99_ms']:7.1f}  {summary['rps']:6.1f} req/s",
+                        f"p99 {summary['p99_ms']:7.1f}  {summary['rps']:6.1f} req/s{httpx_seen}",
                         flush=True,
                     )
         results["rerank_server"] = {

@@ -77,6 +77,7 @@ def test_speed_smoke(tmp_path: Path) -> None:
     assert stage["raw_embedding"]["pipeline_efficiency"] > 0
     rerank = stage["search"]["hybrid+rerank"]
     assert rerank["c1"]["requests"] == 8
+    assert rerank["c1"]["httpx_p50_ms"] > 0  # the same searches through httpx, alternated
     assert rerank["c4"]["p50_ms"] > 0
     assert stage["search"]["rerank_server"]["calls"] > 0  # the rerank stage really called it
 
