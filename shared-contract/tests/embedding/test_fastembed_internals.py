@@ -18,6 +18,7 @@ from shared_contract import ContractEmbedder
 from shared_contract.embedding.dense import FastembedDenseEmbedder
 from shared_contract.embedding.fastembed_internals import (
     SUPPORTED_FASTEMBED,
+    embed_one,
     model_directory,
     model_tokenizer,
     onnx_session,
@@ -73,6 +74,34 @@ def test_one_session_run_post_processed_twice_equals_fastembeds_public_embed(emb
     for ours, theirs in zip(sparse, public_sparse, strict=True):
         assert ours.indices == theirs.indices
         np.testing.assert_allclose(ours.values, theirs.values, atol=1e-5)
+
+
+def test_one_texts_forward_pass_is_fastembeds_public_embed_bit_for_bit(embedder: ContractEmbedder) -> None:
+    assert isinstance(embedder.dense, FastembedDenseEmbedder)
+    model = embedder.dense.model
+    for text in ["query: a", "Aarhus is a city in Denmark.", "Mitochondria produce ATP for the cell. " * 80]:
+        ours = embed_one(model, text)
+        theirs = next(iter(model.embed([text])))
+        assert ours.dtype == theirs.dtype
+        assert np.array_equal(ours, theirs)
+
+
+def test_a_query_runs_one_forward_pass_without_fastembeds_batching(
+    embedder: ContractEmbedder, monkeypatch: Any
+) -> None:
+    model = cast(FastembedDenseEmbedder, embedder.query_dense).model
+    batched: list[object] = []
+    public_embed = model.embed
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        batched.append(args)
+        return public_embed(*args, **kwargs)
+
+    monkeypatch.setattr(model, "embed", spy)
+    vectors = embedder.embed_query("vector search engine", with_sparse=False)
+    assert batched == []
+    prefixed = f"{embedder.settings.embedding_prefix_query}vector search engine"
+    assert vectors.dense == next(iter(public_embed([prefixed]))).tolist()
 
 
 def test_model_directory_is_where_a_lazily_loaded_model_has_its_files() -> None:

@@ -227,13 +227,15 @@ class ContractEmbedder:
         *,
         serialize: bool = True,
         before_run: Callable[[], None] | None = None,
+        query: bool = False,
     ) -> list[list[float]]:
+        """``query``: ``texts`` is one query (a single forward pass for an in-process fastembed model)."""
         try:
             with self._in_process_run(backend, serialize):
-                if before_run is None:
+                if query and isinstance(backend, FastembedDenseEmbedder):
+                    vectors = [backend.embed_one(texts[0], before_run)]
+                elif before_run is None:
                     vectors = backend.embed(texts)
-                elif isinstance(backend, FastembedDenseEmbedder) and len(texts) == 1:
-                    vectors = [backend.embed_signalling(texts[0], before_run)]
                 else:  # an HTTP endpoint waits on its socket, which releases the GIL too
                     before_run()
                     vectors = backend.embed(texts)
@@ -299,7 +301,9 @@ class ContractEmbedder:
         """
         query = f"{self.settings.embedding_prefix_query}{text}"
         sparse = self.embed_sparse_query(text) if with_sparse else None
-        dense = self._checked(self._dense_raw([query], self.query_dense, serialize=False, before_run=on_model_run), 1)
+        dense = self._checked(
+            self._dense_raw([query], self.query_dense, serialize=False, before_run=on_model_run, query=True), 1
+        )
         return QueryVectors(dense=dense[0], sparse=sparse)
 
     def embed_sparse_query(self, text: str) -> SparseVectorData | None:

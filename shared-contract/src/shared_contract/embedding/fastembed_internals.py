@@ -1,11 +1,13 @@
 """Every use of fastembed internals, in one place (checked against fastembed 0.9.x, pinned).
 
-fastembed has no public API for five things the contract needs: the loaded model's tokenizer (to
+fastembed has no public API for six things the contract needs: the loaded model's tokenizer (to
 count tokens exactly as the model will), running its ONNX session once while post-processing
 the outputs for two models (the fused dense + BM42 pass), where a downloaded model's files
-are (the int8 query copy is built from them), the int8 query copy's session options, and a
+are (the int8 query copy is built from them), the int8 query copy's session options, a
 signal just before a query's forward pass (so a search sends its term legs while the model
-runs; it relies on fastembed calling the session's ``run`` on the calling thread). These
+runs; it relies on fastembed calling the session's ``run`` on the calling thread), and one
+text's forward pass without the batching generator of ``embed`` (a query's vector ~0.1 ms
+sooner). These
 helpers are the only code that touches fastembed's private attributes; ``tests/embedding/test_fastembed_internals.py`` fails
 loudly when a fastembed release changes them, and shared-contract pins ``fastembed>=0.9.1,<0.10``.
 """
@@ -83,6 +85,15 @@ def post_process(
 
     context = OnnxOutputContext(model_output=output, attention_mask=attention_mask, input_ids=input_ids)
     return model.model._post_process_onnx_output(context)
+
+
+def embed_one(model: Any, text: str) -> np.ndarray[Any, Any]:
+    """``text``'s vector from a loaded ``TextEmbedding``: the model's own ``onnx_embed`` (tokenizing,
+    inputs, session run) and post-processing, what ``embed`` runs per batch, without its batching
+    generator. The same vector, bit for bit."""
+    context = model.model.onnx_embed([text])
+    vector: np.ndarray[Any, Any] = next(iter(model.model._post_process_onnx_output(context)))
+    return vector
 
 
 class _SignallingSession:
