@@ -173,7 +173,8 @@ class FastembedDenseEmbedder:
     def _forward_one(self, text: str) -> list[float]:
         if onnx_session(self.model) is None:  # built lazily and not loaded yet: embed() loads it
             return self.embed([text])[0]
-        return embed_one(self.model, text).tolist()
+        vector: list[float] = embed_one(self.model, text).tolist()
+        return vector
 
 
 class _HttpDenseEmbedder:
