@@ -86,15 +86,21 @@ def test_a_post_goes_out_as_one_http11_request_with_the_default_headers_and_the_
     assert response.json() == {"echo": "POST /base/search HTTP/1.1"}
 
 
-def test_sequential_requests_reuse_one_kept_alive_connection() -> None:
+def sequential_gets(respond: Respond, count: int) -> ScriptedServer:
+    """``count`` GETs one after the other, each answered 200; the server, for its counts."""
+
     async def scenario() -> ScriptedServer:
-        server = ScriptedServer(json_ok)
+        server = ScriptedServer(respond)
         async with server as url, Http1Client(url) as client:
-            for _ in range(3):
-                assert (await client.get("/health")).status == 200
+            for _ in range(count):
+                assert (await client.get("/x")).status == 200
         return server
 
-    server = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_sequential_requests_reuse_one_kept_alive_connection() -> None:
+    server = sequential_gets(json_ok, 3)
     assert len(server.requests) == 3
     assert server.connections == 1
 
@@ -139,14 +145,7 @@ def test_connection_close_from_the_server_opens_a_new_connection_for_the_next_re
         await writer.drain()
         return False
 
-    async def scenario() -> ScriptedServer:
-        server = ScriptedServer(closing)
-        async with server as url, Http1Client(url) as client:
-            for _ in range(2):
-                assert (await client.get("/x")).status == 200
-        return server
-
-    assert asyncio.run(scenario()).connections == 2
+    assert sequential_gets(closing, 2).connections == 2
 
 
 def test_a_kept_alive_connection_the_server_dropped_while_idle_is_retried_once_on_a_new_one() -> None:
@@ -186,31 +185,25 @@ def test_an_error_status_comes_back_with_its_body() -> None:
     assert response.json() == {"error": {"code": "INVALID_REQUEST"}}
 
 
-def test_a_body_cut_short_raises_instead_of_returning_part_of_it() -> None:
-    async def truncated(request: bytes, writer: asyncio.StreamWriter) -> bool:
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this", "mid-body"),  # never part of a body
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "status line"),
+    ],
+    ids=["body cut short", "not http"],
+)
+def test_a_response_it_cannot_trust_raises(reply: bytes, error: str) -> None:
+    async def broken(request: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(reply)
         await writer.drain()
         return False
 
     async def scenario() -> None:
-        async with ScriptedServer(truncated) as url, Http1Client(url) as client:
+        async with ScriptedServer(broken) as url, Http1Client(url) as client:
             await client.get("/x")
 
-    with pytest.raises(Http1Error, match="mid-body"):
-        asyncio.run(scenario())
-
-
-def test_a_response_that_is_not_http_raises() -> None:
-    async def garbage(request: bytes, writer: asyncio.StreamWriter) -> bool:
-        writer.write(b"SSH-2.0-OpenSSH\r\n\r\n")
-        await writer.drain()
-        return False
-
-    async def scenario() -> None:
-        async with ScriptedServer(garbage) as url, Http1Client(url) as client:
-            await client.get("/x")
-
-    with pytest.raises(Http1Error, match="status line"):
+    with pytest.raises(Http1Error, match=error):
         asyncio.run(scenario())
 
 
