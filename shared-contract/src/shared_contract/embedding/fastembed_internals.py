@@ -7,9 +7,9 @@ are (the int8 query copy is built from them), the int8 query copy's session opti
 signal just before a query's forward pass (so a search sends its term legs while the model
 runs; it relies on fastembed calling the session's ``run`` on the calling thread), and one
 text's forward pass without the batching generator of ``embed`` (a query's vector ~0.1 ms
-sooner). These
-helpers are the only code that touches fastembed's private attributes; ``tests/embedding/test_fastembed_internals.py`` fails
-loudly when a fastembed release changes them, and shared-contract pins ``fastembed>=0.9.1,<0.10``.
+sooner). These helpers are the only code that touches fastembed's private attributes;
+``tests/embedding/test_fastembed_internals.py`` fails loudly when a fastembed release changes
+them, and shared-contract pins ``fastembed>=0.9.1,<0.10``.
 """
 
 from __future__ import annotations
