@@ -28,6 +28,10 @@ TENANT = models.Filter(
     must_not=[models.FieldCondition(key="meta.ingest_state", match=models.MatchValue(value="pending"))],
 )
 IDF = models.SearchParams(idf=models.IdfCorpusParams(corpus=TENANT))
+# A graph search on text-dense walks its int8 copies and rescores twice the hits with the originals;
+# a scan or a rescoring of known points uses the originals alone.
+RESCORED = models.SearchParams(quantization=models.QuantizationSearchParams(rescore=True, oversampling=2.0))
+ORIGINALS = models.SearchParams(quantization=models.QuantizationSearchParams(ignore=True))
 PARAMS = FusionParams(k=60, dense_weight=1.0, sparse_weight=0.5, lexical_weight=2.0, prefetch_limit=40)
 SPARSE = SparseVectorData(indices=[3, 9], values=[0.5, 0.25])
 
@@ -50,7 +54,7 @@ def build(**overrides: object) -> models.QueryRequest | None:
 def test_dense_request() -> None:
     request = dense_request([0.1, 0.2], ["kb-1"], 7)
     assert request == models.QueryRequest(
-        query=[0.1, 0.2], using="text-dense", filter=TENANT, limit=7, with_payload=["content", "meta"]
+        query=[0.1, 0.2], using="text-dense", filter=TENANT, params=RESCORED, limit=7, with_payload=["content", "meta"]
     )
 
 
@@ -65,11 +69,12 @@ def test_a_dense_request_over_several_tenants_searches_each_tenant_and_scores_th
     request = dense_request([0.1, 0.2], ["kb-1", "kb-2", "kb-1"], 7)
     assert request == models.QueryRequest(
         prefetch=[
-            models.Prefetch(query=[0.1, 0.2], using="text-dense", filter=one_tenant("kb-1"), limit=7),
-            models.Prefetch(query=[0.1, 0.2], using="text-dense", filter=one_tenant("kb-2"), limit=7),
+            models.Prefetch(query=[0.1, 0.2], using="text-dense", filter=one_tenant("kb-1"), params=RESCORED, limit=7),
+            models.Prefetch(query=[0.1, 0.2], using="text-dense", filter=one_tenant("kb-2"), params=RESCORED, limit=7),
         ],
         query=[0.1, 0.2],
         using="text-dense",
+        params=ORIGINALS,
         limit=7,
         with_payload=["content", "meta"],
     )
@@ -79,7 +84,7 @@ def test_past_the_per_tenant_searches_the_tenants_points_are_scanned_exactly() -
     names = [f"kb-{index}" for index in range(PER_TENANT_GRAPH_SEARCHES + 1)]
     request = dense_request([0.1, 0.2], names, 7)
     assert request.prefetch is None
-    assert request.params == models.SearchParams(exact=True)
+    assert request.params == models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
     assert request.filter == tenant_filter(names)
 
 
@@ -108,10 +113,16 @@ def test_the_hybrid_dense_legs_over_several_tenants_search_each_tenant_with_the_
     condition = FILE_F1
     legs = two_tenant_legs(params=dataclasses.replace(PARAMS, multilingual_weight=0.5), multilingual=[0.3])
     dense, multilingual, sparse, bm25 = legs.legs
-    for leg, vector, using in ((dense, [0.1], "text-dense"), (multilingual, [0.3], "text-dense-multilingual")):
-        assert (leg.query, leg.using, leg.filter, leg.limit) == (vector, using, None, 40)
+    # Only text-dense has int8 copies: the multilingual vector is searched as stored.
+    for leg, vector, using, graph, union in (
+        (dense, [0.1], "text-dense", RESCORED, ORIGINALS),
+        (multilingual, [0.3], "text-dense-multilingual", None, None),
+    ):
+        assert (leg.query, leg.using, leg.filter, leg.params, leg.limit) == (vector, using, None, union, 40)
         assert leg.prefetch == [
-            models.Prefetch(query=vector, using=using, filter=scoped_filter([name], [condition]), limit=40)
+            models.Prefetch(
+                query=vector, using=using, filter=scoped_filter([name], [condition]), params=graph, limit=40
+            )
             for name in ("kb-1", "kb-2")
         ]
     # The sparse and BM25 legs are no graph searches: one filter over both tenants.
@@ -121,7 +132,7 @@ def test_the_hybrid_dense_legs_over_several_tenants_search_each_tenant_with_the_
 def test_hybrid_request_has_every_leg_filtered_idf_scoped_and_weighted() -> None:
     assert build() == models.QueryRequest(
         prefetch=[
-            models.Prefetch(query=[0.1], using="text-dense", filter=TENANT, limit=40),
+            models.Prefetch(query=[0.1], using="text-dense", filter=TENANT, params=RESCORED, limit=40),
             models.Prefetch(
                 query=models.SparseVector(indices=[3, 9], values=[0.5, 0.25]),
                 using="text-sparse",
@@ -170,7 +181,11 @@ def test_wire_form_a_qdrant_server_receives() -> None:
     dense, sparse, bm25 = wire["prefetch"]
     text_legs = bm25["prefetch"]
     assert all(leg["filter"] == tenant for leg in [dense, sparse, *text_legs])
-    assert "params" not in dense
+    assert dense["params"] == {
+        "exact": False,
+        "quantization": {"ignore": False, "rescore": True, "oversampling": 2.0},
+        "indexed_only": False,
+    }
     assert [leg["params"]["idf"] for leg in [sparse, *text_legs]] == [{"corpus": tenant}] * 3
     assert [dense["using"], sparse["using"]] == ["text-dense", "text-sparse"]
     assert [leg["using"] for leg in text_legs] == ["lexical_en", "lexical_no"]

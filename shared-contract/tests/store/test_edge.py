@@ -15,6 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from qdrant_client import models
 
@@ -167,7 +168,11 @@ POOL_SIZES = textwrap.dedent(
                         for name in "ab"
                     ]
                 )
-            seen.append([await store.count(None), pool_threads()])
+            points = await store.count(None)
+            deadline = time.monotonic() + 5
+            while pool_threads() < size and time.monotonic() < deadline:  # the pool starts its threads
+                time.sleep(0.01)
+            seen.append([points, pool_threads()])
             await close_store(store)
         print(json.dumps(seen))
 
@@ -342,5 +347,55 @@ async def test_optimize_keeps_every_point_and_the_ranking(tmp_path: Path) -> Non
         store.optimize()
         assert store.points_count() == 20
         assert [hit.point_id for hit in await store.query(query)] == before
+    finally:
+        await close_store(store)
+
+
+async def test_an_optimized_store_searches_int8_copies_and_rescores_to_exact_cosines(tmp_path: Path) -> None:
+    # The engine indexes (graph and int8 copies) a segment past 10 MB of vectors: 7,000 of 384 floats.
+    settings = load_settings(
+        ContractSettings,
+        qdrant_path=tmp_path / "qdrant",
+        qdrant_index="quantized",
+        embedding_model="t/384",
+        embedding_dim=384,
+    )
+    store = open_edge(settings)
+    vectors = np.random.default_rng(7).standard_normal((7000, 384)).astype(np.float32)
+    query = vectors[0] + 0.5 * vectors[1]
+    cosines = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
+    names = [f"c{i}" for i in range(len(vectors))]
+    expected = {chunk(name).point_id: float(cosine) for name, cosine in zip(names, cosines, strict=True)}
+
+    def search(quantization: models.QuantizationSearchParams) -> models.QueryRequest:
+        return models.QueryRequest(
+            query=query.tolist(),
+            using="text-dense",
+            filter=tenant_filter(["tenant-a"]),
+            params=models.SearchParams(quantization=quantization),
+            limit=10,
+        )
+
+    try:
+        spec = collection_spec(settings)
+        await store.create_collection(spec)
+        await store.ensure_indexes(spec)  # the tenant key's graphs: what a filtered search walks
+        for start in range(0, len(vectors), 1000):
+            batch = range(start, start + 1000)
+            await store.upsert([chunk(names[i], dense=vectors[i].tolist()) for i in batch])
+        store.optimize()
+
+        approximate = await store.query(search(models.QuantizationSearchParams(rescore=False)))
+        rescored = await store.query(search(models.QuantizationSearchParams(rescore=True, oversampling=2.0)))
+
+        # The layout gives text-dense int8 copies, which the graph search scores on: without
+        # rescoring the scores are theirs, not the cosines.
+        assert max(abs(hit.score - expected[hit.point_id]) for hit in approximate) > 1e-4
+        # Rescored with the originals: the exact cosines, best first. The query is near c0 and then
+        # c1; the rest of random vectors sit level (cosines ~0.15), where any graph search may
+        # order them otherwise than an exact scan.
+        assert [hit.score for hit in rescored] == pytest.approx([expected[hit.point_id] for hit in rescored], abs=1e-5)
+        assert [hit.score for hit in rescored] == sorted((hit.score for hit in rescored), reverse=True)
+        assert [hit.point_id for hit in rescored[:2]] == [chunk("c0").point_id, chunk("c1").point_id]
     finally:
         await close_store(store)

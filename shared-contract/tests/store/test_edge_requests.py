@@ -23,6 +23,7 @@ from shared_contract.store.edge_requests import (
     to_edge_match,
     to_edge_params,
     to_edge_prefetch,
+    to_edge_quantization,
     to_edge_query,
     to_edge_request,
     to_edge_with_payload,
@@ -188,6 +189,33 @@ def test_the_idf_corpus_translates() -> None:
 def test_global_idf_and_no_params() -> None:
     same(to_edge_params(models.SearchParams(idf=models.IdfScope.GLOBAL)), edge.SearchParams())
     assert to_edge_params(None) is None
+
+
+def test_quantization_search_params_translate() -> None:
+    rescored = models.SearchParams(quantization=models.QuantizationSearchParams(rescore=True, oversampling=2.0))
+    same(
+        to_edge_params(rescored),
+        edge.SearchParams(quantization=edge.QuantizationSearchParams(ignore=False, rescore=True, oversampling=2.0)),
+    )
+    ignored = models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
+    same(
+        to_edge_params(ignored),
+        edge.SearchParams(exact=True, quantization=edge.QuantizationSearchParams(ignore=True)),
+    )
+
+
+def test_int8_scalar_quantization_translates_and_other_kinds_are_refused() -> None:
+    int8 = models.ScalarQuantization(
+        scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+    )
+    same(
+        to_edge_quantization(int8),
+        edge.ScalarQuantizationConfig(type=edge.ScalarType.Int8, quantile=0.99, always_ram=True),
+    )
+    assert to_edge_quantization(None) is None
+    binary = models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True))
+    with pytest.raises(StoreRequestError, match="quantization"):
+        to_edge_quantization(binary)
 
 
 def test_dense_and_sparse_nearest_queries_translate() -> None:

@@ -26,7 +26,14 @@ def test_the_default_layout(settings: ContractSettings) -> None:
     assert spec.name == "ingestion_files"
     assert spec.dense_dim == 384
     assert spec.vectors_config == {
-        DENSE_VECTOR: models.VectorParams(size=384, distance=models.Distance.COSINE),
+        # int8 copies in RAM for the graph search; search rescores with the originals.
+        DENSE_VECTOR: models.VectorParams(
+            size=384,
+            distance=models.Distance.COSINE,
+            quantization_config=models.ScalarQuantization(
+                scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+            ),
+        ),
         # Cold: an English-only store, whose chunks carry none, holds no RAM for it.
         MULTILINGUAL_VECTOR: models.VectorParams(size=384, distance=models.Distance.COSINE, memory=models.Memory.COLD),
     }

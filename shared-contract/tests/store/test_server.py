@@ -252,7 +252,11 @@ async def test_bootstrap_creates_the_collection_with_the_contract_layout(
     assert stored_manifest == expected_manifest
     assert {key: value for key, value in create.body.items() if key != "metadata"} == {
         "vectors": {
-            "text-dense": {"size": 384, "distance": "Cosine"},
+            "text-dense": {
+                "size": 384,
+                "distance": "Cosine",
+                "quantization_config": {"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}},
+            },
             "text-dense-multilingual": {"size": 384, "distance": "Cosine", "memory": "cold"},
         },
         "sparse_vectors": {"text-sparse": {"modifier": "idf"}},

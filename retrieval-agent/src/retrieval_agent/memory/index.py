@@ -19,7 +19,7 @@ from qdrant_client import models
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.memory.facts import Fact
 from retrieval_agent.memory.ranking import cosines, mmr
-from retrieval_agent.search.query import RESULT_PAYLOAD, FusionParams, hybrid_request, scoped_filter
+from retrieval_agent.search.query import DENSE_SEARCH, RESULT_PAYLOAD, FusionParams, hybrid_request, scoped_filter
 from retrieval_agent.settings import Settings
 from shared_contract import (
     DENSE_VECTOR,
@@ -352,8 +352,13 @@ class MemoryIndex:
         if fused is None:
             # Hybrid off, or no leg but the dense one: plain nearest neighbours (cosine scores).
             if recency is None:
-                return models.QueryRequest(query=list(query.dense), using=DENSE_VECTOR, **common), query
-            candidates = models.Prefetch(query=list(query.dense), using=DENSE_VECTOR, filter=selector, limit=pool)
+                return (
+                    models.QueryRequest(query=list(query.dense), using=DENSE_VECTOR, params=DENSE_SEARCH, **common),
+                    query,
+                )
+            candidates = models.Prefetch(
+                query=list(query.dense), using=DENSE_VECTOR, filter=selector, params=DENSE_SEARCH, limit=pool
+            )
         else:
             if recency is None:
                 return models.QueryRequest(prefetch=fused.prefetch, query=fused.query, **common), query

@@ -43,6 +43,7 @@ from shared_contract.schema import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VEC
 from shared_contract.store.edge_requests import (
     to_edge_filter,
     to_edge_index,
+    to_edge_quantization,
     to_edge_request,
     to_edge_with_payload,
 )
@@ -200,6 +201,7 @@ class EdgeStore:
                     size=params.size,
                     distance=edge.Distance.Cosine,
                     hnsw_config=hnsw,
+                    quantization_config=to_edge_quantization(params.quantization_config),
                     memory=edge.Memory.Cold if params.memory == models.Memory.COLD else None,
                 )
                 for name, params in spec.vectors_config.items()

@@ -132,7 +132,25 @@ def to_edge_params(params: models.SearchParams | None, filters: FilterConverter 
         idf = edge.IdfParams(corpus=filters(params.idf.corpus))
     elif params.idf is not None and params.idf != models.IdfScope.GLOBAL:
         raise _unsupported("this IDF scope", params.idf)
-    return edge.SearchParams(hnsw_ef=params.hnsw_ef, exact=bool(params.exact), idf=idf)
+    quantization = None
+    if params.quantization is not None:
+        quantization = edge.QuantizationSearchParams(
+            ignore=bool(params.quantization.ignore),
+            rescore=params.quantization.rescore,
+            oversampling=params.quantization.oversampling,
+        )
+    return edge.SearchParams(hnsw_ef=params.hnsw_ef, exact=bool(params.exact), quantization=quantization, idf=idf)
+
+
+def to_edge_quantization(config: object) -> Any:
+    """A vector's quantization: int8 scalar quantization only (what the layout uses)."""
+    if config is None:
+        return None
+    if isinstance(config, models.ScalarQuantization) and config.scalar.type == models.ScalarType.INT8:
+        return edge.ScalarQuantizationConfig(
+            type=edge.ScalarType.Int8, quantile=config.scalar.quantile, always_ram=config.scalar.always_ram
+        )
+    raise _unsupported("this quantization", config)
 
 
 def _vector(query: object, using: str | None) -> Any:
