@@ -352,7 +352,8 @@ async def test_optimize_keeps_every_point_and_the_ranking(tmp_path: Path) -> Non
 
 
 async def test_an_optimized_store_searches_int8_copies_and_rescores_to_exact_cosines(tmp_path: Path) -> None:
-    # The engine indexes (graph and int8 copies) a segment past 10 MB of vectors: 7,000 of 384 floats.
+    # 7,000 vectors of 384 floats: past the engine's indexing threshold, so optimize builds the graph
+    # and the int8 copies (3,493 of them were not).
     settings = load_settings(
         ContractSettings,
         qdrant_path=tmp_path / "qdrant",
