@@ -199,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--b-key", default=RETRIEVAL_KEY, help="B's retrieval key when B is a URL")
     parser.add_argument("--requests", type=int, default=300, help="test queries per round (each sent to both)")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tenant", default=None, help="collection_names to search (default: the dataset's tenant)")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
@@ -207,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = list(load_dataset(args.dataset, "test", args.data_dir).split_queries().values())[: args.requests]
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     with started_sides(args) as sides:
-        result = asyncio.run(alternate(sides, collection_for(args.dataset), queries, args.rounds))
+        result = asyncio.run(alternate(sides, args.tenant or collection_for(args.dataset), queries, args.rounds))
         for side in sides:
             result["sides"][side.name]["rss_mib"] = rss_mib(side.pid)
     report = {

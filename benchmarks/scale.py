@@ -2,12 +2,17 @@
 
     python -m benchmarks.scale                      # needs the SciFact store built by benchmarks.speed/quality
 
-The SciFact chunks the ingest stored (8.4k, real vectors and payloads) are copied N times into a
-fresh store under one tenant, each copy with new point ids and file ids, until the tenant holds
-``--chunks`` points. Then `rag dev` starts on that store: time to ready, the engine's own open
+The SciFact chunks the ingest stored (10.4k, real vectors and payloads) are copied N times into a
+fresh store under one tenant, each copy with new point ids and file ids and its content marked (a
+search would drop repeated texts and fetch again), until the tenant holds ``--chunks`` points. Then `rag dev` starts on that store: time to ready, the engine's own open
 time, idle RSS with the models loaded, and /search latency (dense and hybrid, k=10, SciFact test
 queries) at concurrency 1 and 4. No ingestion runs here: the copies skip the models on purpose
 (ingest throughput is measured by benchmarks.speed).
+
+    python -m benchmarks.scale --optimize           # the same after `rag optimize` (graphs, int8 copies)
+
+With ``--optimize`` the built store is optimized before `rag dev` starts on it, as an operator runs
+`rag optimize`: the report gives the seconds it took. Without it the legs scan the appendable segment.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import argparse
 import asyncio
 import datetime as dt
 import json
+import shlex
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -56,6 +63,12 @@ async def read_points(source: Path) -> list[PointRecord]:
     return points
 
 
+def content_of(record: PointRecord, copy: int) -> str:
+    """The chunk's text, in copy ``copy``: the first copy keeps it, later ones end in a copy mark."""
+    content = str(record.payload.get("content", ""))
+    return content if copy == 0 else f"{content}\n[copy {copy}]"
+
+
 async def copy_points(
     store: ChunkStore,
     originals: Sequence[PointRecord],
@@ -67,7 +80,9 @@ async def copy_points(
     """Write copies of ``originals`` into ``store`` until it holds ``chunks``; returns how many were written.
 
     Copy ``n`` gets new point ids, file ids ``<file_id>-copy<n>``, the tenant ``tenant_of(n)`` and
-    each dense vector through ``dense_of``.
+    each dense vector through ``dense_of``. From the second copy on the content ends in a copy mark:
+    search drops hits whose content repeats an earlier hit's and fetches again, so copies with equal
+    content would make every search run three times (a store of 50,000 distinct chunks does not).
     """
     from shared_contract.store import ChunkPoint
 
@@ -94,7 +109,7 @@ async def copy_points(
                     point_id=str(uuid.uuid4()),
                     dense=dense_of(dense),
                     sparse=None if isinstance(sparse, list) else sparse,
-                    payload={**record.payload, "meta": meta},
+                    payload={**record.payload, "content": content_of(record, copy), "meta": meta},
                 )
             )
             if len(batch) == _BATCH:
@@ -124,6 +139,24 @@ async def build(source: Path, target: Path, chunks: int) -> dict[str, Any]:
     return {"source_chunks": len(originals), "chunks": written, "build_s": round(time.perf_counter() - started, 1)}
 
 
+def optimize(path: Path) -> dict[str, Any]:
+    """What `rag optimize` does to the store at ``path``, timed: graphs, int8 copies, merged segments."""
+    from shared_contract.store import EdgeStore, close_store, open_store
+
+    async def optimized() -> dict[str, Any]:
+        store = open_store(contract_settings(path))
+        try:
+            assert isinstance(store, EdgeStore)
+            await store.count(None)  # opens the shard, so the time below is the optimization alone
+            started = time.perf_counter()
+            changed = store.optimize()
+            return {"changed": changed, "optimize_s": round(time.perf_counter() - started, 1)}
+        finally:
+            await close_store(store)
+
+    return asyncio.run(optimized())
+
+
 def open_time(path: Path) -> float:
     """Seconds for the engine to open the store and answer a count."""
 
@@ -148,6 +181,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     target.mkdir(parents=True)
     report: dict[str, Any] = {"tenant": TENANT, "build": asyncio.run(build(source, target, args.chunks))}
     print(f"  built {report['build']}", flush=True)
+    if args.optimize:
+        report["optimize"] = optimize(target)
+        print(f"  optimized {report['optimize']}", flush=True)
     report["engine_open_s"] = round(open_time(target), 3)
     queries = list(load_dataset("scifact", "test", args.data_dir).split_queries().values())
     for mode in ("dense", "hybrid"):
@@ -173,13 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=50_000)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", default="1,4")
+    parser.add_argument("--optimize", action="store_true", help="optimize the store first, as `rag optimize` does")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     report = {
-        "command": "python -m benchmarks.scale " + " ".join(argv or []),
+        "command": "python -m benchmarks.scale " + shlex.join(sys.argv[1:] if argv is None else list(argv)),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         **run(args),

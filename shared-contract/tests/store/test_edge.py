@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import qdrant_edge as edge
 from qdrant_client import models
 
 from shared_contract import (
@@ -30,6 +31,7 @@ from shared_contract.manifest import MANIFEST_METADATA_KEY
 from shared_contract.store import (
     ChunkPoint,
     EdgeStore,
+    PointRecord,
     chunk_point,
     close_store,
     collection_spec,
@@ -351,52 +353,127 @@ async def test_optimize_keeps_every_point_and_the_ranking(tmp_path: Path) -> Non
         await close_store(store)
 
 
-async def test_an_optimized_store_searches_int8_copies_and_rescores_to_exact_cosines(tmp_path: Path) -> None:
-    # 7,000 vectors of 384 floats: past the engine's indexing threshold, so optimize builds the graph
-    # and the int8 copies (3,493 of them were not).
-    settings = load_settings(
-        ContractSettings,
-        qdrant_path=tmp_path / "qdrant",
-        qdrant_index="quantized",
-        embedding_model="t/384",
-        embedding_dim=384,
-    )
-    store = open_edge(settings)
-    vectors = np.random.default_rng(7).standard_normal((7000, 384)).astype(np.float32)
-    query = vectors[0] + 0.5 * vectors[1]
-    cosines = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
-    names = [f"c{i}" for i in range(len(vectors))]
-    expected = {chunk(name).point_id: float(cosine) for name, cosine in zip(names, cosines, strict=True)}
+@dataclasses.dataclass(frozen=True)
+class Int8Case:
+    """7,000 random vectors of 384 floats: past the engine's indexing threshold, so optimize builds
+    the graph and the int8 copies (3,493 of them were not). The query is near c0 and then c1."""
 
-    def search(quantization: models.QuantizationSearchParams) -> models.QueryRequest:
-        return models.QueryRequest(
-            query=query.tolist(),
+    vectors: np.ndarray
+    query: np.ndarray
+    cosines: dict[str, float]  # point id -> exact cosine to the query
+
+    @classmethod
+    def make(cls) -> Int8Case:
+        vectors = np.random.default_rng(7).standard_normal((7000, 384)).astype(np.float32)
+        query = vectors[0] + 0.5 * vectors[1]
+        cosines = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
+        return cls(vectors, query, {chunk(f"c{i}").point_id: float(cosine) for i, cosine in enumerate(cosines)})
+
+    @staticmethod
+    def settings(root: Path) -> ContractSettings:
+        return load_settings(
+            ContractSettings, qdrant_path=root, qdrant_index="quantized", embedding_model="t/384", embedding_dim=384
+        )
+
+    async def fill(self, store: EdgeStore, spec: CollectionSpec) -> None:
+        await store.create_collection(spec)
+        await store.ensure_indexes(spec)  # the tenant key's graphs: what a filtered search walks
+        for start in range(0, len(self.vectors), 1000):
+            await store.upsert([chunk(f"c{i}", dense=self.vectors[i].tolist()) for i in range(start, start + 1000)])
+
+    async def search(self, store: EdgeStore, *, rescore: bool) -> list[PointRecord]:
+        quantization = models.QuantizationSearchParams(rescore=rescore, oversampling=2.0 if rescore else None)
+        request = models.QueryRequest(
+            query=self.query.tolist(),
             using="text-dense",
             filter=tenant_filter(["tenant-a"]),
             params=models.SearchParams(quantization=quantization),
             limit=10,
         )
+        return await store.query(request)
 
+    def largest_error(self, hits: list[PointRecord]) -> float:
+        """How far the hits' scores are from their exact cosines."""
+        return max(abs((hit.score or 0.0) - self.cosines[hit.point_id]) for hit in hits)
+
+
+async def test_an_optimized_store_searches_int8_copies_and_rescores_to_exact_cosines(tmp_path: Path) -> None:
+    case = Int8Case.make()
+    settings = Int8Case.settings(tmp_path / "qdrant")
+    store = open_edge(settings)
     try:
-        spec = collection_spec(settings)
-        await store.create_collection(spec)
-        await store.ensure_indexes(spec)  # the tenant key's graphs: what a filtered search walks
-        for start in range(0, len(vectors), 1000):
-            batch = range(start, start + 1000)
-            await store.upsert([chunk(names[i], dense=vectors[i].tolist()) for i in batch])
+        await case.fill(store, collection_spec(settings))
         store.optimize()
 
-        approximate = await store.query(search(models.QuantizationSearchParams(rescore=False)))
-        rescored = await store.query(search(models.QuantizationSearchParams(rescore=True, oversampling=2.0)))
+        approximate = await case.search(store, rescore=False)
+        rescored = await case.search(store, rescore=True)
 
         # The layout gives text-dense int8 copies, which the graph search scores on: without
         # rescoring the scores are theirs, not the cosines.
-        assert max(abs(hit.score - expected[hit.point_id]) for hit in approximate) > 1e-4
-        # Rescored with the originals: the exact cosines, best first. The query is near c0 and then
-        # c1; the rest of random vectors sit level (cosines ~0.15), where any graph search may
-        # order them otherwise than an exact scan.
-        assert [hit.score for hit in rescored] == pytest.approx([expected[hit.point_id] for hit in rescored], abs=1e-5)
+        assert case.largest_error(approximate) > 1e-4
+        # Rescored with the originals: the exact cosines, best first. The rest of random vectors sit
+        # level (cosines ~0.15), where any graph search may order them otherwise than an exact scan.
+        assert case.largest_error(rescored) < 1e-5
         assert [hit.score for hit in rescored] == sorted((hit.score for hit in rescored), reverse=True)
         assert [hit.point_id for hit in rescored[:2]] == [chunk("c0").point_id, chunk("c1").point_id]
     finally:
         await close_store(store)
+
+
+async def test_optimize_gives_a_store_created_before_the_int8_copies_its_copies(tmp_path: Path) -> None:
+    case = Int8Case.make()
+    settings = Int8Case.settings(tmp_path / "qdrant")
+    earlier_layout = dataclasses.replace(collection_spec(settings), dense_int8_copies=False)
+    store = open_edge(settings)
+    try:
+        await case.fill(store, earlier_layout)
+    finally:
+        await close_store(store)
+    # Optimized as such stores were: graphs and no copies (the engine's own call, nothing restated).
+    shard = edge.EdgeShard.load(str(store.path / "shard"))
+    try:
+        assert shard.optimize() is True
+    finally:
+        shard.close()
+
+    old = open_edge(settings)
+    try:
+        assert case.largest_error(await case.search(old, rescore=False)) < 1e-5  # the originals: no copies
+        assert old.optimize() is True
+    finally:
+        await close_store(old)
+
+    upgraded = open_edge(settings)  # the copies were written, not just held by the process that built them
+    try:
+        assert case.largest_error(await case.search(upgraded, rescore=False)) > 1e-4
+        rescored = await case.search(upgraded, rescore=True)
+        assert case.largest_error(rescored) < 1e-5
+        assert [hit.point_id for hit in rescored[:2]] == [chunk("c0").point_id, chunk("c1").point_id]
+        assert await upgraded.count(None) == len(case.vectors)
+        assert upgraded.optimize() is False  # already the layout: nothing rebuilt
+    finally:
+        await close_store(upgraded)
+
+
+async def test_optimize_refuses_a_shard_without_the_vectors_its_manifest_names_and_keeps_it(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    try:
+        await store.create_collection(bare_spec(settings))
+        await store.upsert([chunk(f"c{i}", dense=[1.0, i / 10, 0.0, 0.0]) for i in range(3)])
+    finally:
+        await close_store(store)
+    manifest_path = store.path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest_path.write_text(
+        json.dumps(manifest | {"multilingual_model": "intfloat/multilingual-e5-small", "multilingual_dim": DIM}),
+        encoding="utf-8",
+    )
+
+    mislabelled = open_edge(settings)
+    try:
+        with pytest.raises(QdrantUnavailableError, match="does not hold the vectors its manifest names"):
+            mislabelled.optimize()
+        assert await mislabelled.count(None) == 3
+    finally:
+        await close_store(mislabelled)

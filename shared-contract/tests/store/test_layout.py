@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from qdrant_client import models
 
@@ -16,7 +18,7 @@ from shared_contract import (
 from shared_contract.lexical import text_index_params
 from shared_contract.manifest import MANIFEST_METADATA_KEY
 from shared_contract.store import PayloadIndexSpec, collection_spec
-from shared_contract.store.layout import lexical_indexes_for
+from shared_contract.store.layout import lexical_indexes_for, vector_layout
 
 KEYWORD = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD)
 
@@ -41,6 +43,21 @@ def test_the_default_layout(settings: ContractSettings) -> None:
     assert spec.sparse_vectors_config == {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
     # No global graph; one HNSW graph per tenant.
     assert spec.hnsw_config == models.HnswConfigDiff(m=0, payload_m=16)
+
+
+def test_a_stored_manifest_gives_the_same_vectors_and_graphs_without_indexes(settings: ContractSettings) -> None:
+    spec = collection_spec(settings)
+    restated = vector_layout(settings.qdrant_index, manifest_for(settings))
+    assert restated.vectors_config == spec.vectors_config
+    assert restated.sparse_vectors_config == spec.sparse_vectors_config
+    assert restated.hnsw_config == spec.hnsw_config
+    assert restated.payload_indexes == []
+
+
+def test_the_layout_before_the_int8_copies_states_no_quantization() -> None:
+    manifest = manifest_for(load_settings(ContractSettings, multilingual_embedding_provider="none"))
+    earlier = dataclasses.replace(vector_layout("kb", manifest), dense_int8_copies=False)
+    assert earlier.vectors_config == {DENSE_VECTOR: models.VectorParams(size=384, distance=models.Distance.COSINE)}
 
 
 def test_the_manifest_travels_as_collection_metadata(settings: ContractSettings) -> None:

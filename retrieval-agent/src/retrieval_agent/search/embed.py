@@ -16,6 +16,27 @@ T = TypeVar("T")
 
 ModelRunCallback = Callable[[], None]
 
+# A query's vectors: the dense model's (and its sparse one when asked) and the multilingual model's.
+EmbeddedQuery = tuple[QueryVectors, list[float] | None]
+
+
+class QueryVectorMemo:
+    """The vectors one request computed for each of its queries.
+
+    When identical texts leave fewer than k distinct hits, search fetches the same query again,
+    deeper: those fetches reuse the vectors instead of running the models again. One per request,
+    so it never outlives the models or serves one caller another's query.
+    """
+
+    def __init__(self) -> None:
+        self._vectors: dict[tuple[str, bool, bool], EmbeddedQuery] = {}
+
+    def get(self, text: str, *, with_sparse: bool, with_multilingual: bool) -> EmbeddedQuery | None:
+        return self._vectors.get((text, with_sparse, with_multilingual))
+
+    def put(self, text: str, *, with_sparse: bool, with_multilingual: bool, vectors: EmbeddedQuery) -> None:
+        self._vectors[(text, with_sparse, with_multilingual)] = vectors
+
 
 async def embed_query(
     embedder: ContractEmbedder,
@@ -24,14 +45,21 @@ async def embed_query(
     with_sparse: bool,
     metrics: SearchMetrics,
     on_model_run: ModelRunCallback | None = None,
+    memo: QueryVectorMemo | None = None,
 ) -> QueryVectors:
     """Dense (query prefix applied) and, when asked and configured, sparse vectors for ``text``.
 
     ``on_model_run``: see :meth:`ContractEmbedder.embed_query` (called from the worker thread).
     Raises the contract's EmbeddingError / SparseEmbeddingError / ModelUnavailableError.
     """
+    known = memo.get(text, with_sparse=with_sparse, with_multilingual=False) if memo is not None else None
+    if known is not None:
+        return known[0]
     with metrics.time_stage("embed"):
-        return await embedder.aembed_query(text, with_sparse=with_sparse, on_model_run=on_model_run)
+        vectors = await embedder.aembed_query(text, with_sparse=with_sparse, on_model_run=on_model_run)
+    if memo is not None:
+        memo.put(text, with_sparse=with_sparse, with_multilingual=False, vectors=(vectors, None))
+    return vectors
 
 
 async def embed_hybrid_query(
@@ -42,15 +70,21 @@ async def embed_hybrid_query(
     with_multilingual: bool,
     metrics: SearchMetrics,
     on_model_run: ModelRunCallback | None = None,
-) -> tuple[QueryVectors, list[float] | None]:
+    memo: QueryVectorMemo | None = None,
+) -> EmbeddedQuery:
     """:func:`embed_query`, and the ``text-dense-multilingual`` vector when asked (None otherwise).
 
     The two models run side by side in worker threads: the query waits for the slower one only.
     """
     multilingual_model = embedder.multilingual if with_multilingual else None
     if multilingual_model is None:
-        vectors = await embed_query(embedder, text, with_sparse=with_sparse, metrics=metrics, on_model_run=on_model_run)
+        vectors = await embed_query(
+            embedder, text, with_sparse=with_sparse, metrics=metrics, on_model_run=on_model_run, memo=memo
+        )
         return vectors, None
+    known = memo.get(text, with_sparse=with_sparse, with_multilingual=True) if memo is not None else None
+    if known is not None:
+        return known
     multilingual: list[list[float]] = []
 
     async def second() -> None:
@@ -63,6 +97,8 @@ async def embed_hybrid_query(
                 vectors = await embedder.aembed_query(text, with_sparse=with_sparse, on_model_run=on_model_run)
         except BaseExceptionGroup as failure:
             raise first_leaf(failure) from None
+    if memo is not None:
+        memo.put(text, with_sparse=with_sparse, with_multilingual=True, vectors=(vectors, multilingual[0]))
     return vectors, multilingual[0]
 
 
@@ -74,6 +110,7 @@ async def embed_beside(
     with_multilingual: bool,
     metrics: SearchMetrics,
     beside: Callable[[SparseVectorData | None], Awaitable[T]],
+    memo: QueryVectorMemo | None = None,
 ) -> tuple[QueryVectors, list[float] | None, T]:
     """:func:`embed_hybrid_query`, running ``beside`` with the query's sparse vector while the dense
     model runs.
@@ -83,8 +120,12 @@ async def embed_beside(
     ~0.2 ms: a worker thread's hop would cost as much) and runs ``beside`` (the term legs of a
     search), which the engine serves on the other core meanwhile, instead of after the model. An
     embedding that fails before that signal raises its error and ``beside`` never runs; one that ends
-    without signalling (a backend that gives no signal) gets ``beside`` run afterwards.
+    without signalling (a backend that gives no signal) gets ``beside`` run afterwards. Vectors the
+    ``memo`` holds are not computed again: ``beside`` runs at once.
     """
+    known = memo.get(text, with_sparse=with_sparse, with_multilingual=with_multilingual) if memo is not None else None
+    if known is not None:
+        return known[0], known[1], await beside(known[0].sparse)
     loop = asyncio.get_running_loop()
     model_running: asyncio.Future[None] = loop.create_future()
 
@@ -113,7 +154,10 @@ async def embed_beside(
         await asyncio.gather(embedding, return_exceptions=True)
         raise
     vectors, multilingual = await embedding
-    return QueryVectors(dense=vectors.dense, sparse=sparse), multilingual, side
+    embedded = QueryVectors(dense=vectors.dense, sparse=sparse)
+    if memo is not None:
+        memo.put(text, with_sparse=with_sparse, with_multilingual=with_multilingual, vectors=(embedded, multilingual))
+    return embedded, multilingual, side
 
 
 def _settle(future: asyncio.Future[None]) -> None:

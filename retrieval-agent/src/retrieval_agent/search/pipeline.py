@@ -30,7 +30,7 @@ from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.errors import first_leaf
 from retrieval_agent.metrics import SearchMetrics, SearchPath
-from retrieval_agent.search.embed import embed_beside, embed_hybrid_query, embed_query
+from retrieval_agent.search.embed import QueryVectorMemo, embed_beside, embed_hybrid_query, embed_query
 from retrieval_agent.search.fusion import FusedCandidate, zscore_fuse
 from retrieval_agent.search.lexical import Bm25Cache
 from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
@@ -168,16 +168,19 @@ class LinearSearch:
         limit: int,
         *,
         conditions: Sequence[models.Condition] = (),
+        memo: QueryVectorMemo | None = None,
     ) -> RetrievedList:
         """Up to ``limit`` candidates for one query from the tenants in ``collection_names``.
 
         ``conditions`` (the request's ``filter``, the agent's metadata filters) are ANDed with the tenant
-        filter on every leg.
+        filter on every leg. ``memo``: the request's query vectors, kept for a deeper fetch of the query.
         """
         capabilities = await self.store.capabilities()
         live_key = capabilities.live_key
         if not self.settings.enable_hybrid_search:
-            return await self._dense(query, collection_names, limit, conditions=conditions, live_key=live_key)
+            return await self._dense(
+                query, collection_names, limit, conditions=conditions, live_key=live_key, memo=memo
+            )
         # The tenants' language mix picks the BM25 fields and weighs the dense legs (a foreign
         # collection without lexical fields has no ``meta.lexical_language`` index to ask).
         language_mix: dict[str, int] = {}
@@ -193,8 +196,10 @@ class LinearSearch:
             if conditions:
                 # The client-side BM25 corpus is cached per tenant set, unfiltered: a filtered search on
                 # this last-resort path is dense only.
-                return await self._dense(query, collection_names, limit, conditions=conditions, live_key=live_key)
-            return await self._bm25_fallback(query, collection_names, limit)
+                return await self._dense(
+                    query, collection_names, limit, conditions=conditions, live_key=live_key, memo=memo
+                )
+            return await self._bm25_fallback(query, collection_names, limit, memo=memo)
         fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
         params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual)
         plan = LegPlan(
@@ -206,7 +211,7 @@ class LinearSearch:
             live_key=live_key,
         )
         if params.method == "rrf":
-            return await self._rrf(plan, limit, fields, with_sparse=sparse)
+            return await self._rrf(plan, limit, fields, with_sparse=sparse, memo=memo)
 
         # z-score: the term legs go out while the dense model runs; the vector legs follow.
         async def send_term_legs(sparse_vector: SparseVectorData | None) -> TermCandidates:
@@ -227,6 +232,7 @@ class LinearSearch:
             with_multilingual=params.multilingual_weight > 0,
             metrics=self.metrics,
             beside=send_term_legs,
+            memo=memo,
         )
         vector = plan.vectors(vectors.dense, multilingual)
         legs = vector.then(term_candidates.legs)
@@ -249,7 +255,9 @@ class LinearSearch:
         with self.metrics.time_stage("qdrant"):
             return await self.store.query_batch(leg_requests(legs))
 
-    async def _rrf(self, plan: LegPlan, limit: int, fields: Sequence[str], *, with_sparse: bool) -> RetrievedList:
+    async def _rrf(
+        self, plan: LegPlan, limit: int, fields: Sequence[str], *, with_sparse: bool, memo: QueryVectorMemo | None
+    ) -> RetrievedList:
         """``HYBRID_FUSION=rrf``: every leg fused in the store by weighted RRF, one request (after the
         query's vectors, which every leg of it needs)."""
         query, collection_names, conditions = plan.text, plan.collection_names, plan.conditions
@@ -259,6 +267,7 @@ class LinearSearch:
             with_sparse=with_sparse,
             with_multilingual=plan.params.multilingual_weight > 0,
             metrics=self.metrics,
+            memo=memo,
         )
         vector = plan.vectors(vectors.dense, multilingual)
 
@@ -329,9 +338,10 @@ class LinearSearch:
         dense: Sequence[float] | None = None,
         conditions: Sequence[models.Condition] = (),
         live_key: bool = False,
+        memo: QueryVectorMemo | None = None,
     ) -> RetrievedList:
         if dense is None:
-            dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics)).dense
+            dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics, memo=memo)).dense
         with self.metrics.time_stage("qdrant"):
             points = await self.store.query(
                 dense_request(dense, collection_names, limit, conditions=conditions, live_key=live_key)
@@ -340,10 +350,16 @@ class LinearSearch:
         return self._done(query, newest_versions(hits), "dense", exhausted=len(points) < limit)
 
     async def _bm25_fallback(
-        self, query: str, collection_names: Sequence[str], limit: int, *, dense: Sequence[float] | None = None
+        self,
+        query: str,
+        collection_names: Sequence[str],
+        limit: int,
+        *,
+        dense: Sequence[float] | None = None,
+        memo: QueryVectorMemo | None = None,
     ) -> RetrievedList:
         if dense is None:
-            dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics)).dense
+            dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics, memo=memo)).dense
         prefetch = limit * self.settings.hybrid_prefetch_multiplier
         with self.metrics.time_stage("qdrant"):
             points = await self.store.query(dense_request(dense, collection_names, prefetch))
@@ -415,12 +431,19 @@ class LinearSearch:
         if not resolved.queries:
             return SearchOutcome(result_sets=[[]], resolved=resolved, paths=[])
         fetch_k = k * self.settings.initial_retrieval_multiplier if self.reranker is not None else k
+        memo = QueryVectorMemo()  # a deeper fetch reuses the queries' vectors
         for refetch in range(DEDUP_REFETCHES + 1):
             if len(resolved.queries) == 1:
                 # The common case: no task group (a task spawn and a loop turn per request).
-                lists = [await self.retrieve(resolved.queries[0], collection_names, fetch_k, conditions=conditions)]
+                lists = [
+                    await self.retrieve(
+                        resolved.queries[0], collection_names, fetch_k, conditions=conditions, memo=memo
+                    )
+                ]
             else:
-                lists = await self.retrieve_all(resolved.queries, collection_names, fetch_k, conditions=conditions)
+                lists = await self.retrieve_all(
+                    resolved.queries, collection_names, fetch_k, conditions=conditions, memo=memo
+                )
             sets = await self._result_sets(lists, resolved, k, fetch_k)
             enough = all(len(hits) >= k for hits in sets)
             if enough or all(item.exhausted for item in lists) or refetch == DEDUP_REFETCHES:
@@ -446,14 +469,15 @@ class LinearSearch:
         limit: int,
         *,
         conditions: Sequence[models.Condition] = (),
+        memo: QueryVectorMemo | None = None,
     ) -> list[RetrievedList]:
         """Every query's candidates, retrieved concurrently, in query order."""
         if len(queries) == 1:
-            return [await self.retrieve(queries[0], collection_names, limit, conditions=conditions)]
+            return [await self.retrieve(queries[0], collection_names, limit, conditions=conditions, memo=memo)]
         retrieved: list[RetrievedList | None] = [None] * len(queries)
 
         async def one(index: int, query: str) -> None:
-            retrieved[index] = await self.retrieve(query, collection_names, limit, conditions=conditions)
+            retrieved[index] = await self.retrieve(query, collection_names, limit, conditions=conditions, memo=memo)
 
         try:
             async with anyio.create_task_group() as group:

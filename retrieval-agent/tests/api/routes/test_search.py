@@ -285,16 +285,24 @@ def test_norwegian_tenant_is_searched_with_the_norwegian_stemmer(
     assert 'search_path_total{path="native_hybrid"} 1.0' in api.get("/metrics", headers=AUTH).text
 
 
-@pytest.mark.parametrize("hybrid", [True, False])
+@pytest.mark.parametrize(
+    "retrieval",
+    [
+        {"enable_hybrid_search": True},
+        {"enable_hybrid_search": True, "hybrid_fusion": "rrf"},
+        {"enable_hybrid_search": False},
+    ],
+    ids=["zscore", "rrf", "dense"],
+)
 def test_identical_texts_still_fill_k_distinct_results(
-    app_factory: Callable[..., TestClient], seeded: ChunkStore, embedder: ContractEmbedder, hybrid: bool
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, embedder: ContractEmbedder, retrieval: dict[str, Any]
 ) -> None:
     # One Eiffel text stored in five files: the best five candidates are all the same text.
     twin = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
     for index in range(5):
         meta = chunk_meta("kb-a", f"twin-{index}.pdf", 1, 0)
         anyio.run(add_chunk, seeded, embedder, f"twin-{index}", twin, meta)
-    api = app_factory(make_settings(enable_hybrid_search=hybrid), seeded)
+    api = app_factory(make_settings(**retrieval), seeded)
     response = api.post("/search", json=body(queries=["When was the Eiffel Tower completed?"], k=5), headers=AUTH)
     assert response.status_code == 200, response.text
     documents = response.json()["documents"][0]
@@ -302,6 +310,8 @@ def test_identical_texts_still_fill_k_distinct_results(
     assert len(documents) == len(set(documents)) == 5
     metrics = api.get("/metrics", headers=AUTH).text
     assert "dedup_refetches_total 1.0" in metrics
+    # The deeper fetch reused the query's vectors: the models ran once.
+    assert 'retrieval_stage_duration_seconds_count{stage="embed"} 1.0' in metrics
 
 
 ADJUSTED = "x-rag-request-adjusted"

@@ -47,7 +47,7 @@ from shared_contract.store.edge_requests import (
     to_edge_request,
     to_edge_with_payload,
 )
-from shared_contract.store.layout import CollectionSpec, lexical_indexes_for
+from shared_contract.store.layout import CollectionSpec, lexical_indexes_for, vector_layout
 from shared_contract.store.port import ChunkPoint, FacetCount, PointRecord, StoreInfo, StoreKind
 
 logger = logging.getLogger(__name__)
@@ -188,27 +188,7 @@ class EdgeStore:
         if (self._dir / MANIFEST_FILE).is_file():
             return False
         shard_dir = self._dir / SHARD_DIR
-        sparse = None if spec.sparse_idf is None else _sparse_params(idf=spec.sparse_idf)
-        hnsw = edge.HnswIndexConfig(
-            m=spec.hnsw_config.m or 0,
-            ef_construct=spec.hnsw_config.ef_construct or 100,
-            full_scan_threshold=spec.hnsw_config.full_scan_threshold or 10_000,
-            payload_m=spec.hnsw_config.payload_m,
-        )
-        config = edge.EdgeConfig(
-            vectors={
-                name: edge.EdgeVectorParams(
-                    size=params.size,
-                    distance=edge.Distance.Cosine,
-                    hnsw_config=hnsw,
-                    quantization_config=to_edge_quantization(params.quantization_config),
-                    memory=edge.Memory.Cold if params.memory == models.Memory.COLD else None,
-                )
-                for name, params in spec.vectors_config.items()
-            },
-            sparse_vectors=sparse,
-            max_search_threads=self._search_threads,
-        )
+        config = _edge_config(spec, search_threads=self._search_threads)
         try:
             if shard_dir.exists():
                 # A create that died before writing the manifest: start that shard afresh.
@@ -360,8 +340,33 @@ class EdgeStore:
         return [FacetCount(value=hit.value, count=int(hit.count)) for hit in response.hits]
 
     def optimize(self) -> bool:
-        """Build HNSW graphs and merge segments (blocks the whole process for seconds: maintenance only)."""
+        """Bring the shard's vectors to the layout, build HNSW graphs and int8 copies, merge segments.
+
+        Blocks the whole process for seconds: maintenance only. A store created before the layout
+        gave ``text-dense`` its int8 copies gains them here: the shard is reloaded with the layout's
+        vectors stated (the engine checks them against the stored ones and keeps them), and the
+        optimizer rebuilds each segment whose config differs. True when any segment changed.
+        """
+        self._restate_layout()
         return bool(self._read("optimize", lambda shard: shard.optimize()))
+
+    def _restate_layout(self) -> None:
+        self._open_shard()  # CollectionMissingError / QdrantUnavailableError as for any other call
+        shard, self._shard = self._shard, None
+        assert shard is not None
+        try:
+            shard.flush()
+            shard.close()
+        except Exception as exc:  # qdrant-edge raises bare Exception; the WAL still holds every batch
+            raise QdrantUnavailableError(f"embedded store at {self._dir} could not be closed: {exc}") from exc
+        manifest = self._manifest or self._load_manifest()
+        config = _edge_config(vector_layout(self._collection, manifest), search_threads=self._search_threads)
+        try:
+            self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
+        except Exception as exc:  # qdrant-edge raises bare Exception: the shard stays as it was
+            raise QdrantUnavailableError(
+                f"embedded store at {self._dir} does not hold the vectors its manifest names: {exc}"
+            ) from exc
 
     def points_count(self) -> int:
         """Points in the shard (all tenants, pending included)."""
@@ -382,6 +387,30 @@ class EdgeStore:
                 logger.warning("closing the embedded store at %s failed: %s", self._dir, exc)
         if self._temporary:
             shutil.rmtree(self._root, ignore_errors=True)
+
+
+def _edge_config(spec: CollectionSpec, *, search_threads: int) -> Any:
+    """The engine's config for ``spec``: its vectors, graphs and int8 copies, and the search pool size."""
+    hnsw = edge.HnswIndexConfig(
+        m=spec.hnsw_config.m or 0,
+        ef_construct=spec.hnsw_config.ef_construct or 100,
+        full_scan_threshold=spec.hnsw_config.full_scan_threshold or 10_000,
+        payload_m=spec.hnsw_config.payload_m,
+    )
+    return edge.EdgeConfig(
+        vectors={
+            name: edge.EdgeVectorParams(
+                size=params.size,
+                distance=edge.Distance.Cosine,
+                hnsw_config=hnsw,
+                quantization_config=to_edge_quantization(params.quantization_config),
+                memory=edge.Memory.Cold if params.memory == models.Memory.COLD else None,
+            )
+            for name, params in spec.vectors_config.items()
+        },
+        sparse_vectors=None if spec.sparse_idf is None else _sparse_params(idf=spec.sparse_idf),
+        max_search_threads=search_threads,
+    )
 
 
 def _sparse_params(*, idf: bool) -> dict[str, Any]:

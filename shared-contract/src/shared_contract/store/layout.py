@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qdrant_client import models
 
 from shared_contract.attributes import AttributeType
 from shared_contract.lexical import LEXICAL_FIELD_PREFIX, text_index_params
-from shared_contract.manifest import MANIFEST_METADATA_KEY, manifest_for
+from shared_contract.manifest import MANIFEST_METADATA_KEY, CollectionManifest, manifest_for
 from shared_contract.schema import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR, MetaKey, meta_path
 from shared_contract.settings import ContractSettings
 
@@ -55,13 +55,17 @@ class CollectionSpec:
     replication_factor: int | None = None
     write_consistency_factor: int | None = None
     multilingual_dim: int | None = None  # None: no text-dense-multilingual vector
+    # False: no int8 copies, as in collections created before 2026-11-28.
+    dense_int8_copies: bool = True
 
     @property
     def vectors_config(self) -> dict[str, models.VectorParams]:
         """The named dense vectors: ``text-dense``, and ``text-dense-multilingual`` when configured."""
         vectors = {
             DENSE_VECTOR: models.VectorParams(
-                size=self.dense_dim, distance=models.Distance.COSINE, quantization_config=DENSE_QUANTIZATION
+                size=self.dense_dim,
+                distance=models.Distance.COSINE,
+                quantization_config=DENSE_QUANTIZATION if self.dense_int8_copies else None,
             )
         }
         if self.multilingual_dim is not None:
@@ -146,20 +150,28 @@ def collection_spec(settings: ContractSettings) -> CollectionSpec:
     # The BM25 text index of each lexical language is created by the first upsert that writes a
     # chunk in that language (``lexical_indexes_for``): the engine holds ~35 MB per loaded text
     # index whatever its size, so a store keeps only the languages it holds.
+    return replace(
+        vector_layout(settings.qdrant_index, manifest),
+        shard_number=settings.qdrant_shard_number,
+        replication_factor=settings.qdrant_replication_factor,
+        write_consistency_factor=settings.qdrant_write_consistency_factor,
+        payload_indexes=indexes,
+    )
+
+
+def vector_layout(name: str, manifest: CollectionManifest) -> CollectionSpec:
+    """The layout's vectors and graphs for the collection ``manifest`` describes, without payload
+    indexes: what maintenance restates to a store created under an earlier layout."""
     sparse_idf: bool | None = None
     if manifest.sparse_model is not None:
         sparse_idf = manifest.sparse_modifier == "idf"
     return CollectionSpec(
-        name=settings.qdrant_index,
+        name=name,
         dense_dim=manifest.dense_dim,
         sparse_idf=sparse_idf,
         # m=0 disables the global graph; payload_m builds one graph per tenant instead.
         hnsw_config=models.HnswConfigDiff(m=0, payload_m=16),
         metadata={MANIFEST_METADATA_KEY: manifest.model_dump(mode="json")},
-        shard_number=settings.qdrant_shard_number,
-        replication_factor=settings.qdrant_replication_factor,
-        write_consistency_factor=settings.qdrant_write_consistency_factor,
-        payload_indexes=indexes,
         multilingual_dim=manifest.multilingual_dim,
     )
 
