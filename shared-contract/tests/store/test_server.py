@@ -93,6 +93,11 @@ class ScriptedQdrant:
             )
         if request.method == "GET" and path == prefix:
             return self._ok(self._collection_info())
+        if request.method == "PATCH" and path == prefix:
+            assert body is not None
+            for name, diff in (body.get("vectors") or {}).items():
+                self.created["vectors"][name].update(diff)
+            return self._ok(True)
         if request.method == "PUT" and path == f"{prefix}/index":
             assert body is not None
             self.indexes[body["field_name"]] = body["field_schema"]
@@ -136,6 +141,7 @@ class ScriptedQdrant:
                 },
                 "wal_config": {"wal_capacity_mb": 32, "wal_segments_ahead": 0},
                 "metadata": self.created.get("metadata"),
+                "quantization_config": self.created.get("quantization_config"),
             },
         }
 
@@ -350,6 +356,43 @@ async def test_bootstrap_adds_only_the_indexes_a_collection_lacks(
     await bootstrap_collection(store, server_settings)
     assert [request.body["field_name"] for request in server.sent("PUT", "/index")] == ["meta.ingest_state"]
     assert server.sent("PUT") == []
+
+
+INT8_COPIES = {"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}}
+
+
+async def test_bootstrap_gives_a_collection_created_before_the_int8_copies_its_copies(
+    server: ScriptedQdrant, store: ServerStore, server_settings: ContractSettings
+) -> None:
+    await bootstrap_collection(store, server_settings)
+    assert server.created is not None
+    del server.created["vectors"]["text-dense"]["quantization_config"]  # as collections created before
+    server.requests.clear()
+    await bootstrap_collection(store, server_settings)
+    assert [request.body for request in server.sent("PATCH")] == [
+        {"vectors": {"text-dense": {"quantization_config": INT8_COPIES}}}
+    ]
+    server.requests.clear()
+    await bootstrap_collection(store, server_settings)
+    assert server.sent("PATCH") == []
+
+
+@pytest.mark.parametrize("where", ["vector", "collection"])
+async def test_bootstrap_keeps_a_quantization_the_operator_chose(
+    server: ScriptedQdrant, store: ServerStore, server_settings: ContractSettings, where: str
+) -> None:
+    await bootstrap_collection(store, server_settings)
+    assert server.created is not None
+    dense = server.created["vectors"]["text-dense"]
+    binary = {"binary": {"always_ram": True}}
+    if where == "vector":
+        dense["quantization_config"] = binary
+    else:
+        del dense["quantization_config"]
+        server.created["quantization_config"] = binary
+    server.requests.clear()
+    await bootstrap_collection(store, server_settings)
+    assert server.sent("PATCH") == []
 
 
 async def test_a_collection_created_by_another_tool_is_refused(

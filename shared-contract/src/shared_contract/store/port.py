@@ -85,7 +85,9 @@ class ChunkStore(Protocol):
         ...
 
     async def ensure_indexes(self, spec: CollectionSpec) -> None:
-        """Create the payload indexes of ``spec`` the collection lacks (idempotent)."""
+        """Create the payload indexes of ``spec`` the collection lacks (idempotent). On a server, a
+        collection whose ``text-dense`` has no quantization also gains the layout's int8 copies (the
+        embedded engine builds them in ``rag optimize``, :meth:`EdgeStore.optimize`)."""
         ...
 
     async def read_manifest(self) -> CollectionManifest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -21,6 +22,8 @@ from shared_contract.manifest import MANIFEST_METADATA_KEY, CollectionManifest
 from shared_contract.schema import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR
 from shared_contract.store.layout import CollectionSpec, lexical_indexes_for
 from shared_contract.store.port import ChunkPoint, FacetCount, PointRecord, StoreInfo, StoreKind
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -126,6 +129,7 @@ class ServerStore:
 
     async def ensure_indexes(self, spec: CollectionSpec) -> None:
         info = await self._call("get_collection", lambda: self._client.get_collection(self._collection))
+        await self._ensure_dense_copies(info, spec)
         existing = info.payload_schema
         for index in spec.payload_indexes:
             if index.field_name in existing:
@@ -139,6 +143,27 @@ class ServerStore:
                     wait=True,
                 ),
             )
+
+    async def _ensure_dense_copies(self, info: models.CollectionInfo, spec: CollectionSpec) -> None:
+        """The layout's int8 copies of ``text-dense`` for a collection created before it had them; the
+        server builds them in the background and searches go on meanwhile. A quantization the
+        collection already has, on the vector or collection-wide (an operator's choice), stays."""
+        wanted = spec.vectors_config[DENSE_VECTOR].quantization_config
+        vectors = info.config.params.vectors
+        if wanted is None or not isinstance(vectors, dict) or DENSE_VECTOR not in vectors:
+            return
+        if vectors[DENSE_VECTOR].quantization_config is not None or info.config.quantization_config is not None:
+            return
+        await self._call(
+            "update_collection",
+            lambda: self._client.update_collection(
+                collection_name=self._collection,
+                vectors_config={DENSE_VECTOR: models.VectorParamsDiff(quantization_config=wanted)},
+            ),
+        )
+        logger.info(
+            "collection %s: int8 copies of %s requested; the server builds them", self._collection, DENSE_VECTOR
+        )
 
     async def read_manifest(self) -> CollectionManifest:
         if not await self.collection_exists():
