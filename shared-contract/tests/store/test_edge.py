@@ -472,7 +472,7 @@ async def test_optimize_refuses_a_shard_without_the_vectors_its_manifest_names_a
 
     mislabelled = open_edge(settings)
     try:
-        with pytest.raises(QdrantUnavailableError, match="does not hold the vectors its manifest names"):
+        with pytest.raises(QdrantUnavailableError, match="could not be reloaded with the vectors its manifest names"):
             mislabelled.optimize()
         assert await mislabelled.count(None) == 3
     finally:

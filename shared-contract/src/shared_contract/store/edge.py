@@ -365,7 +365,7 @@ class EdgeStore:
             self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
         except Exception as exc:  # qdrant-edge raises bare Exception: the shard stays as it was
             raise QdrantUnavailableError(
-                f"embedded store at {self._dir} does not hold the vectors its manifest names: {exc}"
+                f"embedded store at {self._dir} could not be reloaded with the vectors its manifest names: {exc}"
             ) from exc
 
     def points_count(self) -> int:
