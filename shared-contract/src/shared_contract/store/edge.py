@@ -359,8 +359,8 @@ class EdgeStore:
             shard.close()
         except Exception as exc:  # qdrant-edge raises bare Exception; the WAL still holds every batch
             raise QdrantUnavailableError(f"embedded store at {self._dir} could not be closed: {exc}") from exc
-        manifest = self._manifest or self._load_manifest()
-        config = _edge_config(vector_layout(self._collection, manifest), search_threads=self._search_threads)
+        assert self._manifest is not None  # _open_shard read it to load the shard
+        config = _edge_config(vector_layout(self._collection, self._manifest), search_threads=self._search_threads)
         try:
             self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
         except Exception as exc:  # qdrant-edge raises bare Exception: the shard stays as it was
