@@ -14,6 +14,7 @@ ErrorCode = Literal[
     "PIPELINE_FAILED",
     "DELETE_FAILED",
     "DOCUMENT_TOO_LARGE",
+    "PAYLOAD_TOO_LARGE",
     "UNSUPPORTED_CONTENT",
     "INGEST_TIMEOUT",
     "CLIENT_DISCONNECTED",
@@ -68,15 +69,11 @@ class ForbiddenRequestError(InvalidRequestError):
         super().__init__(message, status_code=403)
 
 
-class PayloadTooLargeError(InvalidRequestError):
-    """Upload or S3 object above MAX_UPLOAD_BYTES (413)."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"The document is larger than MAX_UPLOAD_BYTES ({limit} bytes).", status_code=413)
-
-
 class JsonBodyTooLargeError(InvalidRequestError):
-    """A JSON request body above the fixed JSON cap (413); documents travel through S3 or multipart."""
+    """A JSON request body above the fixed JSON cap (413, the edge's code for a body over its cap);
+    documents travel through S3 or multipart."""
+
+    code = "PAYLOAD_TOO_LARGE"
 
     def __init__(self, limit: int) -> None:
         super().__init__(
@@ -117,6 +114,13 @@ class DocumentTooLargeError(IngestionError):
 
     def detail(self) -> str:
         return self.message
+
+
+class PayloadTooLargeError(DocumentTooLargeError):
+    """Upload or S3 object above MAX_UPLOAD_BYTES (413 DOCUMENT_TOO_LARGE, like the other size limits)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"The document is larger than MAX_UPLOAD_BYTES ({limit} bytes).")
 
 
 class UnsupportedContentError(IngestionError):

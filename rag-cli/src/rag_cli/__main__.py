@@ -25,9 +25,21 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser("dev", help="run ingestion and retrieval in one process on an embedded Qdrant")
-    dev.add_argument("--host", default=os.environ.get("RAG_DEV_HOST", "127.0.0.1"))
-    dev.add_argument("--ingestion-port", type=int, default=_port("RAG_INGESTION_PORT", 8001))
-    dev.add_argument("--retrieval-port", type=int, default=_port("RAG_RETRIEVAL_PORT", 8002))
+    dev.add_argument(
+        "--host", default=os.environ.get("RAG_DEV_HOST", "127.0.0.1"), help="default: RAG_DEV_HOST or %(default)s"
+    )
+    dev.add_argument(
+        "--ingestion-port",
+        type=int,
+        default=_port("RAG_INGESTION_PORT", 8001),
+        help="default: RAG_INGESTION_PORT or %(default)s",
+    )
+    dev.add_argument(
+        "--retrieval-port",
+        type=int,
+        default=_port("RAG_RETRIEVAL_PORT", 8002),
+        help="default: RAG_RETRIEVAL_PORT or %(default)s",
+    )
     dev.add_argument(
         "--qdrant-path", type=Path, default=None, help="embedded store (default: QDRANT_PATH or .data/qdrant)"
     )
@@ -78,7 +90,9 @@ def parser() -> argparse.ArgumentParser:
     )
     sync.add_argument("--interval", type=float, default=60.0, help="--watch on s3://: seconds between listings")
     sync.add_argument(
-        "--s3-endpoint-url", default=None, help="S3/MinIO endpoint to list (else AWS_ENDPOINT_URL, S3_ENDPOINT_URL)"
+        "--s3-endpoint-url",
+        default=None,
+        help="S3/MinIO endpoint to list (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL)",
     )
     sync.add_argument("--url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
     sync.add_argument("--api-key", default=None, help="ingestion key (INGESTION_API_KEY)")

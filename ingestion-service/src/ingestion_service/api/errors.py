@@ -28,8 +28,8 @@ from shared_contract.http import error_response, install_framework_error_handler
 
 CLEANUP_NOTE = " Removing this run's partial chunks failed too; the next ingest of this file removes them."
 
-# The codes only this service emits. INVALID_REQUEST, EMBEDDING_FAILED and SPARSE_EMBEDDING_FAILED
-# have their hints in shared_contract.http (both services report them).
+# The codes only this service emits. INVALID_REQUEST, EMBEDDING_FAILED, SPARSE_EMBEDDING_FAILED and
+# PAYLOAD_TOO_LARGE have their hints in shared_contract.http (both services report them).
 CODE_HINTS: Mapping[ErrorCode, str] = {
     "EXTRACTION_FAILED": (
         "Check that the file opens in its own application (not encrypted, not damaged); compare engines "

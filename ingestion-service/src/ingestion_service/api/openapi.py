@@ -46,32 +46,37 @@ INGEST_BODY: dict[str, Any] = {
     }
 }
 
+_EXTRACT_CHOICES: dict[str, dict[str, Any]] = {
+    "engine": {
+        "type": "string",
+        "description": "An engine, or auto to see the routing decision (default: EXTRACTION_ENGINE).",
+    },
+    "engines": {
+        "type": "string",
+        "description": "Several engines, comma-separated, compared side by side (not with engine).",
+    },
+    "profile": {
+        "type": "string",
+        "description": "A vision profile: diagram, diagram-topology, general, figure, ocr.",
+    },
+}
+
 EXTRACT_BODY: dict[str, Any] = {
+    # Each choice is a form field or a query parameter (?engines=kreuzberg,pypdf), not both.
+    "parameters": [
+        {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": schema["description"],
+        }
+        for name, schema in _EXTRACT_CHOICES.items()
+    ],
     "requestBody": {
         "required": True,
-        "content": {
-            "multipart/form-data": {
-                "schema": _form_schema(
-                    "ExtractForm",
-                    {
-                        "engine": {
-                            "type": "string",
-                            "description": "An engine, or auto to see the routing decision (default: EXTRACTION_ENGINE).",
-                        },
-                        "engines": {
-                            "type": "string",
-                            "description": "Several engines, comma-separated, compared side by side (not with engine).",
-                        },
-                        "profile": {
-                            "type": "string",
-                            "description": "A vision profile: diagram, diagram-topology, general, figure, ocr.",
-                        },
-                    },
-                    [],
-                )
-            }
-        },
-    }
+        "content": {"multipart/form-data": {"schema": _form_schema("ExtractForm", dict(_EXTRACT_CHOICES), [])}},
+    },
 }
 
 LOADER_BODY: dict[str, Any] = {

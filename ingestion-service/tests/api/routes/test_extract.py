@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 from ...scripted_servers import VisionReply  # noqa: TID252
 
 
-def _extract(client: TestClient, path: Path, **fields: str) -> httpx2.Response:
+def _extract(client: TestClient, path: Path, query: str = "", **fields: str) -> httpx2.Response:
     with path.open("rb") as handle:
-        return client.post("/api/v1/extract", data=fields, files={"file": (path.name, handle)})
+        return client.post(f"/api/v1/extract{query}", data=fields, files={"file": (path.name, handle)})
 
 
 def test_default_engine_returns_documents(client: TestClient, docs: Path) -> None:
@@ -82,6 +82,32 @@ def test_engines_are_compared_side_by_side(client: TestClient, docs: Path) -> No
     # The top level describes the first engine, as a single-engine probe would.
     assert body["engine"] == "kreuzberg"
     assert body["documents"] == kreuzberg["documents"]
+
+
+def test_engines_in_the_query_string_are_compared_as_form_fields_are(client: TestClient, docs: Path) -> None:
+    response = _extract(client, docs / "pdf/unstructured__list-item-example.pdf", "?engines=kreuzberg,pypdf")
+    assert response.status_code == 200
+    assert [row["engine"] for row in response.json()["results"]] == ["kreuzberg", "pypdf"]
+    single = _extract(client, docs / "pdf/unstructured__list-item-example.pdf", "?engine=pypdf").json()
+    assert (single["engine"], single["results"]) == ("pypdf", None)
+
+
+@pytest.mark.parametrize(
+    ("query", "fields", "fragment"),
+    [
+        ("?engine=pypdf", {"engine": "kreuzberg"}, "engine given more than once"),
+        ("?engines=pypdf&engines=kreuzberg", {}, "engines given more than once"),
+        ("?engine=pypdf", {"engines": "kreuzberg,pypdf"}, "not both"),
+        ("?engine=pypdf&surprise=1", {}, "unknown query parameter(s) surprise"),
+    ],
+)
+def test_a_choice_in_the_query_string_follows_the_form_rules(
+    client: TestClient, docs: Path, query: str, fields: dict[str, str], fragment: str
+) -> None:
+    response = _extract(client, docs / "md/unstructured__simple-table.md", query, **fields)
+    assert response.status_code == 422
+    assert response.json()["code"] == "INVALID_REQUEST"
+    assert fragment in response.json()["error"]
 
 
 def test_a_failing_engine_is_reported_in_its_row(

@@ -307,7 +307,7 @@ def test_multipart_upload_over_the_cap_is_413(
     with app_client(max_upload_bytes=1000) as client:
         response = upload(client, docs / WIKI, file_id="big")
         assert response.status_code == 413
-        assert response.json()["code"] == "INVALID_REQUEST"
+        assert response.json()["code"] == "DOCUMENT_TOO_LARGE"
         assert points(client, file_id="big") == []
 
 
@@ -377,6 +377,7 @@ def test_s3_object_over_the_cap_is_413_before_download(
     with app_client(s3_endpoint_url=s3_endpoint, max_upload_bytes=100) as client:
         response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket, s3_key="big.md"))
         assert response.status_code == 413
+        assert response.json()["code"] == "DOCUMENT_TOO_LARGE"
 
 
 def test_missing_object_is_s3_fetch_failed_without_details(

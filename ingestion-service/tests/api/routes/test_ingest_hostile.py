@@ -199,7 +199,7 @@ def test_wrong_request_content_types(
 def test_json_body_over_its_cap_reports_the_json_limit(client: TestClient) -> None:
     body = b'{"file_id": "' + b"x" * 70_000 + b'"}'
     response = client.put("/api/v1/ingest", content=body, headers={"Content-Type": "application/json"})
-    assert _error(response) == (413, "INVALID_REQUEST")
+    assert _error(response) == (413, "PAYLOAD_TOO_LARGE")
     message = response.json()["error"]
     assert "65536 bytes" in message
     assert "MAX_UPLOAD_BYTES" not in message

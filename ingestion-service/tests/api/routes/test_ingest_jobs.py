@@ -261,7 +261,7 @@ def test_request_problems_are_answered_synchronously_in_async_mode(
     with app_client(max_upload_bytes=4000) as client:
         cases = [
             (submit(client, docs / TABLE, "bind", collection_name="file-other"), 403, "INVALID_REQUEST"),
-            (submit(client, docs / WIKI, "big"), 413, "INVALID_REQUEST"),
+            (submit(client, docs / WIKI, "big"), 413, "DOCUMENT_TOO_LARGE"),
             (submit(client, elf, "elf"), 415, "UNSUPPORTED_CONTENT"),
             (submit(client, docs / TABLE, "blank", user_id=" "), 422, "INVALID_REQUEST"),
             (client.put("/api/v1/ingest", content=b"x", headers={**ASYNC, "Content-Type": "text/plain"}), 415, None),

@@ -91,6 +91,7 @@ def test_a_body_over_the_upload_cap_is_413(app_client: AppFactory, docs: Path) -
     with app_client(max_upload_bytes=1000) as client:
         response = open_webui_put(client, docs / "pdf/kreuzberg__searchable.pdf")
     assert response.status_code == 413
+    assert response.json()["code"] == "DOCUMENT_TOO_LARGE"
     assert "MAX_UPLOAD_BYTES" in response.json()["error"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Mapping, Sequence
 
 import anyio.to_thread
 from fastapi import APIRouter, Request
@@ -26,6 +27,22 @@ _FIELDS = frozenset({"engine", "engines", "profile"})
 # A comparison runs every engine on the same upload one after another; keep it a probe.
 MAX_COMPARED_ENGINES = 8
 ROUTE_KEY = "extraction_route"
+
+
+def _choices(query: Sequence[tuple[str, str]], form: Mapping[str, str]) -> dict[str, str]:
+    """``engine``, ``engines`` and ``profile`` from the form or the query string (``?engines=a,b`` is
+    what people type), each given once."""
+    unknown = sorted(set(form) - _FIELDS)
+    if unknown:
+        raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(unknown)}.")
+    names = [name for name, _ in query]
+    unknown = sorted(set(names) - _FIELDS)
+    if unknown:
+        raise InvalidRequestError(f"Invalid request: unknown query parameter(s) {', '.join(unknown)}.")
+    repeated = sorted(name for name in set(names) if names.count(name) > 1 or name in form)
+    if repeated:
+        raise InvalidRequestError(f"Invalid request: {', '.join(repeated)} given more than once.")
+    return {**form, **dict(query)}
 
 
 def _engine_names(engine: str, engines: str, default: str) -> list[str]:
@@ -98,7 +115,7 @@ async def _compare(
 @router.post("/extract", response_model=ExtractResponse, openapi_extra=EXTRACT_BODY)
 async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
     """Multipart ``file`` plus ``engine`` (one engine, or ``auto``) or ``engines`` (a comma-separated
-    list compared side by side), and ``profile`` (vision engines)."""
+    list compared side by side), and ``profile`` (vision engines): form fields or query parameters."""
     content_type = request.headers.get("content-type", "").lower()
     if not content_type.startswith("multipart/form-data"):
         raise UnsupportedMediaTypeError(content_type)
@@ -107,15 +124,13 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
         form = await parse_multipart(request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes)
         if form.file_path is None:
             raise InvalidRequestError("Invalid request: the 'file' part is required.")
-        unknown = sorted(set(form.fields) - _FIELDS)
-        if unknown:
-            raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(unknown)}.")
+        choices = _choices(request.query_params.multi_items(), form.fields)
         names = _engine_names(
-            (form.fields.get("engine") or "").strip(),
-            (form.fields.get("engines") or "").strip(),
+            (choices.get("engine") or "").strip(),
+            (choices.get("engines") or "").strip(),
             runtime.settings.extraction_engine,
         )
-        profile = (form.fields.get("profile") or "").strip().lower() or None
+        profile = (choices.get("profile") or "").strip().lower() or None
         converters = [runtime.registry.get(name) for name in names]
         _check_profile(profile, converters)
         filename = form.upload_filename or "upload"
