@@ -168,7 +168,7 @@ def zscore_candidates(legs: Legs, depth: int) -> ZscoreCandidates:
     seen = np.full((len(files), 3), np.inf)
     for column, top in enumerate(tops):
         for pos, ((point_id, _, _), value) in enumerate(
-            zip(top, standardised([score for _, _, score in top]), strict=True)
+            zip(top, standardised([score for _, _, score in top])[0], strict=True)
         ):
             z[position[point_id], column] = value
             seen[position[point_id], column] = column * (depth + 1) + pos

@@ -24,6 +24,9 @@ What it checks (each line of output names one check and its result):
 * k8s-env          env and envFrom names: read by a settings class, or allow-listed for the image.
 * probe-paths      every HTTP probe path (compose, Dockerfile HEALTHCHECK, Kubernetes) exists among
                    the FastAPI routes of the service it probes (the app factories, imported).
+* prometheus-auth  every scrape job of deploy/prometheus/prometheus.yml whose target keeps /metrics
+                   behind an API key sends credentials from a file compose mounts into Prometheus,
+                   filled from the same variable as the target's key (and present when it is unset).
 
 Exit status 1 when any check fails. Nothing is skipped silently: a tool that cannot run is a failure.
 """
@@ -52,6 +55,7 @@ REPO_ROOT = env_example.REPO_ROOT
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
 K8S_DIR = REPO_ROOT / "deploy" / "k8s"
 HELM_QDRANT_VALUES = REPO_ROOT / "deploy" / "helm" / "qdrant-values.yaml"
+PROMETHEUS_CONFIG = REPO_ROOT / "deploy" / "prometheus" / "prometheus.yml"
 DOCKERFILES = {
     "ingestion-service": REPO_ROOT / "ingestion-service" / "Dockerfile",
     "retrieval-agent": REPO_ROOT / "retrieval-agent" / "Dockerfile",
@@ -76,6 +80,7 @@ THIRD_PARTY_ENV: dict[str, frozenset[str]] = {
     "ghcr.io/open-webui/open-webui": frozenset(
         {
             "WEBUI_SECRET_KEY",
+            "WEBUI_SECRET_KEY_FILE",
             "OPENAI_API_BASE_URL",
             "OPENAI_API_KEY",
             "STORAGE_PROVIDER",
@@ -108,6 +113,13 @@ THIRD_PARTY_ENV: dict[str, frozenset[str]] = {
 }
 # Health endpoints of third-party images that probes may use.
 THIRD_PARTY_PROBES: dict[str, frozenset[str]] = {"qdrant/qdrant": frozenset({"/readyz", "/livez", "/healthz"})}
+# Compose services whose /metrics needs an API key, and the variable of their environment holding it
+# (Qdrant's whitelist without a key is /, /healthz, /readyz and /livez: /metrics is not in it).
+METRICS_KEY_ENV: dict[str, str] = {
+    "ingestion-service": "API_KEY",
+    "retrieval-agent": "API_KEY",
+    "qdrant": "QDRANT__SERVICE__API_KEY",
+}
 # Runtime ENV in our images that no settings class reads: the interpreter, caches, telemetry switches.
 DOCKERFILE_ENV = frozenset(
     {
@@ -128,6 +140,8 @@ DOCKERFILE_ENV = frozenset(
 )
 _SECRET_NAME = re.compile(r"(KEY|SECRET|PASSWORD|TOKEN)$")
 _INTERPOLATION = re.compile(r"\$\{([A-Z][A-Z0-9_]*)(?::?[-?][^}]*)?\}")
+# ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:?message}, ${NAME?message}: name, operator, rest.
+_REFERENCE = re.compile(r"\$\{([A-Z][A-Z0-9_]*)(:?[-?])?([^}]*)\}")
 _PROBE_PATH = re.compile(r"(/health[a-z/]*|/readyz|/livez|/healthz)")
 
 
@@ -377,6 +391,107 @@ def check_compose_shape(report: Report, resolved: Mapping[str, Any]) -> None:
         if not any(volume.get("type") == "volume" and volume.get("target") == mount for volume in volumes):
             report.fail(f"{name}: needs a named volume at {mount}")
     report.notes.append(f"{len(services)} services, profiles {', '.join(sorted(profiles))}, healthchecks, depends_on")
+
+
+# ---------------------------------------------------------------- Prometheus
+
+
+def _prometheus_mounts(service: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """Files compose puts into a container from ``secrets:`` and ``configs:``: path -> (kind, definition)."""
+    mounts: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for kind, directory in (("secrets", "/run/secrets/"), ("configs", "/")):
+        for entry in service.get(kind) or []:
+            source = entry if isinstance(entry, str) else str(entry["source"])
+            target = source if isinstance(entry, str) else str(entry.get("target") or source)
+            if not target.startswith("/"):
+                target = directory + target
+            mounts[target] = (kind, (top.get(kind) or {}).get(source) or {})
+    return mounts
+
+
+def _key_references(value: object) -> list[tuple[str, str, str]]:
+    """The ``${NAME...}`` references in a raw compose value: (name, operator, default or message)."""
+    return _REFERENCE.findall(str(value)) if value is not None else []
+
+
+def prometheus_auth_problems(prometheus: Mapping[str, Any], compose: Mapping[str, Any]) -> list[str]:
+    """Scrape jobs of API-protected targets that would be refused (401/403): no credentials, or the wrong ones.
+
+    ``compose`` is docker-compose.yml as YAML (anchors resolved, not interpolated). A target is protected
+    when its service's METRICS_KEY_ENV variable interpolates a key. Its job needs
+    ``authorization.credentials_file`` on a file compose mounts into Prometheus from that same variable.
+    An optional key (``${NAME:-}``) cannot come from an environment secret: compose refuses to create
+    the container when the variable is unset and mounts nothing when it is empty, so it must be a
+    config whose inline content has a non-empty default.
+    """
+    problems: list[str] = []
+    services: Mapping[str, Any] = compose.get("services") or {}
+    scrapers = [
+        service for service in services.values() if image_repository(str(service.get("image", ""))) == "prom/prometheus"
+    ]
+    if not scrapers:
+        return ["docker-compose.yml: no prom/prometheus service, though deploy/prometheus/prometheus.yml exists"]
+    mounts = _prometheus_mounts(scrapers[0], compose)
+    for job in prometheus.get("scrape_configs") or []:
+        name = job.get("job_name")
+        hosts = {
+            str(target).rsplit(":", 1)[0]
+            for static in job.get("static_configs") or []
+            for target in static.get("targets") or []
+        }
+        for host in sorted(hosts):
+            if host not in services:
+                problems.append(f"scrape job {name}: target {host} is not a service of docker-compose.yml")
+                continue
+            variable = METRICS_KEY_ENV.get(host)
+            environment = services[host].get("environment") or {}
+            keys = _key_references(environment.get(variable)) if variable and isinstance(environment, dict) else []
+            if not keys:
+                continue  # no key, /metrics is open
+            key_names = {key for key, _, _ in keys}
+            optional = any(operator in {":-", "-", ""} for _, operator, _ in keys)
+            where = f"scrape job {name}: {host}'s /metrics is behind {variable} (${{{', '.join(sorted(key_names))}}})"
+            authorization = job.get("authorization") or {}
+            credentials_file = authorization.get("credentials_file")
+            if not credentials_file:
+                problems.append(f"{where}, but the job sends no credentials (authorization.credentials_file)")
+                continue
+            if credentials_file not in mounts:
+                problems.append(f"{where}, but compose mounts nothing at {credentials_file} in Prometheus")
+                continue
+            kind, definition = mounts[credentials_file]
+            if kind == "secrets":
+                source = {str(definition.get("environment"))} if definition.get("environment") else set[str]()
+                if optional and source & key_names:
+                    problems.append(
+                        f"{where}, which is optional, but {credentials_file} is an environment secret: compose"
+                        " fails when the variable is unset and mounts no file when it is empty"
+                    )
+                    continue
+            else:
+                content = _key_references(definition.get("content"))
+                source = {key for key, _, _ in content}
+                never_empty = all(op == ":?" or (op == ":-" and rest) for _, op, rest in content)
+                if optional and not never_empty:
+                    problems.append(
+                        f"{where}, which is optional, but {credentials_file}'s content can be empty (compose"
+                        " mounts no file then): give it a non-empty default, ${NAME:-placeholder}"
+                    )
+                    continue
+            if not source & key_names:
+                problems.append(
+                    f"{where}, but {credentials_file} holds {', '.join(sorted(source)) or 'no variable'}, not that key"
+                )
+    return problems
+
+
+def check_prometheus_auth(report: Report) -> None:
+    prometheus: dict[str, Any] = yaml.safe_load(PROMETHEUS_CONFIG.read_text(encoding="utf-8"))
+    compose: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
+    for problem in prometheus_auth_problems(prometheus, compose):
+        report.fail(problem)
+    jobs = len(prometheus.get("scrape_configs") or [])
+    report.notes.append(f"{jobs} scrape jobs; each API-protected target gets its key from a mounted file")
 
 
 # ---------------------------------------------------------------- images and Dockerfiles
@@ -733,6 +848,7 @@ def run_checks() -> list[Report]:
         run("compose-env", lambda report: check_compose_env(report, resolved_config))
         run("compose-shape", lambda report: check_compose_shape(report, resolved_config))
         run("probe-paths", lambda report: check_compose_probes(report, resolved_config, routes))
+    run("prometheus-auth", check_prometheus_auth)
     run("env-example", check_env_example)
     run("images", lambda report: check_images(report, resolved))
     run("hadolint", check_hadolint)

@@ -133,7 +133,9 @@ DEPLOYMENT_VARS: tuple[DeploymentVar, ...] = (
     DeploymentVar(
         "WEBUI_SECRET_KEY",
         "",
-        "Open WebUI's session-signing secret; empty: Open WebUI generates one into its data volume.",
+        "Open WebUI's session-signing secret; empty: Open WebUI generates one and keeps it on its data "
+        "volume (docker-compose.yml sets WEBUI_SECRET_KEY_FILE=/app/backend/data/.webui_secret_key; by "
+        "default it would stay in the container and change whenever the container is recreated).",
         _WEBUI,
     ),
     DeploymentVar("OPENAI_API_BASE_URL", "http://litellm:4000/v1", "Open WebUI's chat model endpoint.", _WEBUI),

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -24,7 +25,8 @@ SCRIPTS = REPO_ROOT / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
-import env_example  # noqa: E402 - scripts/ is not a package
+import deploy_check  # noqa: E402 - scripts/ is not a package
+import env_example  # noqa: E402
 
 ENV_EXAMPLE = REPO_ROOT / ".env.example"
 COMPOSE = REPO_ROOT / "docker-compose.yml"
@@ -127,3 +129,63 @@ def test_no_literal_secrets_in_deployment_files() -> None:
         assert value == "", f".env.example: {name} must be empty"
     secret = yaml.safe_load((REPO_ROOT / "deploy" / "k8s" / "secret.example.yaml").read_text(encoding="utf-8"))
     assert all(value == "" for value in secret["stringData"].values())
+
+
+def _scrape_files() -> tuple[dict[str, Any], dict[str, Any]]:
+    prometheus = yaml.safe_load((REPO_ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text(encoding="utf-8"))
+    return prometheus, yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+
+
+def _job(prometheus: dict[str, Any], name: str) -> dict[str, Any]:
+    job: dict[str, Any] = next(job for job in prometheus["scrape_configs"] if job["job_name"] == name)
+    return job
+
+
+def test_every_api_protected_scrape_target_gets_its_key() -> None:
+    prometheus, compose = _scrape_files()
+    assert deploy_check.prometheus_auth_problems(prometheus, compose) == []
+    # Qdrant's key is optional: its credentials file must exist whether or not QDRANT_API_KEY is set.
+    assert _job(prometheus, "qdrant")["authorization"]["credentials_file"] == "/etc/prometheus/qdrant_api_key"
+    assert compose["configs"]["qdrant_api_key"]["content"].startswith("${QDRANT_API_KEY:-")
+    assert compose["configs"]["qdrant_api_key"]["content"] != "${QDRANT_API_KEY:-}"
+
+
+@pytest.mark.parametrize("job_name", ["qdrant", "ingestion-service", "retrieval-agent"])
+def test_scrape_job_without_credentials_is_caught(job_name: str) -> None:
+    prometheus, compose = _scrape_files()
+    del _job(prometheus, job_name)["authorization"]
+    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    assert any(f"scrape job {job_name}:" in problem and "no credentials" in problem for problem in problems)
+
+
+def test_scrape_credentials_from_the_wrong_or_missing_file_are_caught() -> None:
+    prometheus, compose = _scrape_files()
+    _job(prometheus, "qdrant")["authorization"]["credentials_file"] = "/run/secrets/retrieval_api_key"
+    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    assert any("scrape job qdrant:" in problem and "not that key" in problem for problem in problems)
+    prometheus, compose = _scrape_files()
+    compose["services"]["prometheus"]["configs"] = []
+    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    assert any("scrape job qdrant:" in problem and "mounts nothing" in problem for problem in problems)
+
+
+def test_optional_key_from_an_environment_secret_or_empty_default_is_caught() -> None:
+    # compose fails on an environment secret whose variable is unset, and mounts nothing when it is empty.
+    prometheus, compose = _scrape_files()
+    compose["secrets"]["qdrant_api_key"] = {"environment": "QDRANT_API_KEY"}
+    compose["services"]["prometheus"]["secrets"].append("qdrant_api_key")
+    compose["services"]["prometheus"]["configs"] = []
+    _job(prometheus, "qdrant")["authorization"]["credentials_file"] = "/run/secrets/qdrant_api_key"
+    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    assert any("scrape job qdrant:" in problem and "environment secret" in problem for problem in problems)
+    prometheus, compose = _scrape_files()
+    compose["configs"]["qdrant_api_key"]["content"] = "${QDRANT_API_KEY:-}"
+    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    assert any("scrape job qdrant:" in problem and "can be empty" in problem for problem in problems)
+
+
+def test_open_target_needs_no_credentials() -> None:
+    prometheus, compose = _scrape_files()
+    del compose["services"]["qdrant"]["environment"]["QDRANT__SERVICE__API_KEY"]
+    del _job(prometheus, "qdrant")["authorization"]
+    assert deploy_check.prometheus_auth_problems(prometheus, compose) == []

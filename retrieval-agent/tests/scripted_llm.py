@@ -4,7 +4,8 @@ A script is a function of the request body (``{"model", "messages", "tools", ...
 completion dict (``tool_call(...)``, ``text(...)``), a ``Hang`` (sleep, then answer), a ``Status``
 (an HTTP error) or ``Garbage`` (a 200 whose body is not a completion). Every request is recorded
 with its Authorization header. A request with ``"stream": true`` gets its completion as SSE chunks
-(``stream_chunks``: the text in pieces, each tool call's arguments in two deltas). ``models``, when
+(``stream_chunks``: the text in pieces, each tool call's arguments in two deltas; with
+``stream_options.include_usage``, a last chunk with ``usage`` and no choices, as OpenAI sends). ``models``, when
 given, is what ``GET /v1/models`` lists (else that route is a 404).
 """
 
@@ -169,7 +170,10 @@ class ScriptedLLM:
         if isinstance(reply, Garbage):
             return PlainTextResponse(reply.body)
         if body.get("stream"):
-            events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in stream_chunks(reply))
+            chunks = stream_chunks(reply)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                chunks.append({**chunks[-1], "choices": [], "usage": reply["usage"]})
+            events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
             return StreamingResponse(iter([events, "data: [DONE]\n\n"]), media_type="text/event-stream")
         return JSONResponse(reply)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import pytest
@@ -106,3 +108,16 @@ def test_declared_attributes_are_stored_as_their_type() -> None:
 def test_a_wrong_attribute_is_refused_naming_it(values: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         check_attributes(values, DECLARED)
+
+
+@pytest.mark.parametrize("key", ["free", "year", "score"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 2**63, -(2**63) - 1, 2**70, 10**400, [1, math.nan]])
+def test_a_number_the_engine_cannot_store_is_refused_naming_it(key: str, value: object) -> None:
+    # NaN and infinities break the write; a wider integer would silently become a float (or overflow one).
+    with pytest.raises(ValueError, match=f"attribute '{key}' must be a finite number, an integer within 64 bits"):
+        check_attributes({key: value}, DECLARED)
+
+
+def test_the_64_bit_and_float_extremes_are_kept() -> None:
+    values = {"free": [2**63 - 1, -(2**63), sys.float_info.max], "year": 2**63 - 1}
+    assert check_attributes(values, DECLARED) == values

@@ -3,6 +3,7 @@ a real embedded store (always inside the tenants, never instead of them)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -137,6 +138,30 @@ def test_an_undeclared_attribute_is_refused_naming_it_and_the_declared_ones() ->
 def test_a_condition_of_the_wrong_type_is_refused_naming_the_key(attributes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         conditions(attributes=attributes)
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"score": {"gte": math.nan}},  # would match every point
+        {"score": {"lt": math.inf}},
+        {"year": {"gt": -math.inf}},
+        {"year": 2**63},  # wider than the engine's integers: it would fail the search
+        {"year": [2024, -(2**63) - 1]},
+    ],
+)
+def test_a_number_the_engine_cannot_compare_is_refused_naming_the_key(attributes: dict[str, Any]) -> None:
+    [key] = attributes
+    with pytest.raises(
+        ValueError, match=rf"filter\.attributes\.{key}: numbers must be finite, integers within 64 bits"
+    ):
+        conditions(attributes=attributes)
+
+
+def test_the_64_bit_extremes_are_kept() -> None:
+    assert conditions(attributes={"year": [2**63 - 1, -(2**63)]}) == [
+        any_of("meta.attributes.year", [2**63 - 1, -(2**63)])
+    ]
 
 
 @pytest.mark.parametrize(

@@ -253,8 +253,8 @@ def source_format(source: SourceFile) -> str:
 def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
     """The file as engines should see it, or UNSUPPORTED_CONTENT / DOCUMENT_TOO_LARGE (blocking: call in a thread).
 
-    A recognised document named like text is renamed to its real suffix, since engines choose
-    their parser by suffix; ``filename`` (what users see) is kept.
+    A recognised document named like text is renamed to its real suffix, and text staged without
+    one to ``.txt``, since engines choose their parser by suffix; ``filename`` (what users see) is kept.
     """
     size = path.stat().st_size
     samples = _samples(path, size)
@@ -280,4 +280,9 @@ def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
             f"The file is named as text ({shown}) but its content is binary or not UTF-8 text, and no supported "
             "document type was recognised."
         )
+    if not path.suffix:
+        # README, LICENSE: engines pick their parser by suffix and refuse a file without one.
+        plain = path.with_suffix(".txt")
+        path.rename(plain)
+        return SourceFile(path=plain, filename=filename, media_type="text/plain")
     return SourceFile(path=path, filename=filename)

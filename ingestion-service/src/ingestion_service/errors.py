@@ -50,7 +50,7 @@ class IngestionError(Exception):
 class InvalidRequestError(IngestionError):
     """The request is malformed or not allowed. Its message is written by us and safe to return."""
 
-    code = "INVALID_REQUEST"
+    code: ClassVar[ErrorCode] = "INVALID_REQUEST"
     public_message = "Invalid request."
 
     def __init__(self, message: str, *, status_code: int = 400) -> None:
@@ -87,9 +87,9 @@ class UnsupportedMediaTypeError(InvalidRequestError):
     """Content-Type neither JSON nor multipart (415)."""
 
     def __init__(self, content_type: str) -> None:
-        shown = content_type.split(";", 1)[0].strip()[:100] or "none"
+        del content_type  # not echoed: messages never repeat what was sent (docs/contract.md, Errors)
         super().__init__(
-            f"Content-Type {shown!r} is not supported; send application/json or multipart/form-data.",
+            "Content-Type must be application/json or multipart/form-data.",
             status_code=415,
         )
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+from starlette.requests import Request
 from starlette.types import Receive
 
 from ingestion_service.adapters.extractors import SourceFile
@@ -39,13 +40,19 @@ from shared_contract.schema import FILE_COLLECTION_PREFIX, MEMORY_COLLECTION_PRE
 _SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
 
 
-def check_collection_binding(collection_name: str, *, file_id: str, user_id: str) -> None:
-    """``file-*`` must be this file's collection, ``user-memory-*`` this user's, and ``memory-*`` belongs to
-    the retrieval agent's long-term memory (403 otherwise)."""
-    if collection_name.startswith(MEMORY_COLLECTION_PREFIX):
+def check_not_memory(collection_name: str | None) -> None:
+    """``memory-*`` tenants are the retrieval agent's long-term memory, which only its memory service writes:
+    ingest and the documents API refuse them (403)."""
+    if collection_name is not None and collection_name.startswith(MEMORY_COLLECTION_PREFIX):
         raise ForbiddenRequestError(
             "collection_name 'memory-…' is reserved for long-term memory (the retrieval agent's /api/v1/memory)."
         )
+
+
+def check_collection_binding(collection_name: str, *, file_id: str, user_id: str) -> None:
+    """``file-*`` must be this file's collection, ``user-memory-*`` this user's, and ``memory-*`` belongs to
+    the retrieval agent's long-term memory (403 otherwise)."""
+    check_not_memory(collection_name)
     if collection_name.startswith(USER_MEMORY_COLLECTION_PREFIX):
         if collection_name != user_memory_collection_name(user_id):
             raise ForbiddenRequestError("collection_name 'user-memory-…' must equal 'user-memory-<user_id>'.")
@@ -58,6 +65,18 @@ def check_bucket(settings: Settings, bucket: str) -> None:
     allowed = settings.allowed_buckets
     if allowed and bucket not in allowed:
         raise ForbiddenRequestError("s3_bucket is not in S3_ALLOWED_BUCKETS.")
+
+
+async def require_json_body(request: Request) -> None:
+    """A route dependency: a body must be sent as ``application/json`` (415, as ingest answers; a missing
+    Content-Type too); no body needs no header. Without it FastAPI reads such a body as bytes and answers 422."""
+    if not await request.body():
+        return
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json":
+        raise InvalidRequestError(
+            "Invalid request: Content-Type: the body must be sent as application/json.", status_code=415
+        )
 
 
 def upload_path(workdir: Path, filename: str) -> Path:

@@ -138,6 +138,42 @@ def test_two_replicas_interleaved_between_write_and_commit(
         assert len(stored) == b_response.json()["chunks_count"]
 
 
+def test_a_newer_request_resending_the_stored_bytes_wins_over_an_older_reingest_in_flight(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
+    """A (older) re-ingests other bytes and waits before its commit; B (newer) sends the stored bytes
+    again and is answered unchanged. B's content must stay, as the newest request's."""
+    b_done = threading.Event()
+    a_written = threading.Event()
+
+    def a_pauses(job: IngestJob) -> None:
+        a_written.set()
+        assert b_done.wait(timeout=DEADLOCK_GUARD_SECONDS)
+
+    index_name = "replicas-unchanged"
+    stored_file = docs / "md/unstructured__simple-table.md"
+    with (
+        app_client(qdrant_index=index_name, hooks=ServiceHooks(before_commit=a_pauses)) as replica_a,
+        app_client(qdrant_index=index_name) as replica_b,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        first = upload(replica_b, stored_file, file_id="u").json()
+        a_future = pool.submit(upload, replica_a, docs / "md/docling__wiki.md", file_id="u")
+        try:
+            assert a_written.wait(timeout=DEADLOCK_GUARD_SECONDS)
+            b_response = upload(replica_b, stored_file, file_id="u")
+        finally:
+            b_done.set()
+        a_response = a_future.result()
+        assert b_response.status_code == a_response.status_code == 200
+        assert b_response.json()["unchanged"] is True
+        assert a_response.json()["extraction"]["superseded"] is True
+        stored = points(replica_b, file_id="u")
+        assert {r.payload["meta"]["source_sha256"] for r in stored} == {first["content_hash"]}
+        assert {r.payload["meta"]["ingest_version"] for r in stored} == {first["extraction"]["ingest_version"]}
+        assert len(stored) == first["chunks_count"]
+
+
 def test_newer_request_waiting_to_commit_still_wins(
     app_client: AppFactory, upload: Upload, docs: Path, points: Points
 ) -> None:

@@ -256,3 +256,54 @@ async def test_recovery_keeps_only_the_newest_of_two_published_versions(index: C
     assert report.stale_versions_removed == 3
     assert await versions(index) == {(new.version, LIVE_STATE): 4}
     assert await versions(index, "kb-other") == {(other.version, LIVE_STATE): 2}
+
+
+async def seqs(index: ChunkIndex) -> set[int]:
+    records, _ = await index.store.scroll(None, limit=1000)
+    return {record.payload["meta"]["ingest_seq"] for record in records}
+
+
+async def test_an_unchanged_run_adopting_the_live_version_makes_an_older_run_in_flight_step_aside(
+    index: ChunkIndex,
+) -> None:
+    """The newest request sends the stored bytes again while an older re-ingest is still writing."""
+    stored = RunVersion.new(now_ns=1_000_000_000)
+    older = RunVersion.new(now_ns=2_000_000_000)  # the re-ingest with other bytes, still extracting
+    newer = RunVersion.new(now_ns=3_000_000_000)  # the same bytes as stored: unchanged
+    await write(index, stored, 3)
+    await versioning.commit(index, FILE, TENANT, stored)
+    await write(index, older, 5)
+    assert await versioning.adopt(index, FILE, TENANT, newer, live_version=stored.version, meta={"tags": ["b"]})
+    assert await versions(index) == {(stored.version, LIVE_STATE): 3}  # the older run's pending points swept
+    await write(index, older, 2)  # its last batch, written after the sweep
+    assert (await versioning.commit(index, FILE, TENANT, older)).superseded
+    assert await versions(index) == {(stored.version, LIVE_STATE): 3}
+    assert await seqs(index) == {newer.seq}
+    records, _ = await index.store.scroll(None, limit=10)
+    assert {tuple(record.payload["meta"]["tags"]) for record in records} == {("b",)}
+
+
+async def test_an_older_claim_never_lowers_a_newer_one(index: ChunkIndex) -> None:
+    stored = RunVersion.new(now_ns=1_000_000_000)
+    first = RunVersion.new(now_ns=2_000_000_000)
+    second = RunVersion.new(now_ns=3_000_000_000)
+    await write(index, stored, 2)
+    await versioning.commit(index, FILE, TENANT, stored)
+    assert await versioning.adopt(index, FILE, TENANT, second, live_version=stored.version, meta={"tags": ["new"]})
+    # The older request arrives last: the version stays claimed by the newer one, with its labels.
+    assert await versioning.adopt(index, FILE, TENANT, first, live_version=stored.version, meta={"tags": ["old"]})
+    assert await seqs(index) == {second.seq}
+    records, _ = await index.store.scroll(None, limit=10)
+    assert {tuple(record.payload["meta"]["tags"]) for record in records} == {("new",)}
+
+
+async def test_adopting_a_version_a_newer_run_replaced_fails_so_the_run_ingests(index: ChunkIndex) -> None:
+    stored = RunVersion.new(now_ns=1_000_000_000)
+    unchanged = RunVersion.new(now_ns=2_000_000_000)
+    newest = RunVersion.new(now_ns=3_000_000_000)
+    await write(index, stored, 2)
+    await versioning.commit(index, FILE, TENANT, stored)
+    await write(index, newest, 4)
+    await versioning.commit(index, FILE, TENANT, newest)  # swept the version the unchanged run read
+    assert not await versioning.adopt(index, FILE, TENANT, unchanged, live_version=stored.version, meta={})
+    assert await versions(index) == {(newest.version, LIVE_STATE): 4}

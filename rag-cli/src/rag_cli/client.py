@@ -275,7 +275,7 @@ async def collection_stats(client: httpx.AsyncClient, endpoint: Endpoint, collec
 async def delete_document(client: httpx.AsyncClient, endpoint: Endpoint, file_id: str, *, collection: str) -> int:
     """``DELETE /api/v1/documents/{file_id}`` in ``collection`` only (idempotent); the chunks it removed."""
     response = await client.delete(
-        f"{endpoint.url}/api/v1/documents/{file_id}",
+        f"{endpoint.url}/api/v1/documents/{quote(file_id, safe='')}",
         params={"collection_name": collection},
         headers=endpoint.headers,
     )

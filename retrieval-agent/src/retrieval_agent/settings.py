@@ -104,7 +104,9 @@ class Settings(ContractSettings):
         validation_alias=AliasChoices("hybrid_lexical_weight", "bm25_weight"),
         description="Fusion weight of the BM25 leg (the tenants' language fields merged by score), also of the client-side BM25; 0 drops it.",
     )
-    hybrid_prefetch_multiplier: int = Field(default=2, ge=1, le=50, description="Each leg fetches limit x this.")
+    hybrid_prefetch_multiplier: int = Field(
+        default=2, ge=1, le=50, description="Each leg fetches max(limit, 10) x this."
+    )
     lexical_bm25_k1: float | None = Field(default=None, ge=0.0, description="BM25 k1; None: the engine's 1.2.")
     lexical_bm25_b: float | None = Field(default=None, ge=0.0, le=1.0, description="BM25 b; None: the engine's 0.75.")
     capability_cache_ttl_seconds: float = Field(

@@ -43,3 +43,13 @@ def test_adjust_leaves_a_request_within_the_limits_alone() -> None:
     assert adjusted.changes == []
     assert adjusted.queries == ["q"]
     assert adjusted.k == 5
+
+
+def test_adjust_replaces_lone_surrogates_and_keeps_whole_characters() -> None:
+    messages = [("user", [{"type": "text", "text": "cut \udc00"}]), ("assistant", "fine 😀")]
+    adjusted = adjust(["cut \ud83d", "whole 😀"], messages, 5)
+    assert adjusted.changes == ["unicode-replaced", "message-parts"]
+    assert adjusted.queries == ["cut \ufffd", "whole 😀"]
+    assert adjusted.messages is not None
+    assert [message.content for message in adjusted.messages] == ["cut \ufffd", "fine 😀"]
+    assert adjust(["whole 😀"], [("user", "whole 😀")], 5).changes == []

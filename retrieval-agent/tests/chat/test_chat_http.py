@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared_contract import ContractEmbedder
+from shared_contract.http import REQUEST_FAILED
 from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, add_chunk, chunk_meta  # noqa: TID252
@@ -398,3 +399,108 @@ def test_failure_after_the_stream_started_is_an_error_event(chat_api: ChatApi) -
     assert (
         'chat_requests_total{outcome="upstream_error",stream="true"} 1.0' in client.get("/metrics", headers=AUTH).text
     )
+
+
+def test_a_lone_surrogate_in_a_message_is_replaced_before_search_and_upstream(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("In 1889 [1]."))
+    question = f"{QUESTION} \ud83d"  # half an emoji, as a JavaScript client cuts it
+    raw = json.dumps(chat_body("scripted@kb-a", messages=[{"role": "user", "content": question}]))
+    response = client.post("/v1/chat/completions", content=raw, headers={**AUTH, "Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert response.json()["rag_sources"][0]["file_name"] == "paris.pdf"
+    assert llm.requests[0]["messages"][-1] == {"role": "user", "content": f"{QUESTION} \ufffd"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_user_and_reasoning_effort_reach_the_upstream_for_a_bare_model_name(chat_api: ChatApi, stream: bool) -> None:
+    # LiteLLM's catalogue knows neither field for a non-OpenAI name: it dropped `user` and refused the other.
+    client, llm = chat_api(lambda body: text("ok"))
+    body = chat_body("llama3.1:8b@kb-a", user="alice", reasoning_effort="low", seed=7, stream=stream)
+    response = post(client, body)
+    assert response.status_code == 200, response.text
+    (sent,) = llm.requests
+    assert sent["model"] == "llama3.1:8b"
+    assert (sent["user"], sent["reasoning_effort"], sent["seed"]) == ("alice", "low", 7)
+
+
+def test_a_parameter_litellm_refuses_locally_is_not_blamed_on_the_upstream(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore
+) -> None:
+    # A provider-prefixed model keeps LiteLLM's own parameter check, which refuses before sending anything.
+    client = app_factory(chat_settings(f"http://127.0.0.1:{_closed_port()}/v1"), seeded)
+    response = post(client, chat_body("anthropic/claude-sonnet-4-5", logit_bias={"50256": -100}))
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["type"], error["code"]) == ("invalid_request_error", "invalid_request")
+    assert "nothing was sent upstream" in error["message"]
+    assert "upstream model answered" not in error["message"]
+
+
+def _usage_chunks(parsed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [chunk for chunk in parsed if chunk.get("usage") is not None]
+
+
+def test_stream_with_include_usage_ends_with_the_usage_of_every_round(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if turn(body) == 0:
+            return tool_call("read_full_document", {"file_id": "file-biology.pdf"})
+        return text("Cells make ATP [1].")
+
+    client, llm = chat_api(script)
+    body = chat_body("scripted@kb-a", stream=True, stream_options={"include_usage": True})
+    parsed = chunks(sse_events(post(client, body).text))
+    assert streamed_text(parsed) == "Cells make ATP [1]."
+    assert [request["stream_options"] for request in llm.requests] == [{"include_usage": True}] * 2
+    (last,) = _usage_chunks(parsed)
+    assert last is parsed[-1]
+    assert last["choices"] == []
+    # Two upstream calls of 120 + 15 tokens each, as the non-streamed answer sums them.
+    assert last["usage"] == {"prompt_tokens": 240, "completion_tokens": 30, "total_tokens": 270}
+
+
+def test_stream_without_include_usage_has_no_usage(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("In 1889 [1]."))
+    parsed = chunks(sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text))
+    assert _usage_chunks(parsed) == []
+    assert "stream_options" not in llm.requests[0]
+
+
+class _BrokenStore:
+    """A store whose searches fail with a bug, not a typed error: the server-error handler answers."""
+
+    def __init__(self, inner: ChunkStore) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def query(self, request: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    async def query_batch(self, requests: Any) -> Any:
+        raise RuntimeError("a bug")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_unexpected_failure_is_500_openai_shaped_and_logged_once(
+    serve: Callable[[Any], str],
+    app_factory: Callable[..., TestClient],
+    seeded: ChunkStore,
+    caplog: pytest.LogCaptureFixture,
+    stream: bool,
+) -> None:
+    llm = ScriptedLLM(lambda body: text("never asked"))
+    client = app_factory(chat_settings(f"{serve(llm.app())}/v1"), _BrokenStore(seeded))
+    caplog.clear()
+    response = client.post(
+        "/v1/chat/completions", json=chat_body("scripted@kb-a", stream=stream), headers={**AUTH, "X-Request-ID": "b-1"}
+    )
+    assert response.status_code == 500
+    assert response.headers["x-request-id"] == "b-1"
+    assert response.json() == {
+        "error": {"message": "Unexpected search failure.", "type": "api_error", "code": "SEARCH_FAILED", "param": None}
+    }
+    (record,) = [record for record in caplog.records if record.getMessage() == REQUEST_FAILED]
+    assert (getattr(record, "path", None), getattr(record, "status", None)) == ("/v1/chat/completions", 500)
+    assert record.exc_info is not None
+    assert llm.requests == []

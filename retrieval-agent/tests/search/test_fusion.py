@@ -12,24 +12,35 @@ def leg(**scores: float) -> list[PointRecord]:
 
 def test_standardised_shifts_the_weakest_candidate_to_zero_and_divides_by_the_population_std() -> None:
     # mean 2, population std sqrt(2/3)
-    assert standardised([3.0, 2.0, 1.0]) == pytest.approx([2 / (2 / 3) ** 0.5, 1 / (2 / 3) ** 0.5, 0.0])
+    values, absent = standardised([3.0, 2.0, 1.0])
+    assert values == pytest.approx([2 / (2 / 3) ** 0.5, 1 / (2 / 3) ** 0.5, 0.0])
+    assert absent == 0.0
 
 
 def test_standardised_does_not_depend_on_the_scale_of_a_leg() -> None:
-    assert standardised([30.0, 20.0, 10.0]) == pytest.approx(standardised([3.0, 2.0, 1.0]))
-    assert standardised([0.9, 0.8, 0.1]) == pytest.approx(standardised([9.0, 8.0, 1.0]))
+    assert standardised([30.0, 20.0, 10.0])[0] == pytest.approx(standardised([3.0, 2.0, 1.0])[0])
+    assert standardised([0.9, 0.8, 0.1])[0] == pytest.approx(standardised([9.0, 8.0, 1.0])[0])
+
+
+def test_candidates_past_the_depth_keep_the_first_ones_values_and_set_what_a_missed_one_counts() -> None:
+    head = [3.0, 2.0, 1.0]
+    values, absent = standardised([*head, 0.5, -1.0], depth=3)
+    assert values[:3] == standardised(head)[0]
+    unit = (2 / 3) ** 0.5  # the first three's population std
+    assert values[3:] == pytest.approx([-0.5 / unit, -2.0 / unit])
+    assert absent == pytest.approx(-2.0 / unit)  # the weakest candidate returned
 
 
 @pytest.mark.parametrize("scores", [[7.5], [2.0, 2.0, 2.0]])
 def test_a_leg_whose_scores_do_not_spread_gives_each_candidate_what_the_better_of_two_gets(
     scores: list[float],
 ) -> None:
-    assert standardised(scores) == [2.0] * len(scores)
-    assert standardised([5.0, 1.0])[0] == 2.0
+    assert standardised(scores) == ([2.0] * len(scores), 0.0)
+    assert standardised([5.0, 1.0])[0][0] == 2.0
 
 
 def test_no_candidates_standardise_to_nothing() -> None:
-    assert standardised([]) == []
+    assert standardised([]) == ([], 0.0)
 
 
 def test_fused_score_is_the_weighted_sum_and_a_missed_candidate_counts_zero_in_that_leg() -> None:
@@ -39,6 +50,20 @@ def test_fused_score_is_the_weighted_sum_and_a_missed_candidate_counts_zero_in_t
     z = 0.4 / (0.32 / 3) ** 0.5  # b's distance above c over the dense leg's population std
     assert [candidate.point_id for candidate in fused] == ["c", "a", "b", "d"]
     assert [candidate.score for candidate in fused] == pytest.approx([2 * 2.0, 2 * z, z, 0.0])
+
+
+def test_a_deeper_fetch_keeps_the_fused_scores_of_the_candidates_within_the_depth() -> None:
+    """What makes a hybrid hit's calibrated relevance the same at every k: the legs fetch deeper for a
+    larger k, and standardising over a fixed depth leaves the first candidates' fused scores as they were."""
+    dense = leg(a=0.9, b=0.7, c=0.5, d=0.3)
+    lexical = leg(b=9.0, a=6.0, e=5.0, c=1.0)
+    shallow = zscore_fuse([dense[:2], lexical[:2]], [1.0, 2.0], limit=2, depth=2)
+    deep = zscore_fuse([dense, lexical], [1.0, 2.0], limit=2, depth=2)
+    assert [candidate.point_id for candidate in shallow] == [candidate.point_id for candidate in deep] == ["b", "a"]
+    assert [candidate.score for candidate in deep] == pytest.approx([candidate.score for candidate in shallow])
+    # Without a depth the same deeper fetch standardises over more candidates: other scores.
+    unanchored = zscore_fuse([dense, lexical], [1.0, 2.0], limit=2)
+    assert [candidate.score for candidate in unanchored] != pytest.approx([candidate.score for candidate in shallow])
 
 
 def test_a_zero_weight_leg_adds_nothing_not_even_candidates() -> None:

@@ -7,6 +7,7 @@ are stored and returned, but a search filter on one is refused rather than run a
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -20,6 +21,9 @@ _KEY = re.compile(ATTRIBUTE_KEY_PATTERN)
 MAX_ATTRIBUTES: Final = 32
 MAX_ATTRIBUTE_VALUES: Final = 64
 MAX_ATTRIBUTE_CHARS: Final = 512
+# The engine's payload numbers: it refuses NaN and infinities and would store a wider integer as a float.
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
 
 AttributeScalar = str | int | float | bool
 AttributeValue = AttributeScalar | list[AttributeScalar]
@@ -43,7 +47,16 @@ def parse_indexed_attributes(spec: str) -> dict[str, AttributeType]:
     return declared
 
 
+def storable_number(value: int | float) -> bool:
+    """Whether the engine keeps ``value`` as sent: a 64-bit integer or a finite float."""
+    if isinstance(value, int):
+        return INT64_MIN <= value <= INT64_MAX
+    return math.isfinite(value)
+
+
 def _check_scalar(key: str, value: object, kind: AttributeType | None) -> AttributeScalar:
+    if isinstance(value, int | float) and not isinstance(value, bool) and not storable_number(value):
+        raise ValueError(f"attribute {key!r} must be a finite number, an integer within 64 bits")
     if kind is None:
         if isinstance(value, bool | int | float):
             return value

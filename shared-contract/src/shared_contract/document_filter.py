@@ -8,13 +8,13 @@ narrow: callers AND them with the tenant filter, which they never replace.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 from qdrant_client import models
 
-from shared_contract.attributes import AttributeType
+from shared_contract.attributes import AttributeType, storable_number
 from shared_contract.schema import MetaKey, meta_path
 
 MAX_FILTER_VALUES = 1000
@@ -91,10 +91,18 @@ def _datetime_range(key: str, *, gte: datetime | None = None, lt: datetime | Non
     return models.FieldCondition(key=meta_path(key), range=models.DatetimeRange(gte=gte, lt=lt))
 
 
+def _check_numbers(key: str, values: Iterable[object]) -> None:
+    # NaN would match every point, and an integer wider than 64 bits fails in the engine.
+    for value in values:
+        if isinstance(value, int | float) and not isinstance(value, bool) and not storable_number(value):
+            raise ValueError(f"filter.attributes.{key}: numbers must be finite, integers within 64 bits")
+
+
 def _attribute_condition(key: str, condition: AttributeCondition, kind: AttributeType) -> models.Condition:
     path = meta_path(f"{MetaKey.ATTRIBUTES}.{key}")
     if isinstance(condition, AttributeRange):
         bounds = {name: value for name, value in condition.model_dump().items() if value is not None}
+        _check_numbers(key, bounds.values())
         if kind == "datetime":
             # A number would pass as seconds since 1970 and match nearly everything.
             if not all(isinstance(value, datetime) for value in bounds.values()):
@@ -106,6 +114,7 @@ def _attribute_condition(key: str, condition: AttributeCondition, kind: Attribut
             raise ValueError(f"filter.attributes.{key}: {kind} range bounds must be numbers")
         return models.FieldCondition(key=path, range=models.Range(**bounds))
     values = condition if isinstance(condition, list) else [condition]
+    _check_numbers(key, values)
     if kind in ("float", "datetime"):
         raise ValueError(f"filter.attributes.{key}: a {kind} attribute takes a range {{gte, gt, lte, lt}}")
     if kind == "integer" and not all(isinstance(value, int) and not isinstance(value, bool) for value in values):

@@ -15,6 +15,7 @@ from typing import Any
 from qdrant_client import models
 
 from shared_contract import LIVE_STATE, PAYLOAD_META, MetaKey, meta_path
+from shared_contract.schema import tenant_kind
 from shared_contract.store import (
     ChunkPoint,
     ChunkStore,
@@ -24,11 +25,14 @@ from shared_contract.store import (
     match,
     pending_condition,
     read_newest_version,
+    tenant_condition,
 )
 
 _RECOVERY_PAGE = 1024
 # A file has one committed head per tenant, two for the moment between publish and sweep.
 _HEADS_PAGE = 64
+# Tenants of one file read per facet when a delete names none (a file sits in a handful).
+_FILE_TENANTS_PAGE = 1000
 _RECOVERY_FIELDS = [meta_path(MetaKey.FILE_ID), meta_path(MetaKey.COLLECTION_NAME), meta_path(MetaKey.INGEST_SEQ)]
 
 
@@ -120,10 +124,31 @@ class ChunkIndex:
         )
 
     async def delete_file(self, file_id: str, collection_name: str | None = None) -> int:
-        """Delete a file's points (one tenant or all, pending included); returns the committed count before."""
-        existing = await self.count(file_id, collection_name)
-        await self.store.delete(file_filter(file_id, collection_name))
-        return existing
+        """Delete a file's points (one tenant, or every tenant but long-term memory's ``memory-*``; pending
+        included); returns the committed count before."""
+        if collection_name is not None:
+            existing = await self.count(file_id, collection_name)
+            await self.store.delete(file_filter(file_id, collection_name))
+            return existing
+        # Qdrant has no prefix match, so name the tenants to delete from: a memory point is never selected,
+        # even one written meanwhile. Memory tenants already seen are left out of the next facet, so every
+        # full page makes progress.
+        memory: list[str] = []
+        deleted = 0
+        while True:
+            skip = [tenant_condition(memory)] if memory else []
+            hits = await self.store.facet(
+                meta_path(MetaKey.COLLECTION_NAME), file_filter(file_id, must_not=skip), limit=_FILE_TENANTS_PAGE
+            )
+            names = [str(hit.value) for hit in hits]
+            memory += [name for name in names if tenant_kind(name) == "memory"]
+            tenants = [name for name in names if tenant_kind(name) != "memory"]
+            if tenants:
+                in_tenants = [tenant_condition(tenants)]
+                deleted += await self.store.count(file_filter(file_id, must=in_tenants, must_not=[pending_condition()]))
+                await self.store.delete(file_filter(file_id, must=in_tenants))
+            if len(hits) < _FILE_TENANTS_PAGE:
+                return deleted
 
     async def scroll(
         self, file_id: str, collection_name: str | None, *, limit: int, offset: str | None
@@ -169,9 +194,30 @@ class ChunkIndex:
                 return tenant
         return None
 
-    async def update_meta(self, file_id: str, collection_name: str, values: dict[str, Any]) -> None:
-        """Set document-level meta keys on every point of (file, tenant), pending ones too, in one operation."""
-        await self.store.set_payload(file_filter(file_id, collection_name), values, key=PAYLOAD_META)
+    async def claim(
+        self, file_id: str, collection_name: str, ingest_version: str, ingest_seq: int, meta: Mapping[str, Any]
+    ) -> bool:
+        """Raise the committed version ``ingest_version``'s ingest_seq to ``ingest_seq`` and set ``meta`` on
+        it, in one operation; never lowers a seq (a newer claim keeps its seq and its meta).
+
+        True when that version is still stored with a seq at least ``ingest_seq``; False when it is
+        gone (a concurrent run swept it).
+        """
+        version = [match(MetaKey.INGEST_VERSION, ingest_version)]
+        await self.store.set_payload(
+            file_filter(
+                file_id,
+                collection_name,
+                must=[*version, _seq_condition(lt=ingest_seq)],
+                must_not=[pending_condition()],
+            ),
+            {**meta, MetaKey.INGEST_SEQ: ingest_seq},
+            key=PAYLOAD_META,
+        )
+        claimed = file_filter(
+            file_id, collection_name, must=[*version, _seq_condition(gte=ingest_seq)], must_not=[pending_condition()]
+        )
+        return await self.store.count(claimed) > 0
 
     async def read_version(self, file_id: str, collection_name: str) -> list[PointRecord]:
         """Every point (payload and vectors) of the file's newest committed version in the tenant."""

@@ -76,6 +76,7 @@ class IngestFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
+    # Refused, never trimmed, like collection_name: the documents routes address the id exactly as sent.
     file_id: str = Field(min_length=1, max_length=256)
     filename: str = Field(min_length=1, max_length=MAX_FILENAME_CHARS)
     collection_name: CollectionName  # refused, never trimmed, if it breaks the contract rule
@@ -96,6 +97,14 @@ class IngestFields(BaseModel):
         default=None,
         description="Your own metadata; keys declared in INDEXED_ATTRIBUTES are filterable and type-checked.",
     )
+
+    @field_validator("file_id", mode="before")
+    @classmethod
+    def _untrimmed_file_id(cls, value: object) -> object:
+        # "before": the model's str_strip_whitespace would otherwise trim it first.
+        if isinstance(value, str) and value != value.strip():
+            raise ValueError("must not start or end with whitespace")
+        return value
 
     @field_validator("filename")
     @classmethod

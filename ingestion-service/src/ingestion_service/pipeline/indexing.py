@@ -385,7 +385,9 @@ class IndexingRunner:
         requested = job.labels
         job = replace(job, labels=requested.filled_from(stored))
         if stored is not None and not job.force and job.stored_as(stored):
-            return await self._unchanged(job, stored)
+            unchanged = await self._unchanged(job, stored)
+            if unchanged is not None:
+                return unchanged
         self._active.add(control)
         try:
             if not job.force and job.identity is not None and job.fingerprint is not None:
@@ -515,14 +517,19 @@ class IndexingRunner:
         except ContractError as exc:
             raise QdrantWriteError(f"looking for an identical copy failed: {exc}") from exc
 
-    async def _unchanged(self, job: IngestJob, stored: dict[str, Any]) -> IngestOutcome:
-        """Same bytes, same settings: only metadata that differs is updated, in place."""
+    async def _unchanged(self, job: IngestJob, stored: dict[str, Any]) -> IngestOutcome | None:
+        """Same bytes, same settings: the live version is adopted as this run's, its differing metadata
+        updated in place (``versioning.adopt``). None when that version was replaced meanwhile."""
         changes = {key: value for key, value in job.document_meta().items() if stored.get(key) != value}
-        if changes:
-            try:
-                await self.index.update_meta(job.file_id, job.collection_name, changes)
-            except ContractError as exc:
-                raise QdrantWriteError(f"updating the document's metadata failed: {exc}") from exc
+        live_version = str(stored.get(MetaKey.INGEST_VERSION) or "")
+        try:
+            adopted = await versioning.adopt(
+                self.index, job.file_id, job.collection_name, job.run, live_version=live_version, meta=changes
+            )
+        except ContractError as exc:
+            raise QdrantWriteError(f"adopting the stored version failed: {exc}") from exc
+        if not adopted:
+            return None
         chunks = stored.get(MetaKey.CHUNK_COUNT)
         if not isinstance(chunks, int):
             chunks = await self._existing(job)
@@ -532,7 +539,7 @@ class IndexingRunner:
             chunks_count=chunks,
             engine=str(stored.get(EXTRACTOR_KEY) or job.engine or self.default_engine),
             unchanged=True,
-            live_version=str(stored.get(MetaKey.INGEST_VERSION) or "") or None,
+            live_version=live_version or None,
         )
 
     async def _copy(

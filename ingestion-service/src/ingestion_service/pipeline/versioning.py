@@ -23,6 +23,13 @@ Protocol (one *run* = one ingest request for a (file_id, collection_name) pair):
       ``>= mine`` (older versions, other runs' leftovers, points without a seq from older tooling).
    Between b and c both complete versions are live for the length of one store call; search
    keeps only the newest version of a file among its hits, so it never mixes them.
+   d. A run whose bytes and settings equal the live version's (*unchanged*) writes no points: it
+      **adopts** the live version instead. One ``set_payload`` raises that version's
+      ``ingest_seq`` to the run's (never lowering it) and sets the run's metadata; then the run
+      sweeps as in c. For the protocol the adopted points are the run's own, written and
+      published at once, so an older run still extracting steps aside at its commit (3a), as it
+      would for any newer run. When the version is gone by then (a concurrent run swept it), the
+      run ingests as usual.
 4. On any failure before or during commit, the run deletes the points with its own
    ``ingest_version``. A failing clean-up is logged loudly, counted, and reported next to the
    original error code; it is never swallowed.
@@ -118,6 +125,26 @@ async def commit(
     await index.publish(file_id, collection_name, run.version, meta=meta)
     await index.delete_older(file_id, collection_name, run.seq)
     return CommitResult(superseded=False)
+
+
+async def adopt(
+    index: ChunkIndex,
+    file_id: str,
+    collection_name: str,
+    run: RunVersion,
+    *,
+    live_version: str,
+    meta: Mapping[str, Any],
+) -> bool:
+    """Step 3d: the live version ``live_version`` becomes this run's in place; False when it is gone.
+
+    Store errors propagate; nothing is left half-done (the claim is one operation, the sweep only
+    removes what a commit of this run would).
+    """
+    if not await index.claim(file_id, collection_name, live_version, run.seq, meta):
+        return False
+    await index.delete_older(file_id, collection_name, run.seq)
+    return True
 
 
 async def discard(index: ChunkIndex, file_id: str, collection_name: str, run: RunVersion) -> None:

@@ -47,8 +47,8 @@ def test_engine_override_pypdf_gives_pages(client: TestClient, docs: Path) -> No
     [
         ({"engine": "kreuzberg", "engines": "pypdf"}, "not both"),
         ({"engines": "pypdf,kreuzberg,pypdf"}, "twice"),
-        ({"engines": "pypdf,nope"}, "Unknown extraction engine"),
-        ({"engine": "nope"}, "Unknown extraction engine"),
+        ({"engines": "pypdf,nope"}, "engine (and each of engines) must be one of "),
+        ({"engine": "nope"}, "engine (and each of engines) must be one of "),
         ({"profile": "diagram"}, "takes no profile"),
         ({"engine": "docling"}, "optional extra 'docling'"),
         ({"engine": "unstructured"}, "optional extra 'unstructured'"),
@@ -60,6 +60,34 @@ def test_invalid_choices_are_422(client: TestClient, docs: Path, fields: dict[st
     assert response.status_code == 422
     assert response.json()["code"] == "INVALID_REQUEST"
     assert fragment in response.json()["error"]
+
+
+def test_text_without_an_extension_is_read_as_plain_text(client: TestClient, docs: Path) -> None:
+    with (docs / "txt/tika__danish_europarl_sample.txt").open("rb") as handle:
+        response = client.post("/api/v1/extract", files={"file": ("LICENSE", handle)})
+    assert response.status_code == 200, response.text
+    [document] = response.json()["documents"]
+    assert "Europa" in document["content"]
+    assert document["meta"]["mime_type"] == "text/plain"
+
+
+@pytest.mark.parametrize(
+    ("fields", "fragment", "a_choice"),
+    [
+        ({"engine": "secret-token-xyz"}, "engine (and each of engines) must be one of ", "kreuzberg"),
+        ({"engines": "kreuzberg,secret-token-xyz"}, "engine (and each of engines) must be one of ", "pypdf"),
+        ({"engine": "vision-llm", "profile": "secret-token-xyz"}, "profile must be one of ", "ocr"),
+    ],
+)
+def test_a_refused_choice_names_the_field_and_the_choices_not_the_value(
+    client: TestClient, docs: Path, fields: dict[str, str], fragment: str, a_choice: str
+) -> None:
+    response = _extract(client, docs / "md/unstructured__simple-table.md", **fields)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert fragment in error
+    assert a_choice in error
+    assert "secret-token-xyz" not in error.lower()
 
 
 def test_scan_is_read_with_ocr(client: TestClient, docs: Path) -> None:

@@ -193,9 +193,11 @@ def test_multipart_field_rules(client: TestClient, docs: Path) -> None:
 
 
 def test_other_content_types_are_415(client: TestClient) -> None:
-    response = client.put("/api/v1/ingest", content=b"hello", headers={"Content-Type": "text/plain"})
+    response = client.put("/api/v1/ingest", content=b"hello", headers={"Content-Type": "text/x-secret-token"})
     assert response.status_code == 415
     assert response.json()["code"] == "INVALID_REQUEST"
+    # The field and what it takes, never what was sent.
+    assert response.json()["error"] == "Content-Type must be application/json or multipart/form-data."
 
 
 def _json(**overrides: Any) -> dict[str, Any]:

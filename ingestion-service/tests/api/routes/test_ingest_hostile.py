@@ -78,6 +78,22 @@ def test_binary_content_is_415_unsupported_content(
     assert_kept(client, "h", previous)
 
 
+@pytest.mark.parametrize("filename", ["README", "LICENSE", "noext"])
+def test_text_without_an_extension_is_read_as_plain_text(
+    client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points, filename: str
+) -> None:
+    # Engines pick their parser by suffix: such a file passed the text check, then was refused.
+    data = (docs / "txt/tika__danish_europarl_sample.txt").read_bytes()
+    response = ingest_bytes(client, data, filename, "noext")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="noext")
+    assert "Europa" in " ".join(record.payload["content"] for record in stored)
+    assert {record.payload["meta"]["name"] for record in stored} == {filename}
+    assert {record.payload["meta"]["format"] for record in stored} == {"txt"}
+    # The staged name stays internal.
+    assert not [record for record in stored if "source.txt" in str(record.payload["meta"])]
+
+
 # Latin-1 stays below the undecodable share, so such files are indexed as before.
 def test_legacy_encoded_text_is_still_text(
     client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points

@@ -52,6 +52,14 @@ def test_the_api_prefix_path_answers_too(client: TestClient, docs: Path) -> None
     assert "IBM" in document["page_content"]
 
 
+def test_text_without_an_extension_is_read_as_plain_text(client: TestClient, docs: Path) -> None:
+    response = open_webui_put(client, docs / "txt/tika__danish_europarl_sample.txt", mime="text/plain", name="LICENSE")
+    assert response.status_code == 200, response.text
+    [document] = response.json()
+    assert "Europa" in document["page_content"]
+    assert document["metadata"]["source"] == "LICENSE"
+
+
 def test_a_scan_is_read_with_ocr(client: TestClient, docs: Path) -> None:
     [page] = open_webui_put(client, docs / "pdf/kreuzberg__non_searchable.pdf").json()
     assert "non-text-searchable PDF" in page["page_content"]

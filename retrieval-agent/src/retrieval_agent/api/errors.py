@@ -10,7 +10,9 @@ from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.responses import Response
 
+from retrieval_agent.api.openai_errors import as_openai, is_openai_path
 from retrieval_agent.errors import (
     FactNotFoundError,
     InvalidFilterError,
@@ -119,6 +121,11 @@ def install_error_handlers(app: FastAPI) -> None:
         # A typed dependency failure needs its text, not a traceback; a bug needs the traceback.
         return error_response(request, status, code, message, hint=hint, cause=exc, log_traceback=not _expected(exc))
 
+    async def on_unexpected(request: Request, exc: Exception) -> Response:
+        response = await on_domain(request, exc)
+        # Starlette runs this handler in ServerErrorMiddleware, outside the /v1 reshaping middleware.
+        return as_openai(response) if is_openai_path(str(request.scope["path"])) else response
+
     for error_type, *_ in _MAPPING:
         app.add_exception_handler(error_type, on_domain)
-    app.add_exception_handler(Exception, on_domain)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -7,6 +7,9 @@ and the response says what was changed (``X-RAG-Request-Adjusted``), counted in
 ``search_request_adjustments_total``. Requests that are malformed (no collections, a k below 1,
 a message without a role) still get 422.
 
+A lone UTF-16 surrogate (half an emoji, what a JavaScript client sends when it cuts a string) is valid
+JSON but no text the tokenizer or a UTF-8 encoder accepts: it becomes U+FFFD (``unicode-replaced``).
+
 Bypass mode sends the last user message twice, as the query and in the chat, and the search
 recognises it by the two being equal. When that query is too long, the message is cut exactly as
 the query is, so the request still reads as bypass mode (and an LLM, if configured, writes the
@@ -15,6 +18,7 @@ queries) instead of as an explicit, pasted query.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +35,24 @@ MAX_K = 100
 _HEAD_SHARE = 0.25
 _CUT_MARK = "\n…\n"
 ADJUSTED_HEADER = "X-RAG-Request-Adjusted"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT_CHARACTER = "\ufffd"
+
+
+def well_formed(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (a JSON string may carry one; no encoder takes it)."""
+    return _LONE_SURROGATE.sub(REPLACEMENT_CHARACTER, text)
+
+
+def well_formed_json(value: Any) -> Any:
+    """``value`` (decoded JSON) with :func:`well_formed` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, list):
+        return [well_formed_json(item) for item in value]
+    if isinstance(value, dict):
+        return {well_formed_json(key): well_formed_json(item) for key, item in value.items()}
+    return value
 
 
 def shorten(text: str, limit: int) -> str:
@@ -78,6 +100,17 @@ class Adjusted:
 def adjust(queries: list[str] | None, messages: list[tuple[str, Any]] | None, k: int) -> Adjusted:
     """Bring ``queries`` (texts), ``messages`` ((role, content) pairs) and ``k`` within the limits."""
     changes: list[str] = []
+    # Before any other work: a lone surrogate crashes the tokenizer and the message model.
+    if queries is not None:
+        clean = [well_formed(query) for query in queries]
+        if clean != queries:
+            changes.append("unicode-replaced")
+        queries = clean
+    if messages is not None:
+        clean_messages = [(well_formed(role), well_formed_json(content)) for role, content in messages]
+        if clean_messages != messages and "unicode-replaced" not in changes:
+            changes.append("unicode-replaced")
+        messages = clean_messages
     kept_queries = queries
     cut_queries: set[str] = set()
     if queries is not None:

@@ -14,6 +14,7 @@ import json
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.datastructures import MutableHeaders
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from retrieval_agent.chat.errors import ChatError, error_type_for, openai_error
@@ -44,6 +45,24 @@ def reshaped(status: int, body: bytes) -> tuple[int, bytes] | None:
     return status, json.dumps(openai_error(flat["error"], error_type_for(status), code)).encode()
 
 
+def is_openai_path(path: str) -> bool:
+    return path.startswith(OPENAI_PREFIX)
+
+
+def as_openai(response: Response) -> Response:
+    """A flat error response in OpenAI's shape, headers (``X-Request-ID``) kept; other responses as they are.
+
+    For the catch-all handler of unexpected errors, which Starlette runs in its ServerErrorMiddleware,
+    outside :class:`OpenAIErrorShape`.
+    """
+    new = reshaped(response.status_code, bytes(response.body))
+    if new is None:
+        return response
+    status, body = new
+    headers = {key: value for key, value in response.headers.items() if key not in ("content-length", "content-type")}
+    return Response(body, status_code=status, headers=headers, media_type="application/json")
+
+
 class OpenAIErrorShape:
     """Rewrites flat JSON error responses on /v1 paths; every other response passes through untouched."""
 
@@ -51,7 +70,7 @@ class OpenAIErrorShape:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not str(scope["path"]).startswith(OPENAI_PREFIX):
+        if scope["type"] != "http" or not is_openai_path(str(scope["path"])):
             await self.app(scope, receive, send)
             return
         start: Message | None = None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from retrieval_agent.api.leniency import well_formed_json
 
 # OpenAI request fields forwarded to the upstream as they came; other unknown fields are ignored
 # (LiteLLM would refuse or mis-route some of them).
@@ -59,6 +61,21 @@ class ChatCompletionRequest(BaseModel):
     collection_names: list[str] | None = Field(
         default=None, max_length=1000, description="Knowledge bases to search (instead of the model-name suffix)."
     )
+    stream_options: dict[str, Any] | None = Field(
+        default=None, description='With stream: {"include_usage": true} adds a last chunk with the summed usage.'
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _well_formed(cls, data: Any) -> Any:
+        # A lone surrogate (half an emoji a JS client cut) is valid JSON but breaks the search's models
+        # and the upstream request's UTF-8 encoding: U+FFFD instead, as /search does (api.leniency).
+        return well_formed_json(data)
+
+    @property
+    def include_usage(self) -> bool:
+        """Whether a stream ends with a usage chunk (OpenAI's ``stream_options.include_usage``)."""
+        return self.stream and bool((self.stream_options or {}).get("include_usage"))
 
     def forwarded_params(self) -> dict[str, Any]:
         """The sampling parameters the upstream gets."""

@@ -4,7 +4,8 @@ without them). Tools the client sent are the client's: a call to one is returned
 
 Streaming streams every round; tool-call deltas are gathered until the round ends, and text that comes
 after a tool call started is held until the round proves final. ``rag_sources`` goes in a last chunk
-before ``data: [DONE]``.
+before ``data: [DONE]``, with ``usage`` summed over the rounds when the client sent
+``stream_options.include_usage`` (as OpenAI's last chunk).
 """
 
 from __future__ import annotations
@@ -126,6 +127,12 @@ class ChatTurn:
     client_tools: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
     tool_choice: Any = None
     memory_sources: list[MemorySource] = field(default_factory=lambda: list[MemorySource]())
+    include_usage: bool = False
+
+    @property
+    def stream_params(self) -> dict[str, Any]:
+        """A streamed call's parameters: the upstream reports usage only when asked."""
+        return {**self.params, "stream_options": {"include_usage": True}} if self.include_usage else self.params
 
     @property
     def client_tool_names(self) -> frozenset[str]:
@@ -260,6 +267,7 @@ class ChatService:
             client_tools=list(request.tools or []),
             tool_choice=request.tool_choice if request.tools else None,
             memory_sources=remembered,
+            include_usage=request.include_usage,
         )
 
     async def _run_tools(self, turn: ChatTurn, content: str | None, calls: Sequence[ToolCall]) -> None:
@@ -340,7 +348,7 @@ class ChatService:
                 turn.messages,
                 tools=turn.tools(0),
                 tool_choice=turn.tool_choice,
-                params=turn.params,
+                params=turn.stream_params,
             )
         except ChatError as exc:
             self.observe(exc.outcome, stream=True, started=started)
@@ -367,6 +375,7 @@ class ChatService:
             return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
 
         outcome: ChatOutcome = "ok"
+        usage = Usage()
         try:
             yield event({"role": "assistant", "content": ""})
             stream, rounds = first, 0
@@ -375,6 +384,7 @@ class ChatService:
                 held: list[str] = []
                 finish: str | None = None
                 async for part in stream:
+                    usage.add(part.get("usage"))
                     for choice in part.get("choices") or []:
                         delta = choice.get("delta") or {}
                         for call_delta in delta.get("tool_calls") or []:
@@ -396,7 +406,7 @@ class ChatService:
                         turn.messages,
                         tools=turn.tools(rounds),
                         tool_choice=turn.tool_choice,
-                        params=turn.params,
+                        params=turn.stream_params,
                     )
                     continue
                 if held:
@@ -410,7 +420,8 @@ class ChatService:
                 break
             sources = [source.model_dump() for source in turn.book.sources]
             remembered = [source.model_dump() for source in turn.memory_sources]
-            yield event(None, rag_sources=sources, memory_sources=remembered)
+            extra: dict[str, Any] = {"usage": usage.model_dump()} if turn.include_usage else {}
+            yield event(None, rag_sources=sources, memory_sources=remembered, **extra)
             yield "data: [DONE]\n\n"
         except ChatError as exc:
             outcome = exc.outcome

@@ -22,6 +22,7 @@ from retrieval_agent.chat.errors import (
     UPSTREAM_TIMEOUT,
     UPSTREAM_UNAVAILABLE,
     ChatError,
+    invalid_request,
 )
 from retrieval_agent.settings import Settings
 
@@ -104,6 +105,12 @@ class ChatUpstream:
         arguments["num_retries"] = 0
         if route.api_base is not None:
             arguments["api_base"] = route.api_base
+            # LiteLLM filters parameters by its OpenAI model catalogue (a bare ``llama3.1:8b`` loses
+            # ``user`` and is refused ``reasoning_effort``); this endpoint is the judge of what it
+            # takes, so what LiteLLM does not list for the name goes as a top-level field anyway.
+            unlisted = self._unlisted(route.model, params)
+            if unlisted:
+                arguments["allowed_openai_params"] = unlisted
         if route.api_key is not None:
             arguments["api_key"] = route.api_key
         if tools:
@@ -111,6 +118,12 @@ class ChatUpstream:
             if tool_choice is not None:
                 arguments["tool_choice"] = tool_choice
         return arguments
+
+    def _unlisted(self, model: str, params: Mapping[str, Any]) -> list[str]:
+        """The parameters in ``params`` that LiteLLM does not list as supported for ``model``."""
+        _, _, name = model.partition("/")
+        supported = self._litellm.get_supported_openai_params(model=name, custom_llm_provider=_OPENAI_PROVIDER)
+        return [key for key in params if key not in (supported or [])]
 
     async def complete(
         self,
@@ -179,6 +192,12 @@ class ChatUpstream:
         if isinstance(exc, ChatError):
             return exc
         detail = _short(str(getattr(exc, "message", None) or exc))
+        # Raised by LiteLLM before any request is sent: the upstream never answered.
+        if isinstance(exc, self._litellm.UnsupportedParamsError):
+            return invalid_request(
+                f"The model's provider does not take these parameters (refused by LiteLLM; nothing was sent "
+                f"upstream): {detail}"
+            )
         # LiteLLM reports a refused connection as its InternalServerError (500): the cause chain tells.
         causes = list(_chain(exc))
         if any(isinstance(cause, self._openai.APITimeoutError) for cause in causes):

@@ -53,7 +53,7 @@ from retrieval_agent.search.query import (
     multilingual_weight_for,
     rrf_request,
 )
-from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
+from retrieval_agent.search.relevance import FITTED_K, RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, SparseVectorData, StoreRequestError
@@ -154,7 +154,7 @@ class LinearSearch:
             ),
             sparse_weight=settings.hybrid_sparse_weight,
             lexical_weight=settings.hybrid_lexical_weight,
-            prefetch_limit=limit * settings.hybrid_prefetch_multiplier,
+            prefetch_limit=max(limit, FITTED_K) * settings.hybrid_prefetch_multiplier,
             bm25_k1=settings.lexical_bm25_k1,
             bm25_b=settings.lexical_bm25_b,
             method=settings.hybrid_fusion,
@@ -244,7 +244,12 @@ class LinearSearch:
             )
         candidates = [*await self._candidates(vector), *term_candidates.candidates]
         hits, exhausted = await self._read_fused(
-            zscore_fuse(candidates, legs.weights, limit), vectors.dense, collection_names, limit, conditions, live_key
+            zscore_fuse(candidates, legs.weights, limit, depth=FITTED_K * self.settings.hybrid_prefetch_multiplier),
+            vectors.dense,
+            collection_names,
+            limit,
+            conditions,
+            live_key,
         )
         return self._done(query, newest_versions(hits), "native_hybrid", exhausted=exhausted)
 
@@ -360,7 +365,7 @@ class LinearSearch:
     ) -> RetrievedList:
         if dense is None:
             dense = (await embed_query(self.embedder, query, with_sparse=False, metrics=self.metrics, memo=memo)).dense
-        prefetch = limit * self.settings.hybrid_prefetch_multiplier
+        prefetch = max(limit, FITTED_K) * self.settings.hybrid_prefetch_multiplier
         with self.metrics.time_stage("qdrant"):
             points = await self.store.query(dense_request(dense, collection_names, prefetch))
         dense_hits = [point_to_hit(point, dense_score(point.score), known_cosine=point.score) for point in points]

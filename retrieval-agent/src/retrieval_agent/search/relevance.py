@@ -55,6 +55,10 @@ class PlattModel:
         return sigmoid(logit)
 
 
+# The k the default models were fitted at. A hybrid search of any k fuses as one of this k does
+# (the same candidate depth and standardisation: search/fusion.py), so the fit holds at every k.
+FITTED_K = 10
+
 # Fitted with the service defaults (z-score fusion, k 10 hits) on SciFact train, NorQuAD dev for
 # other languages, whose hybrid includes the multilingual dense leg (benchmarks/tuned/calibration.json).
 DEFAULT_MODELS: Mapping[ModelName, PlattModel] = {

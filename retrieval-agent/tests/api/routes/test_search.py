@@ -426,3 +426,53 @@ def test_the_services_own_embedder_queries_on_the_int8_copy_and_ranks_as_fp32_qu
         groups = near_tie_groups(expected["documents"][0], expected["distances"][0])
         expected_groups = [groups[document] for document in expected["documents"][0][:3]]
         assert [groups.get(document) for document in ranked.json()["documents"][0]] == expected_groups
+
+
+# Half an emoji, as a JavaScript client leaves it when it cuts a string: valid JSON, no valid text.
+LONE_SURROGATE = "\ud83d"
+
+
+def raw_post(api: TestClient, payload: dict[str, Any]) -> Any:
+    """``payload`` as ASCII JSON (the surrogate as its ``\\ud83d`` escape, which no UTF-8 encoder would take)."""
+    return api.post("/search", content=json.dumps(payload), headers={**AUTH, "Content-Type": "application/json"})
+
+
+def test_a_lone_surrogate_in_a_query_is_replaced_and_searched(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, tmp_path: Path
+) -> None:
+    # The service's own query embedder, whose tokenizer raises TypeError on a lone surrogate.
+    api = app_factory(make_settings(fastembed_cache_path=tmp_path / "fastembed"), seeded, embedder=None)
+    response = raw_post(api, body(queries=[f"When was the Eiffel Tower completed? {LONE_SURROGATE}"]))
+    assert response.status_code == 200, response.text
+    assert response.headers[ADJUSTED] == "unicode-replaced"
+    assert "Eiffel Tower in Paris" in response.json()["documents"][0][0]
+    assert (
+        'search_request_adjustments_total{adjustment="unicode-replaced"} 1.0' in api.get("/metrics", headers=AUTH).text
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        f"When was the Eiffel Tower completed? {LONE_SURROGATE}",
+        [{"type": "text", "text": f"When was the Eiffel Tower completed? {LONE_SURROGATE}"}],
+    ],
+)
+def test_a_lone_surrogate_in_a_message_is_replaced_and_searched(api: TestClient, content: Any) -> None:
+    response = raw_post(api, body(queries=None, messages=[{"role": "user", "content": content}]))
+    assert response.status_code == 200, response.text
+    assert "unicode-replaced" in response.headers[ADJUSTED].split(",")
+    assert "Eiffel Tower in Paris" in response.json()["documents"][0][0]
+
+
+def test_the_first_hits_and_their_relevance_do_not_depend_on_k(api: TestClient) -> None:
+    """Open WebUI asks for its top_k (3 by default): the best hits and the probability each is relevant
+    must be those of a larger k, or a relevance threshold would mean something else at each k."""
+    answers = {
+        k: api.post("/search", json=body(queries=["Eiffel Tower"], k=k), headers=AUTH).json() for k in (1, 3, 10)
+    }
+    widest = answers[10]
+    assert len(widest["documents"][0]) > 3
+    for k in (1, 3):
+        assert answers[k]["documents"][0] == widest["documents"][0][:k]
+        assert answers[k]["distances"][0] == pytest.approx(widest["distances"][0][:k], abs=1e-9)

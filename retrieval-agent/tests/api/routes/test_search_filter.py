@@ -283,6 +283,28 @@ def test_a_filter_that_cannot_run_is_a_422_naming_the_key(
     assert 'search_requests_total{code="INVALID_REQUEST",outcome="error"} 1.0' in api.get("/metrics", headers=AUTH).text
 
 
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        '{"year": {"gte": NaN}}',  # matched every document
+        '{"year": {"lt": Infinity}}',
+        '{"year": {"gte": 1e400}}',
+        '{"year": 1180591620717411303424}',  # 2**70: the engine failed the search (500)
+        '{"year": [2024, -9223372036854775809]}',
+    ],
+)
+def test_a_number_the_engine_cannot_compare_is_a_422_naming_the_key(
+    app_factory: Callable[..., TestClient], filtered: ChunkStore, attributes: str
+) -> None:
+    api = app_factory(filter_settings(), filtered)
+    # Raw JSON: the client's encoder refuses NaN and infinities, as a strict client would.
+    body = '{"queries": ["budget"], "collection_names": ["kb-a"], "filter": {"attributes": ' + attributes + "}}"
+    response = api.post("/search", content=body, headers={**AUTH, "Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "INVALID_REQUEST"
+    assert "filter.attributes.year: numbers must be finite, integers within 64 bits" in response.json()["error"]
+
+
 # -- agentic mode ----------------------------------------------------------------------------------
 
 

@@ -128,8 +128,10 @@ def note_request_fields(request: Request, **fields: str | None) -> None:
 
 
 def _route_path(scope: Scope) -> str:
-    # The route's template (/api/v1/documents/{file_id}) groups lines; before routing, the raw path.
-    template = getattr(scope.get("route"), "path", None)
+    # The route's template (/api/v1/documents/{file_id}, converters such as ":path" left out) groups
+    # lines; before routing, the raw path.
+    route = scope.get("route")
+    template = getattr(route, "path_format", None) or getattr(route, "path", None)
     path = template if isinstance(template, str) else str(scope.get("path", ""))
     return path[:_MAX_FIELD_CHARS]
 

@@ -118,7 +118,7 @@ class ConverterRegistry:
             factory = self._factories.get(name)
             if factory is None:
                 known = ", ".join(self.names)
-                raise InvalidRequestError(f"Unknown extraction engine {name!r}; known engines: {known}.")
+                raise InvalidRequestError(f"Invalid request: engine (and each of engines) must be one of {known}.")
             instance = factory(self._settings)
             self._instances[name] = instance
             return instance

@@ -18,7 +18,7 @@ from ingestion_service.api.models import (
 )
 from ingestion_service.api.routes.reindex import ReindexDep, reindex_job_url, reindex_view
 from ingestion_service.errors import PipelineFailedError
-from ingestion_service.intake import require_qdrant
+from ingestion_service.intake import check_not_memory, require_json_body, require_qdrant
 from shared_contract import CollectionName
 from shared_contract.http import ErrorBody
 from shared_contract.store import tenant_counts
@@ -74,6 +74,7 @@ async def collection_stats(name: CollectionPath, runtime: RuntimeDep) -> Collect
         404: {"model": ErrorBody, "description": "SOURCE_INDEX_NOT_FOUND: `source_index` names no Qdrant collection."},
         409: {"model": ErrorBody, "description": "REINDEX_RUNNING: a reindex of this collection is unfinished."},
     },
+    dependencies=[Depends(require_json_body)],
 )
 async def reindex_collection(
     name: CollectionPath,
@@ -88,6 +89,7 @@ async def reindex_collection(
     from S3 again; uploads are rebuilt from their stored text. Documents already built from the same
     source under the current settings are left as they are (``unchanged``) unless ``force``.
     """
+    check_not_memory(name)  # rebuilding memory points through the ingest pipeline would bypass its owner
     options = body if body is not None else ReindexRequest()
     record = await reindex.start(name, source_index=options.source_index, force=options.force)
     response.headers["Location"] = reindex_job_url(request, record.job_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
 
 from ingestion_service.adapters.document_catalog import (
     UNCHANGED,
@@ -39,7 +39,7 @@ from ingestion_service.errors import (
     MetadataUpdateFailedError,
     PipelineFailedError,
 )
-from ingestion_service.intake import require_qdrant
+from ingestion_service.intake import check_not_memory, require_json_body, require_qdrant
 from ingestion_service.settings import Settings
 from shared_contract import CollectionName, ContractError, MetaKey
 from shared_contract.attributes import AttributeValue, check_attributes
@@ -55,6 +55,10 @@ CollectionQuery = Annotated[
 ]
 # A file may be in several tenants: reading or changing one names its tenant.
 RequiredCollectionQuery = Annotated[CollectionName, Query(description="The tenant collection holding the file.")]
+# Routes take ``{file_id:path}``, so an id with '/' (sent as %2F, decoded before routing) is addressable.
+# The text and chunks routes are GET only and end in a fixed segment the greedy match leaves to them,
+# so ``a/text/text`` is the text of file ``a/text``; PATCH and DELETE take the whole rest of the path.
+FileIdPath = Annotated[str, Path(min_length=1, description="The file's id, URL-quoted ('/' as %2F).")]
 
 DOCUMENT_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
     404: {
@@ -87,6 +91,7 @@ async def list_documents(
     ] = None,
 ) -> DocumentListResponse:
     """The collection's documents, one entry per file (its newest committed version), sorted and paged."""
+    check_not_memory(collection_name)
     selection = DocumentFilter(
         tags=None if tag is None else [tag], formats=None if format is None else [format], category=category
     )
@@ -104,11 +109,12 @@ async def list_documents(
     )
 
 
-@router.get("/{file_id}/text", response_model=DocumentTextResponse, responses=DOCUMENT_NOT_FOUND_RESPONSE)
+@router.get("/{file_id:path}/text", response_model=DocumentTextResponse, responses=DOCUMENT_NOT_FOUND_RESPONSE)
 async def document_text(
-    file_id: str, runtime: RuntimeDep, collection_name: RequiredCollectionQuery
+    file_id: FileIdPath, runtime: RuntimeDep, collection_name: RequiredCollectionQuery
 ) -> DocumentTextResponse:
     """The whole document rebuilt from its committed chunks in order, window overlap removed."""
+    check_not_memory(collection_name)
     await require_qdrant(runtime)
     with store_failures(PipelineFailedError):
         document = await runtime.catalog.read_text(file_id, collection_name)
@@ -142,11 +148,17 @@ def _changes(patch: DocumentPatch, settings: Settings) -> DocumentChanges:
     )
 
 
-@router.patch("/{file_id}", response_model=DocumentView, responses=DOCUMENT_NOT_FOUND_RESPONSE)
+@router.patch(
+    "/{file_id:path}",
+    response_model=DocumentView,
+    responses=DOCUMENT_NOT_FOUND_RESPONSE,
+    dependencies=[Depends(require_json_body)],
+)
 async def update_document(
-    file_id: str, patch: DocumentPatch, runtime: RuntimeDep, collection_name: RequiredCollectionQuery
+    file_id: FileIdPath, patch: DocumentPatch, runtime: RuntimeDep, collection_name: RequiredCollectionQuery
 ) -> DocumentView:
     """Change the file's stored metadata in one collection, without re-embedding; answers its listing entry."""
+    check_not_memory(collection_name)
     changes = _changes(patch, runtime.settings)
     await require_qdrant(runtime)
     with store_failures(MetadataUpdateFailedError):
@@ -158,11 +170,15 @@ async def update_document(
     return document_view(info)
 
 
-@router.delete("/{file_id}", response_model=DeleteResponse, response_model_exclude_none=True)
-async def delete_document(file_id: str, runtime: RuntimeDep, collection_name: CollectionQuery = None) -> DeleteResponse:
-    """Remove the file's chunks from every collection, or from ``collection_name`` only. Idempotent."""
+@router.delete("/{file_id:path}", response_model=DeleteResponse, response_model_exclude_none=True)
+async def delete_document(
+    file_id: FileIdPath, runtime: RuntimeDep, collection_name: CollectionQuery = None
+) -> DeleteResponse:
+    """Remove the file's chunks from every collection but long-term memory's, or from ``collection_name`` only.
+    Idempotent."""
     metrics = runtime.metrics
     try:
+        check_not_memory(collection_name)
         await require_qdrant(runtime)
         try:
             deleted = await runtime.index.delete_file(file_id, collection_name)
@@ -175,9 +191,9 @@ async def delete_document(file_id: str, runtime: RuntimeDep, collection_name: Co
     return DeleteResponse(file_id=file_id, collection_name=collection_name, chunks_deleted=deleted)
 
 
-@router.get("/{file_id}/chunks", response_model=DocumentChunksResponse)
+@router.get("/{file_id:path}/chunks", response_model=DocumentChunksResponse)
 async def list_chunks(
-    file_id: str,
+    file_id: FileIdPath,
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     # The ``next_offset`` of the previous page: a point id, which is always a UUID.
@@ -188,6 +204,7 @@ async def list_chunks(
     """Inspection (ENABLE_INSPECTION_API): a page of the file's stored chunks in id order."""
     if not runtime.settings.enable_inspection_api:
         raise HTTPException(status_code=404, detail="Not Found")
+    check_not_memory(collection_name)
     await require_qdrant(runtime)
     try:
         total = await runtime.index.count(file_id, collection_name)

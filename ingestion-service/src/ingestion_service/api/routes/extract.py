@@ -68,7 +68,7 @@ def _check_profile(profile: str | None, converters: list[Converter]) -> None:
         names = ", ".join(repr(converter.name) for converter in converters)
         raise InvalidRequestError(f"Invalid request: engine {names} takes no profile.")
     known = sorted({name for converter in aware for name in converter.profiles})
-    raise InvalidRequestError(f"Invalid request: unknown profile {profile!r}; known: {', '.join(known)}.")
+    raise InvalidRequestError(f"Invalid request: profile must be one of {', '.join(known)}.")
 
 
 def _result(converter: Converter, documents: list[Document], seconds: float, profile: str | None) -> EngineResult:

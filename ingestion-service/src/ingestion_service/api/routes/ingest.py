@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 import anyio
 from fastapi import APIRouter, Query, Request
@@ -90,6 +91,36 @@ def _pydantic_message(exc: ValidationError) -> str:
     return "Invalid request: " + "; ".join(parts)
 
 
+class _NotStrictJsonError(ValueError):
+    """Text Python's json module reads that is not JSON, or cannot be read here (the reason, no value)."""
+
+
+def _refuse_constant(_name: str) -> NoReturn:
+    raise _NotStrictJsonError("NaN and Infinity are not JSON numbers")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotStrictJsonError("a number is beyond float range")
+    return value
+
+
+def _strict_json(text: str | bytes | bytearray) -> Any:
+    """``json.loads`` without Python's extensions: NaN, Infinity and numbers past float range
+    (which the store refuses) and nesting past the parser's recursion limit are ValueErrors."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError as exc:
+        # The C parser recurses per level: a 10 KB body of "{" reaches the interpreter's limit.
+        raise _NotStrictJsonError("nested too deeply") from exc
+
+
+def _reason(exc: ValueError) -> str:
+    # Our reasons only: other ValueErrors' text is the parser's, not written for callers.
+    return f" ({exc})" if isinstance(exc, _NotStrictJsonError) else ""
+
+
 async def _json_fields(request: Request) -> IngestRequestJSON:
     body = bytearray()
     try:
@@ -100,9 +131,9 @@ async def _json_fields(request: Request) -> IngestRequestJSON:
     except ClientDisconnect as exc:
         raise ClientDisconnectedError("client disconnected while sending the body") from exc
     try:
-        data = json.loads(body)
+        data = _strict_json(body)
     except ValueError as exc:
-        raise InvalidRequestError("Invalid request: body is not valid JSON.") from exc
+        raise InvalidRequestError(f"Invalid request: body is not valid JSON{_reason(exc)}.") from exc
     if not isinstance(data, dict):
         raise InvalidRequestError("Invalid request: body must be a JSON object.")
     try:
@@ -126,9 +157,9 @@ def _form_tags(value: str) -> list[str]:
 
 def _form_json(name: str, text: str) -> object:
     try:
-        return json.loads(text)
+        return _strict_json(text)
     except ValueError as exc:
-        raise InvalidRequestError(f"Invalid request: form field {name!r} is not valid JSON.") from exc
+        raise InvalidRequestError(f"Invalid request: form field {name!r} is not valid JSON{_reason(exc)}.") from exc
 
 
 def _form_json_object(name: str, value: str) -> dict[str, object]:
