@@ -283,6 +283,22 @@ def seeded(store_factory: Callable[..., ChunkStore], settings: Settings, corpus_
     return store
 
 
+class BrokenStore:
+    """A store whose searches fail with a bug, not a typed error: the server-error handler answers."""
+
+    def __init__(self, inner: ChunkStore) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def query(self, request: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    async def query_batch(self, requests: Any) -> Any:
+        raise RuntimeError("a bug")
+
+
 class RecordingStore:
     """A ChunkStore that records queries and facets and can fail text queries like a store whose
     text index vanished."""

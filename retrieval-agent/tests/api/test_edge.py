@@ -15,7 +15,7 @@ from starlette.types import Message, Scope
 from shared_contract.http import hint_for, log_handler
 from shared_contract.store import ChunkStore
 
-from ..conftest import AUTH, make_settings  # noqa: TID252
+from ..conftest import AUTH, BrokenStore, make_settings  # noqa: TID252
 
 BODY = {"queries": ["Eiffel Tower"], "collection_names": ["kb-a"], "k": 2}
 
@@ -221,23 +221,10 @@ def test_openapi_declares_bearer_and_the_error_model(api: TestClient) -> None:
     assert "security" not in spec["paths"]["/health"]["get"]
 
 
-class _BrokenStore:
-    """A store whose query fails with a bug, not a typed error: the server-error handler answers."""
-
-    def __init__(self, inner: ChunkStore) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def query(self, request: Any) -> Any:
-        raise RuntimeError("a bug")
-
-
 def test_an_unexpected_error_is_500_with_the_request_id(
     app_factory: Callable[..., TestClient], seeded: ChunkStore
 ) -> None:
-    api = app_factory(make_settings(), _BrokenStore(seeded))
+    api = app_factory(make_settings(), BrokenStore(seeded))
     response = api.post("/search", json=BODY, headers={**AUTH, "X-Request-ID": "bug-1"})
     assert response.status_code == 500
     assert response.headers["x-request-id"] == "bug-1"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -14,7 +13,7 @@ from retrieval_agent.api.errors import _MAPPING, CODE_HINTS, SEARCH_FAILED, clas
 from shared_contract.http import CONTRACT_HINTS, EDGE_HINTS, FALLBACK_HINT, REQUEST_FAILED, hint_for, registered_hints
 from shared_contract.store import ChunkStore
 
-from ..conftest import AUTH, make_settings  # noqa: TID252
+from ..conftest import AUTH, BrokenStore, make_settings  # noqa: TID252
 
 BODY = {"queries": ["Eiffel Tower"], "collection_names": ["kb-a"], "k": 2}
 
@@ -101,23 +100,10 @@ def test_a_domain_error_is_one_error_line_with_its_cause(
     assert record.exc_info is None  # a typed dependency failure: its text, no traceback
 
 
-class _BrokenStore:
-    """A store whose query fails with a bug, not a typed error: the server-error handler answers."""
-
-    def __init__(self, inner: ChunkStore) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def query(self, request: Any) -> Any:
-        raise RuntimeError("a bug")
-
-
 def test_an_unexpected_error_is_one_error_line_with_the_traceback_and_request_id(
     app_factory: Callable[..., TestClient], seeded: ChunkStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    api = app_factory(make_settings(), _BrokenStore(seeded))
+    api = app_factory(make_settings(), BrokenStore(seeded))
     caplog.clear()
     response = api.post("/search", json=BODY, headers={**AUTH, "X-Request-ID": "bug-1"})
     assert response.status_code == 500

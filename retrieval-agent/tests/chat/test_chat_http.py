@@ -15,7 +15,7 @@ from shared_contract import ContractEmbedder
 from shared_contract.http import REQUEST_FAILED
 from shared_contract.store import ChunkStore
 
-from ..conftest import AUTH, add_chunk, chunk_meta  # noqa: TID252
+from ..conftest import AUTH, BrokenStore, add_chunk, chunk_meta  # noqa: TID252
 from ..scripted_llm import Script, ScriptedLLM, Status, text, tool_call, tool_calls, tool_results, turn  # noqa: TID252
 from .chat_support import (  # noqa: TID252
     QUESTION,
@@ -465,22 +465,6 @@ def test_stream_without_include_usage_has_no_usage(chat_api: ChatApi) -> None:
     assert "stream_options" not in llm.requests[0]
 
 
-class _BrokenStore:
-    """A store whose searches fail with a bug, not a typed error: the server-error handler answers."""
-
-    def __init__(self, inner: ChunkStore) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def query(self, request: Any) -> Any:
-        raise RuntimeError("a bug")
-
-    async def query_batch(self, requests: Any) -> Any:
-        raise RuntimeError("a bug")
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_unexpected_failure_is_500_openai_shaped_and_logged_once(
     serve: Callable[[Any], str],
@@ -490,7 +474,7 @@ def test_an_unexpected_failure_is_500_openai_shaped_and_logged_once(
     stream: bool,
 ) -> None:
     llm = ScriptedLLM(lambda body: text("never asked"))
-    client = app_factory(chat_settings(f"{serve(llm.app())}/v1"), _BrokenStore(seeded))
+    client = app_factory(chat_settings(f"{serve(llm.app())}/v1"), BrokenStore(seeded))
     caplog.clear()
     response = client.post(
         "/v1/chat/completions", json=chat_body("scripted@kb-a", stream=stream), headers={**AUTH, "X-Request-ID": "b-1"}
