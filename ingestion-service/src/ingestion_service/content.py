@@ -33,8 +33,9 @@ _MAX_INVALID_UTF8_RATIO = 0.3
 # applies its ratio check above a similar floor.
 _RATIO_FLOOR_BYTES = 1024 * 1024
 
-# Names engines read as text: these must contain text (or a recognised document signature).
-_TEXT_SUFFIXES = frozenset(
+# Text names the engines parse as their format (tables, markup, mail); they must contain text (or a
+# recognised document signature).
+_ENGINE_TEXT_SUFFIXES = frozenset(
     {
         "",
         ".txt",
@@ -54,18 +55,26 @@ _TEXT_SUFFIXES = frozenset(
         ".xhtml",
         ".yaml",
         ".yml",
-        ".toml",
-        ".ini",
-        ".cfg",
-        ".conf",
-        ".tex",
         ".org",
-        ".adoc",
-        ".srt",
-        ".vtt",
         ".eml",
     }
 )
+# Text no engine has a parser for (configuration, markup sources, subtitles, source code): read as
+# plain text, staged as .txt. So is any other name the platform's types call text/* (.py, .js, .css).
+_PLAIN_TEXT_SUFFIXES = frozenset(
+    {
+        ".toml", ".ini", ".cfg", ".conf", ".properties", ".env",
+        ".tex", ".bib", ".sty", ".cls", ".adoc", ".asciidoc",
+        ".srt", ".vtt", ".po", ".pot", ".diff", ".patch",
+        ".py", ".pyi", ".ipynb", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".vue", ".svelte",
+        ".java", ".kt", ".kts", ".scala", ".groovy", ".gradle", ".go", ".rs", ".c", ".h", ".cc", ".cpp",
+        ".cxx", ".hpp", ".hh", ".cs", ".fs", ".rb", ".php", ".swift", ".m", ".mm", ".r", ".jl", ".lua",
+        ".pl", ".pm", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".sql", ".css", ".scss",
+        ".sass", ".less", ".dart", ".ex", ".exs", ".erl", ".hs", ".clj", ".cljs", ".elm", ".proto",
+        ".graphql", ".gql", ".tf", ".hcl", ".cmake", ".mk", ".dockerfile",
+    }
+)  # fmt: skip
+_TEXT_SUFFIXES = _ENGINE_TEXT_SUFFIXES | _PLAIN_TEXT_SUFFIXES
 _OOXML_PARTS = (
     ("word/document.xml", ".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
     ("xl/workbook.xml", ".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
@@ -253,8 +262,9 @@ def source_format(source: SourceFile) -> str:
 def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
     """The file as engines should see it, or UNSUPPORTED_CONTENT / DOCUMENT_TOO_LARGE (blocking: call in a thread).
 
-    A recognised document named like text is renamed to its real suffix, and text staged without
-    one to ``.txt``, since engines choose their parser by suffix; ``filename`` (what users see) is kept.
+    A recognised document named like text is renamed to its real suffix, and text no engine has a
+    parser for (no suffix, configuration, source code) to ``.txt``, since engines choose their parser
+    by suffix; ``filename`` (what users see) is kept.
     """
     size = path.stat().st_size
     samples = _samples(path, size)
@@ -285,4 +295,9 @@ def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
         plain = path.with_suffix(".txt")
         path.rename(plain)
         return SourceFile(path=plain, filename=filename, media_type="text/plain")
+    if path.suffix.lower() not in _ENGINE_TEXT_SUFFIXES:
+        # nginx.conf, main.py: text no engine parses; read as plain text. The format stays the name's.
+        plain = path.with_suffix(".txt")
+        path.rename(plain)
+        return SourceFile(path=plain, filename=filename)
     return SourceFile(path=path, filename=filename)

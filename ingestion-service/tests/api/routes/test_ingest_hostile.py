@@ -94,6 +94,30 @@ def test_text_without_an_extension_is_read_as_plain_text(
     assert not [record for record in stored if "source.txt" in str(record.payload["meta"])]
 
 
+@pytest.mark.parametrize(
+    ("filename", "data"),
+    [
+        ("nginx.conf", b"server {\n  listen 80;\n  server_name llamas.example.org;\n}\n"),
+        ("setup.ini", b"[llamas]\nherd = 12\n"),
+        ("pyproject.toml", b'[project]\nname = "llamas"\n'),
+        ("paper.tex", b"\\documentclass{article}\n\\begin{document}\nLlamas graze.\n\\end{document}\n"),
+        ("talk.srt", b"1\n00:00:01,000 --> 00:00:02,000\nLlamas graze.\n"),
+        ("herd.py", b'def count_llamas(herd):\n    """Count the llamas."""\n    return len(herd)\n'),
+        ("main.rs", b'fn main() { println!("llamas"); }\n'),
+    ],
+)
+def test_configuration_and_source_code_are_read_as_plain_text(
+    client: TestClient, ingest_bytes: IngestBytes, points: Points, filename: str, data: bytes
+) -> None:
+    # Named like text, no engine has a parser for them: they passed the text check, then were refused.
+    response = ingest_bytes(client, data, filename, "code")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="code")
+    assert "llamas" in " ".join(record.payload["content"] for record in stored).lower()
+    assert {record.payload["meta"]["name"] for record in stored} == {filename}
+    assert {record.payload["meta"]["format"] for record in stored} == {filename.rsplit(".", 1)[1]}
+
+
 # Latin-1 stays below the undecodable share, so such files are indexed as before.
 def test_legacy_encoded_text_is_still_text(
     client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points
