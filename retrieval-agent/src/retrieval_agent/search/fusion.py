@@ -74,8 +74,9 @@ def zscore_fuse(
         if weight <= 0:
             continue
         scores = [point.score for point in leg]
-        values, _ = standardised(scores)
         head_values, absent = standardised(scores, depth)
+        # Within the depth (every search of k 10 or less) the two standardisations are one.
+        values = head_values if depth is None or depth >= len(scores) else standardised(scores)[0]
         not_returned += weight * absent
         for point, z, z_head in zip(leg, values, head_values, strict=True):
             ranking[point.point_id] = ranking.get(point.point_id, 0.0) + weight * z
