@@ -160,7 +160,10 @@ class IngestResponse(BaseModel):
         description="The same bytes were already stored under the same settings: nothing was re-embedded "
         "(metadata such as name, tags, category and attributes was updated in place).",
     )
-    content_hash: str | None = Field(default=None, description="sha256 of the source file's bytes.")
+    content_hash: str | None = Field(
+        default=None,
+        description="sha256 of the source file's bytes; with extraction.kept_existing, of the stored version's.",
+    )
     extraction: ExtractionInfo
 
 

@@ -270,8 +270,10 @@ class IngestOutcome:
     unchanged: bool = False
     # The points were copied from the file's identical copy in another tenant (no extraction, no embedding).
     reused_vectors: bool = False
-    # The version readers now see when it is not this run's (unchanged).
+    # The version readers now see when it is not this run's (unchanged, kept_existing).
     live_version: str | None = None
+    # kept_existing: the sha256 of the stored version's source, which the caller's file did not replace.
+    stored_hash: str | None = None
 
 
 # An untyped error inside a stage still fails that stage: its code follows the component.
@@ -380,7 +382,7 @@ class IndexingRunner:
         if not job.overwrite:
             existing = await self._existing(job)
             if existing:
-                return IngestOutcome(chunks_count=existing, engine=engine, kept_existing=True)
+                return await self._kept(job, existing, engine)
         stored = await self._stored_head(job)
         requested = job.labels
         job = replace(job, labels=requested.filled_from(stored))
@@ -516,6 +518,18 @@ class IndexingRunner:
             return await self.index.identical_copy(job.file_id, source_hash, fingerprint, exclude=job.collection_name)
         except ContractError as exc:
             raise QdrantWriteError(f"looking for an identical copy failed: {exc}") from exc
+
+    async def _kept(self, job: IngestJob, existing: int, engine: str) -> IngestOutcome:
+        """``overwrite=false`` over a stored version: the answer describes that version, not the caller's file."""
+        stored = await self._stored_head(job) or {}
+        source_hash = stored.get(MetaKey.SOURCE_HASH)
+        return IngestOutcome(
+            chunks_count=existing,
+            engine=str(stored.get(EXTRACTOR_KEY) or engine),
+            kept_existing=True,
+            live_version=str(stored.get(MetaKey.INGEST_VERSION) or "") or None,
+            stored_hash=source_hash if isinstance(source_hash, str) else None,
+        )
 
     async def _unchanged(self, job: IngestJob, stored: dict[str, Any]) -> IngestOutcome | None:
         """Same bytes, same settings: the live version is adopted as this run's, its differing metadata

@@ -148,9 +148,13 @@ def test_overwrite_false_keeps_an_existing_version(
     client: TestClient, upload: Upload, docs: Path, points: Points
 ) -> None:
     first = upload(client, docs / WIKI, file_id="keep").json()
-    kept = upload(client, docs / WIKI, file_id="keep", overwrite="false").json()
+    kept = upload(client, docs / "md/unstructured__simple-table.md", file_id="keep", overwrite="false").json()
     assert kept["extraction"]["kept_existing"] is True
     assert kept["chunks_count"] == first["chunks_count"]
+    # The answer describes the version that stays, not the file that was turned away.
+    assert kept["content_hash"] == first["content_hash"]
+    assert kept["extraction"]["ingest_version"] == first["extraction"]["ingest_version"]
+    assert kept["extraction"]["engine"] == first["extraction"]["engine"]
     assert {r.payload["meta"]["ingest_version"] for r in points(client, file_id="keep")} == {
         first["extraction"]["ingest_version"]
     }

@@ -247,12 +247,16 @@ def _count_success(metrics: IngestMetrics, outcome: IngestOutcome) -> None:
 
 
 def _response(job: IngestJob, outcome: IngestOutcome) -> IngestResponse:
-    version = outcome.live_version if outcome.unchanged else None if outcome.kept_existing else job.run.version
+    version = outcome.live_version if outcome.unchanged or outcome.kept_existing else job.run.version
+    if outcome.kept_existing:
+        content_hash = outcome.stored_hash
+    else:
+        content_hash = job.identity.sha256 if job.identity is not None else None
     return IngestResponse(
         collection_name=job.collection_name,
         chunks_count=outcome.chunks_count,
         unchanged=outcome.unchanged,
-        content_hash=job.identity.sha256 if job.identity is not None else None,
+        content_hash=content_hash,
         extraction=ExtractionInfo(
             engine=outcome.engine,
             ingest_version=version,
