@@ -15,7 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.adapters.extractors import SourceFile, plain_text
 from ingestion_service.errors import DocumentTooLargeError, UnsupportedContentError
 from ingestion_service.settings import Settings
 
@@ -59,21 +59,9 @@ _ENGINE_TEXT_SUFFIXES = frozenset(
         ".eml",
     }
 )
-# Text no engine has a parser for (configuration, markup sources, subtitles, source code): read as
-# plain text, staged as .txt. So is any other name the platform's types call text/* (.py, .js, .css).
-_PLAIN_TEXT_SUFFIXES = frozenset(
-    {
-        ".toml", ".ini", ".cfg", ".conf", ".properties", ".env",
-        ".tex", ".bib", ".sty", ".cls", ".adoc", ".asciidoc",
-        ".srt", ".vtt", ".po", ".pot", ".diff", ".patch",
-        ".py", ".pyi", ".ipynb", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".vue", ".svelte",
-        ".java", ".kt", ".kts", ".scala", ".groovy", ".gradle", ".go", ".rs", ".c", ".h", ".cc", ".cpp",
-        ".cxx", ".hpp", ".hh", ".cs", ".fs", ".rb", ".php", ".swift", ".m", ".mm", ".r", ".jl", ".lua",
-        ".pl", ".pm", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".sql", ".css", ".scss",
-        ".sass", ".less", ".dart", ".ex", ".exs", ".erl", ".hs", ".clj", ".cljs", ".elm", ".proto",
-        ".graphql", ".gql", ".tf", ".hcl", ".cmake", ".mk", ".dockerfile",
-    }
-)  # fmt: skip
+# Text no engine has a parser for (configuration, markup sources, subtitles, source code): staged as
+# .txt and read line for line (``plain_text``). So is any other name the platform's types call text/*.
+_PLAIN_TEXT_SUFFIXES = plain_text.SUFFIXES - _ENGINE_TEXT_SUFFIXES
 _TEXT_SUFFIXES = _ENGINE_TEXT_SUFFIXES | _PLAIN_TEXT_SUFFIXES
 _OOXML_PARTS = (
     ("word/document.xml", ".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),

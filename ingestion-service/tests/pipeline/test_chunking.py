@@ -45,6 +45,14 @@ def test_markdown_sections_track_the_heading_path_and_ignore_fences() -> None:
     assert more[0].headers == ["C"]
 
 
+def test_a_longer_fence_is_closed_only_by_a_fence_as_long() -> None:
+    # A code file quoting a Markdown fence: its "# comment" lines are code, not headings.
+    text = "````python\ndoc = '''\n```\n'''\n# not a heading\n```js\n````\n# Real\nafter"
+    sections, _ = markdown_sections(text)
+    assert [section.headers for section in sections] == [[], ["Real"]]
+    assert "# not a heading" in sections[0].text
+
+
 def test_small_sections_merge_with_their_common_heading_path(counter: TokenCounter) -> None:
     sections, _ = markdown_sections("# A\n## B\ntiny\n## C\n" + "long text " * 40)
     merged = merge_small_sections(sections, counter, min_tokens=20, budget_for=lambda _: 200)

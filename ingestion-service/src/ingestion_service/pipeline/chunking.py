@@ -86,10 +86,11 @@ def markdown_sections(
     for line in text.splitlines():
         fence_match = _FENCE.match(line)
         if fence_match:
-            marker = fence_match.group(1)[0] * 3
+            run = fence_match.group(1)
             if fence is None:
-                fence = marker
-            elif marker == fence:
+                fence = run
+            elif run[0] == fence[0] and len(run) >= len(fence) and not line.strip().strip(run[0]):
+                # CommonMark: a closing fence is at least as long as the opening and carries no info string.
                 fence = None
         heading = None if fence is not None else _HEADING.match(line)
         if heading:

@@ -61,6 +61,21 @@ def test_kreuzberg_http_success(make_test_settings: MakeSettings, tmp_path: Path
     assert b'"output_format": "markdown"' in body
 
 
+def test_kreuzberg_http_sends_code_as_plain_text_and_keeps_its_lines(
+    make_test_settings: MakeSettings, tmp_path: Path
+) -> None:
+    seen: list[httpx.Request] = []
+    joined = [{"content": "def f(): return 1", "mime_type": "text/plain", "detected_languages": ["eng"]}]
+    converter = KreuzbergHttpConverter(make_test_settings(), transport=kreuzberg_server(payload=joined, seen=seen))
+    path = tmp_path / "source.txt"  # how the content check stages a .py file
+    path.write_text("def f():\n    return 1\n")
+    [document] = converter.convert(SourceFile(path=path, filename="tool.py"))
+    assert document.content == "```python\ndef f():\n    return 1\n```"
+    assert document.meta == {"languages": ["en"], "mime_type": "text/plain", "reader": "verbatim"}
+    # kreuzberg refuses text/x-python; as text/plain it reads the file and detects its language.
+    assert b'filename="source.txt"\r\nContent-Type: text/plain' in seen[0].content
+
+
 @pytest.mark.parametrize(
     ("status", "payload", "document_problem"),
     [

@@ -78,12 +78,23 @@ def test_binary_content_is_415_unsupported_content(
     assert_kept(client, "h", previous)
 
 
+def _danish_excerpt(docs: Path) -> str:
+    """The Danish sample's first lines (~2.5 KB): Danish text gets a second, slower vector per chunk."""
+    lines = (docs / "txt/tika__danish_europarl_sample.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+    excerpt = ""
+    for line in lines:
+        if len(excerpt) + len(line) > 2500:
+            break
+        excerpt += line
+    return excerpt
+
+
 @pytest.mark.parametrize("filename", ["README", "LICENSE", "noext"])
 def test_text_without_an_extension_is_read_as_plain_text(
     client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points, filename: str
 ) -> None:
     # Engines pick their parser by suffix: such a file passed the text check, then was refused.
-    data = (docs / "txt/tika__danish_europarl_sample.txt").read_bytes()
+    data = _danish_excerpt(docs).encode()
     response = ingest_bytes(client, data, filename, "noext")
     assert response.status_code == 200, response.text
     stored = points(client, file_id="noext")
@@ -118,11 +129,47 @@ def test_configuration_and_source_code_are_read_as_plain_text(
     assert {record.payload["meta"]["format"] for record in stored} == {filename.rsplit(".", 1)[1]}
 
 
+PYTHON_SOURCE = b'''# Herd bookkeeping.
+import sys
+
+
+class Herd:
+    """Llamas in one paddock."""
+
+    def count(self, llamas):
+        # Only grazing llamas count.
+        return sum(1 for llama in llamas if llama.grazing)
+'''
+
+
+def test_source_code_keeps_its_lines_and_indentation_and_its_comments_are_not_headings(
+    client: TestClient, ingest_bytes: IngestBytes, points: Points
+) -> None:
+    response = ingest_bytes(client, PYTHON_SOURCE, "herd.py", "herd")
+    assert response.status_code == 200, response.text
+    [chunk] = points(client, file_id="herd")
+    assert chunk.payload["content"] == "```python\n" + PYTHON_SOURCE.decode().rstrip("\n") + "\n```"
+    # "# Herd bookkeeping." is a comment inside the fence, so no heading path comes from it.
+    assert chunk.payload["meta"]["headers"] == []
+    assert chunk.payload["meta"]["reader"] == "verbatim"
+
+
+def test_a_log_keeps_one_event_per_line(client: TestClient, ingest_bytes: IngestBytes, points: Points) -> None:
+    log = b"2026-11-28 10:00:01 INFO llamas fed\r\n2026-11-28 10:00:02 ERROR paddock gate open\r\n"
+    response = ingest_bytes(client, log, "farm.log", "log")
+    assert response.status_code == 200, response.text
+    [chunk] = points(client, file_id="log")
+    assert (
+        chunk.payload["content"] == "2026-11-28 10:00:01 INFO llamas fed\n2026-11-28 10:00:02 ERROR paddock gate open"
+    )
+    assert chunk.payload["meta"]["format"] == "log"
+
+
 # Latin-1 stays below the undecodable share, so such files are indexed as before.
 def test_legacy_encoded_text_is_still_text(
     client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points
 ) -> None:
-    danish = (docs / "txt/tika__danish_europarl_sample.txt").read_text(encoding="utf-8").encode("latin-1", "replace")
+    danish = _danish_excerpt(docs).encode("latin-1", "replace")
     response = ingest_bytes(client, danish, "danish.txt", "latin1")
     assert response.status_code == 200, response.text
     assert points(client, file_id="latin1")

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from haystack import Document
 
-from ingestion_service.adapters.extractors import _errors
+from ingestion_service.adapters.extractors import _errors, plain_text
 from ingestion_service.adapters.extractors.base import SourceFile
 from ingestion_service.adapters.extractors.kreuzberg_local import document_metadata
 from ingestion_service.settings import Settings
@@ -40,12 +40,17 @@ class KreuzbergHttpConverter:
         self._client.close()
 
     def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:  # noqa: ARG002 - protocol signature; text engines take no profile
-        mime = source.mime_type or "application/octet-stream"
+        reading = plain_text.reading_for(source.filename, source.path)
+        name, mime = source.filename, source.mime_type or "application/octet-stream"
+        if reading is not None:
+            # Code and configuration go as plain text (kreuzberg refuses text/x-python): the sidecar
+            # detects the language, the lines are read here (plain_text).
+            name, mime = source.path.name, "text/plain"
         try:
             with source.path.open("rb") as handle:
                 response = self._client.post(
                     "/extract",
-                    files={"files": (source.filename, handle, mime)},
+                    files={"files": (name, handle, mime)},
                     data={"config": json.dumps(_CONFIG)},
                 )
         except httpx.HTTPError as exc:
@@ -68,4 +73,7 @@ class KreuzbergHttpConverter:
             if isinstance(result.get("mime_type"), str):
                 meta["mime_type"] = result["mime_type"]
             documents.append(Document(content=result["content"], meta=meta))
+        if reading is not None:
+            meta = {**(documents[0].meta if documents else {}), "reader": plain_text.READER}
+            return [Document(content=plain_text.read(source.path, reading), meta=meta)]
         return documents

@@ -19,7 +19,7 @@ from typing import Any
 
 from haystack import Document
 
-from ingestion_service.adapters.extractors import _errors, tessdata
+from ingestion_service.adapters.extractors import _errors, plain_text, tessdata
 from ingestion_service.adapters.extractors.base import SourceFile
 from ingestion_service.adapters.extractors.languages import to_iso639_1
 from ingestion_service.adapters.extractors.page_split import (
@@ -194,6 +194,9 @@ class KreuzbergConverter:
         return self._convert(source, mime)
 
     def _convert(self, source: SourceFile, mime: str) -> list[Document]:
+        reading = plain_text.reading_for(source.filename, source.path)
+        if reading is not None:
+            return self._verbatim(source, reading)
         survey = survey_pdf(source.path) if mime == "application/pdf" else None
         ocr_on = self._ocr_config is not None
         if not ocr_on and mime.startswith("image/"):
@@ -227,6 +230,14 @@ class KreuzbergConverter:
         if blank_pages:
             documents = self._with_ocr_pages(source.path, documents, blank_pages, meta)
         return documents
+
+    def _verbatim(self, source: SourceFile, reading: plain_text.Reading) -> list[Document]:
+        """Code, configuration, logs: the lines as they are; kreuzberg's reading gives the language."""
+        result = self._extract(source.path, self._text_config, ocr=False)
+        meta = document_metadata(result.metadata, result.detected_languages)
+        meta["mime_type"] = result.mime_type
+        meta["reader"] = plain_text.READER
+        return [Document(content=plain_text.read(source.path, reading), meta=meta)]
 
     def _ocr_meta(self) -> dict[str, Any]:
         return {"ocr": True, "ocr_languages": self._ocr.tesseract_language}
