@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +18,14 @@ import pytest
 from rich.console import Console
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from rag_cli.client import file_id_for
 from rag_cli.commands import collect_files, run_ingest, run_search
 from rag_cli.config import Endpoint, ingestion_endpoint, retrieval_endpoint
+
+from .conftest import serving  # noqa: TID252
 
 KEY = "k" * 40
 
@@ -266,3 +274,125 @@ def test_search_agentic_json_and_linear_note() -> None:
     assert code == 0
     assert "linear pipeline" in buffer.getvalue()
     assert "paris.pdf" in buffer.getvalue()
+
+
+def test_ingest_shows_paths_and_errors_with_markup_as_written(tmp_path: Path) -> None:
+    (tmp_path / "a[").mkdir()
+    (tmp_path / "a[/x].md").write_text("fine")  # "[/x]" closes a tag never opened: rich's MarkupError
+    (tmp_path / "[red]b.md").write_text("broken")  # as markup, "[red]" would vanish
+    out, buffer = console()
+    code = run_ingest(
+        Endpoint("http://ingestion", KEY),
+        [tmp_path / "a[/x].md", tmp_path / "[red]b.md"],
+        collection="kb",
+        user_id="u",
+        concurrency=1,
+        console=out,
+        transport=fake_ingestion([]),
+    )
+    assert code == 1
+    text = buffer.getvalue()
+    assert "a[/x].md" in text
+    assert "[red]b.md" in text
+    assert "EXTRACTION_FAILED" in text
+    assert "1/2 files ok" in text
+
+
+def test_ingest_of_a_missing_path_with_markup_is_a_usage_error(tmp_path: Path) -> None:
+    out, buffer = console()
+    code = run_ingest(
+        Endpoint("http://ingestion", KEY),
+        [tmp_path / "nope[/x].md"],
+        collection="kb",
+        user_id="u",
+        concurrency=1,
+        console=out,
+        transport=fake_ingestion([]),
+    )
+    assert code == 2
+    assert f"no such file or folder: {tmp_path / 'nope[/x].md'}" in buffer.getvalue()
+
+
+def answering(body: dict[str, Any], headers: dict[str, str] | None = None) -> httpx.ASGITransport:
+    async def search(_: Request) -> JSONResponse:
+        return JSONResponse(body, headers=headers)
+
+    return httpx.ASGITransport(app=Starlette(routes=[Route("/search", search, methods=["POST"])]))
+
+
+def test_search_shows_markup_in_the_query_and_results_as_written() -> None:
+    steps = [{"tool": "retrieve", "queries": ["[/red] tags"], "results": 1, "ms": 1.0}]
+    transport = answering(
+        {
+            "documents": [["closing [/red] tag and [bold]x[/bold] here"]],
+            "metadatas": [[{"name": "a[/x].md", "page": 1}]],
+            "distances": [[0.5]],
+        },
+        headers={"X-RAG-Agent-Outcome": "[/done]", "X-RAG-Agent-Steps": json.dumps(steps)},
+    )
+    out, buffer = console()
+    code = run_search(
+        Endpoint("http://retrieval", KEY),
+        "what is [/red]?",
+        collections=["kb"],
+        k=1,
+        agentic=True,
+        console=out,
+        transport=transport,
+    )
+    assert code == 0
+    text = buffer.getvalue()
+    assert "Results for 'what is [/red]?'" in text
+    assert "closing [/red] tag and [bold]x[/bold] here" in text
+    assert "a[/x].md" in text
+    assert "outcome: [/done]" in text
+    assert "[/red] tags" in text
+
+
+def test_search_reports_a_reply_that_is_not_json() -> None:
+    async def search(_: Request) -> HTMLResponse:
+        return HTMLResponse("<html><body>Open WebUI</body></html>")
+
+    out, buffer = console()
+    code = run_search(
+        Endpoint("http://retrieval", KEY),
+        "q",
+        collections=["kb"],
+        k=1,
+        console=out,
+        transport=httpx.ASGITransport(app=Starlette(routes=[Route("/search", search, methods=["POST"])])),
+    )
+    assert code == 1
+    assert "search failed: unexpected reply: <html><body>Open WebUI</body></html>" in buffer.getvalue()
+
+
+def test_ctrl_c_during_ingest_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    uploading, release = threading.Event(), threading.Event()
+
+    async def ingest(_: Request) -> JSONResponse:
+        uploading.set()
+        while not release.is_set():
+            await asyncio.sleep(0.05)
+        return JSONResponse({"status": True, "chunks_count": 1})
+
+    (tmp_path / "a.md").write_text("alpha")
+    app = Starlette(routes=[Route("/api/v1/ingest", ingest, methods=["PUT"])])
+    with serving(app) as url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rag_cli", "ingest", str(tmp_path / "a.md"), "--collection", "kb", "--url", url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "INGESTION_API_KEY": KEY},
+        )
+        try:
+            assert uploading.wait(timeout=60), "the upload never arrived"
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=30)
+        finally:
+            release.set()
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, stderr
+    assert "rag ingest: interrupted" in stdout
+    assert "Traceback" not in stdout + stderr

@@ -138,3 +138,27 @@ def test_dev_exits_non_zero_when_a_port_is_taken(tmp_path: Path) -> None:
     assert process.returncode == 1
     assert "rag dev: start-up failed" in stderr
     assert "retrieval-agent" in stderr
+
+
+def test_dev_fails_fast_when_another_process_holds_the_store(tmp_path: Path) -> None:
+    first = start(tmp_path, free_port(), free_port())
+    try:
+        wait_for_line(first, "ready:")
+        second = start(tmp_path, free_port(), free_port())
+        try:
+            _, stderr = second.communicate(timeout=120)
+        finally:
+            if second.poll() is None:
+                second.kill()
+    finally:
+        first.send_signal(signal.SIGTERM)
+        try:
+            first.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            raise
+    # Said as soon as a readiness probe reports the held lock, not after `start`'s 120 s ready timeout.
+    assert second.returncode == 1
+    assert f"rag dev: start-up failed: the embedded store at {tmp_path / 'qdrant'} is in use by another process" in (
+        stderr
+    )

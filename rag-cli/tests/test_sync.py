@@ -21,7 +21,7 @@ from moto import mock_aws
 from rich.console import Console
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from rag_cli.__main__ import main
@@ -41,6 +41,8 @@ from rag_cli.sync import (
     watch_source,
     watch_until_signalled,
 )
+
+from .conftest import serving  # noqa: TID252
 
 KEY = "k" * 40
 ROOT = "file:///data/docs"
@@ -159,6 +161,15 @@ def test_folder_files_skips_hidden_files_and_folders(tmp_path: Path) -> None:
         (tmp_path / name).write_text("x")
     assert folder_files(tmp_path) == ["b.txt", "sub/a.md"]
     assert folder_files(tmp_path, {"sub"}) == ["sub/a.md"]
+
+
+def test_folder_files_keeps_links_that_lead_nowhere(tmp_path: Path) -> None:
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "to-folder").symlink_to(tmp_path / "folder")
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "missing.md")
+    (tmp_path / "loop.md").symlink_to(tmp_path / "loop.md")
+    assert folder_files(tmp_path) == ["dangling.md", "loop.md"]
+    assert folder_files(tmp_path, {"dangling.md", "loop.md"}) == ["dangling.md", "loop.md"]
 
 
 # --- a fake ingestion service speaking the documented contract -----------------------------------
@@ -378,6 +389,21 @@ def test_sync_reports_each_failure_and_exits_1(folder: Path) -> None:
     assert "ok.md" in fake.names("kb")
 
 
+def test_a_link_that_leads_nowhere_is_a_read_failure_not_a_removal(folder: Path, tmp_path: Path) -> None:
+    fake = FakeIngestion()
+    assert sync(fake, str(folder))[0] == 0
+    (folder / "a.md").unlink()
+    (folder / "a.md").symlink_to(tmp_path / "unmounted" / "a.md")
+    fake.ingests.clear()
+    code, text = sync(fake, str(folder))
+    assert code == 1
+    assert summary(text).endswith("0 added, 0 changed, 2 unchanged, 0 removed, 1 failed")
+    assert "failed (read)" in text
+    assert "cannot read file" in text
+    assert fake.deletes == []
+    assert "a.md" in fake.names("kb")
+
+
 def test_dry_run_prints_the_plan_and_changes_nothing(folder: Path) -> None:
     fake = FakeIngestion()
     assert sync(fake, str(folder))[0] == 0
@@ -502,6 +528,40 @@ def test_s3_listing_errors_abort_the_sync(bucket: Callable[[str, bytes], None]) 
     assert code == 1
     assert "NoSuchBucket" in text
     assert fake.ingests == []
+
+
+def test_an_endpoint_that_is_not_s3_stops_before_any_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+    async def page(_: Request) -> HTMLResponse:
+        return HTMLResponse("<html><body>Open WebUI</body></html>")
+
+    fake = FakeIngestion()
+    # Synced from the prefix before: an empty listing would plan its removal.
+    file_id = sync_file_id("s3://docs-bucket/team", "a.md")
+    fake.documents[("kb", file_id)] = {
+        "file_id": file_id,
+        "name": "a.md",
+        "attributes": {"sync_source": "s3://docs-bucket/team", "sync_path": "a.md"},
+    }
+    with serving(Starlette(routes=[Route("/{path:path}", page)])) as url:
+        code, text = sync(fake, "s3://docs-bucket/team", dry_run=True, s3_endpoint_url=url)
+    assert code == 1
+    assert "cannot list s3://docs-bucket/team: the endpoint did not answer with an S3 object listing" in text
+    assert "to remove" not in text
+
+
+def test_a_malformed_s3_endpoint_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["sync", "s3://docs-bucket/team", "--collection", "kb", "--s3-endpoint-url", "not a url"]) == 2
+    assert "rag sync: --s3-endpoint-url 'not a url' is not a valid endpoint URL" in capsys.readouterr().out
+    monkeypatch.setenv("S3_ENDPOINT_URL", "minio:9000")
+    assert main(["sync", "s3://docs-bucket/team", "--collection", "kb"]) == 2
+    assert "rag sync: S3_ENDPOINT_URL 'minio:9000' is not a valid endpoint URL" in capsys.readouterr().out
 
 
 # --- --watch --------------------------------------------------------------------------------------

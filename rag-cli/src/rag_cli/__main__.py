@@ -7,14 +7,14 @@ import os
 import sys
 from pathlib import Path
 
-from rag_cli.config import ingestion_endpoint, retrieval_endpoint
+from rag_cli.config import UsageError, env_port, ingestion_endpoint, retrieval_endpoint
 
 # The watcher polls at the quiet period's pace: below this it would spin.
 MIN_DEBOUNCE_MS = 50
 
 
-def _port(variable: str, default: int) -> int:
-    return int(os.environ.get(variable, default))
+# What both services' settings accept (LOG_LEVEL), in uvicorn's spelling.
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -28,23 +28,14 @@ def parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--host", default=os.environ.get("RAG_DEV_HOST", "127.0.0.1"), help="default: RAG_DEV_HOST or %(default)s"
     )
-    dev.add_argument(
-        "--ingestion-port",
-        type=int,
-        default=_port("RAG_INGESTION_PORT", 8001),
-        help="default: RAG_INGESTION_PORT or %(default)s",
-    )
-    dev.add_argument(
-        "--retrieval-port",
-        type=int,
-        default=_port("RAG_RETRIEVAL_PORT", 8002),
-        help="default: RAG_RETRIEVAL_PORT or %(default)s",
-    )
+    # The port variables are read when `rag dev` runs: a malformed one must not break the parser.
+    dev.add_argument("--ingestion-port", type=int, default=None, help="default: RAG_INGESTION_PORT or 8001")
+    dev.add_argument("--retrieval-port", type=int, default=None, help="default: RAG_RETRIEVAL_PORT or 8002")
     dev.add_argument(
         "--qdrant-path", type=Path, default=None, help="embedded store (default: QDRANT_PATH or .data/qdrant)"
     )
     dev.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for both /health/ready")
-    dev.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info").lower())
+    dev.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS, default=None, help="default: LOG_LEVEL or info")
 
     migrate = commands.add_parser(
         "migrate",
@@ -171,16 +162,31 @@ def _memory_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 def main(argv: list[str] | None = None) -> int:
     """Run a command; the exit status is the return value."""
     args = parser().parse_args(argv)
+    try:
+        return _run(args)
+    except UsageError as exc:  # a malformed URL, port or level from a flag or the environment
+        sys.stderr.write(f"rag {args.command}: {exc}\n")
+        return 2
+
+
+def _log_level() -> str:
+    value = os.environ.get("LOG_LEVEL", "info").lower()
+    if value not in LOG_LEVELS:
+        raise UsageError(f"LOG_LEVEL={value!r} is not one of {', '.join(LOG_LEVELS)}")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "dev":
         from rag_cli.dev import DevOptions, default_qdrant_path, run_dev
 
         options = DevOptions(
             host=args.host,
-            ingestion_port=args.ingestion_port,
-            retrieval_port=args.retrieval_port,
+            ingestion_port=env_port("RAG_INGESTION_PORT", 8001) if args.ingestion_port is None else args.ingestion_port,
+            retrieval_port=env_port("RAG_RETRIEVAL_PORT", 8002) if args.retrieval_port is None else args.retrieval_port,
             qdrant_path=(args.qdrant_path or default_qdrant_path()).resolve(),
             ready_timeout=args.ready_timeout,
-            log_level=args.log_level,
+            log_level=args.log_level or _log_level(),
         )
         return run_dev(options)
     if args.command == "migrate":
@@ -217,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             name.strip() for name in os.environ.get(COLLECTIONS_ENV, "").split(",") if name.strip()
         ]
         return run_mcp(
-            retrieval=retrieval_endpoint(args.retrieval_url, args.retrieval_api_key),
-            ingestion=ingestion_endpoint(args.ingestion_url, args.ingestion_api_key),
+            retrieval=retrieval_endpoint(args.retrieval_url, args.retrieval_api_key, flag="--retrieval-url"),
+            ingestion=ingestion_endpoint(args.ingestion_url, args.ingestion_api_key, flag="--ingestion-url"),
             collections=collections,
         )
     from rag_cli.commands import run_search

@@ -343,7 +343,12 @@ async def search_reply(
     response = await client.post(f"{endpoint.url}/search", json=request, headers=headers)
     if response.status_code >= 400:
         raise SearchFailedError(_error_text(response))
-    body: dict[str, Any] = response.json()
+    try:
+        body: Any = response.json()
+    except ValueError as exc:
+        raise SearchFailedError(f"unexpected reply: {response.text[:200]}") from exc
+    if not isinstance(body, dict):
+        raise SearchFailedError(f"unexpected reply: {str(body)[:200]}")
     return SearchReply(
         body=body,
         agent_outcome=response.headers.get("X-RAG-Agent-Outcome"),

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -68,14 +69,14 @@ async def ingest_many(
                 async with gate:
                     outcome = await ingest_file(client, endpoint, path, collection=collection, user_id=user_id)
                 outcomes[index] = outcome
-                progress.update(task, advance=1, description=path.name)
+                progress.update(task, advance=1, description=escape(path.name))
 
             await asyncio.gather(*(one(index, path) for index, path in enumerate(files)))
     return [outcome for outcome in outcomes if outcome is not None]
 
 
 def ingest_table(outcomes: Sequence[IngestOutcome]) -> Table:
-    """One row per file, then a total."""
+    """One row per file, then a total (paths and errors are shown as written, never as markup)."""
     table = Table(title="Ingest summary")
     table.add_column("file")
     table.add_column("status")
@@ -83,10 +84,10 @@ def ingest_table(outcomes: Sequence[IngestOutcome]) -> Table:
     table.add_column("error", overflow="fold")
     for outcome in outcomes:
         table.add_row(
-            str(outcome.path),
+            escape(str(outcome.path)),
             "[green]ok[/green]" if outcome.ok else "[red]failed[/red]",
             "" if outcome.chunks is None else str(outcome.chunks),
-            outcome.error or "",
+            escape(outcome.error or ""),
         )
     ok = sum(outcome.ok for outcome in outcomes)
     chunks = sum(outcome.chunks or 0 for outcome in outcomes)
@@ -109,22 +110,26 @@ def run_ingest(
     try:
         files = collect_files(paths)
     except FileNotFoundError as exc:
-        console.print(f"[red]no such file or folder: {exc}[/red]")
+        console.print(f"[red]no such file or folder: {escape(str(exc))}[/red]")
         return 2
     if not files:
         console.print("[yellow]no files to ingest[/yellow]")
         return 1
-    outcomes = asyncio.run(
-        ingest_many(
-            endpoint,
-            files,
-            collection=collection,
-            user_id=user_id,
-            concurrency=concurrency,
-            console=console,
-            transport=transport,
+    try:
+        outcomes = asyncio.run(
+            ingest_many(
+                endpoint,
+                files,
+                collection=collection,
+                user_id=user_id,
+                concurrency=concurrency,
+                console=console,
+                transport=transport,
+            )
         )
-    )
+    except KeyboardInterrupt:
+        console.print("[yellow]rag ingest: interrupted (files sent before stay ingested; run it again)[/yellow]")
+        return 130
     console.print(ingest_table(outcomes))
     return 0 if all(outcome.ok for outcome in outcomes) else 1
 
@@ -135,13 +140,13 @@ def _snippet(text: str, width: int = 160) -> str:
 
 
 def results_table(query: str, body: dict[str, object]) -> Table:
-    """Rank, score, source, page and a snippet per hit of the first result set."""
+    """Rank, score, source, page and a snippet per hit of the first result set (text shown as written)."""
     documents = body.get("documents") or [[]]
     metadatas = body.get("metadatas") or [[]]
     distances = body.get("distances") or [[]]
     if not isinstance(documents, list) or not isinstance(metadatas, list) or not isinstance(distances, list):
         raise SearchFailedError("response is not {documents, metadatas, distances} lists")
-    table = Table(title=f"Results for {query!r}")
+    table = Table(title=f"Results for {escape(repr(query))}")
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("source")
@@ -158,9 +163,9 @@ def results_table(query: str, body: dict[str, object]) -> Table:
         table.add_row(
             str(rank),
             "" if score is None else f"{score:.4f}",
-            source,
-            "" if page is None else str(page),
-            _snippet(str(text)),
+            escape(source),
+            "" if page is None else escape(str(page)),
+            escape(_snippet(str(text))),
         )
     return table
 
@@ -178,7 +183,7 @@ def _step_detail(step: dict[str, Any]) -> str:
 
 def steps_table(reply: SearchReply) -> Table:
     """One row per step the agent took (tool, arguments, results, time)."""
-    table = Table(title=f"Agent steps (outcome: {reply.agent_outcome})")
+    table = Table(title=f"Agent steps (outcome: {escape(str(reply.agent_outcome))})")
     table.add_column("#", justify="right")
     table.add_column("tool")
     table.add_column("arguments", overflow="fold")
@@ -187,13 +192,13 @@ def steps_table(reply: SearchReply) -> Table:
     for index, step in enumerate(reply.agent_steps or [], start=1):
         table.add_row(
             str(index),
-            str(step.get("tool", "")),
-            _step_detail(step),
-            str(step.get("results", "")),
-            str(step.get("ms", "")),
+            escape(str(step.get("tool", ""))),
+            escape(_step_detail(step)),
+            escape(str(step.get("results", ""))),
+            escape(str(step.get("ms", ""))),
         )
     if reply.agent_fallback:
-        table.caption = f"the linear pipeline answered instead: {reply.agent_fallback}"
+        table.caption = f"the linear pipeline answered instead: {escape(reply.agent_fallback)}"
     return table
 
 
@@ -239,6 +244,6 @@ def run_search(
             console.print(steps_table(reply))
         console.print(results_table(query, reply.body))
     except (SearchFailedError, httpx.HTTPError) as exc:
-        console.print(f"[red]search failed: {exc}[/red]")
+        console.print(f"[red]search failed: {escape(str(exc))}[/red]")
         return 1
     return 0

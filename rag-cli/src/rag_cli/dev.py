@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("rag_cli.dev")
 
+# How qdrant-edge says another process holds the store's WAL lock. shared_contract has no typed
+# error for it (QdrantUnavailableError carries the engine's text), so readiness reasons are matched
+# here: it never clears while that process runs, so waiting out the ready timeout is pointless.
+STORE_LOCKED_MARKER = "Kind(WouldBlock)"
+
 
 @dataclass(frozen=True, slots=True)
 class DevOptions:
@@ -121,8 +126,11 @@ def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> t
     )
 
 
-async def _wait_ready(urls: dict[str, str], servers: list[asyncio.Task[None]], timeout: float) -> None:
-    """Return once every ``/health/ready`` answers 200; raise RuntimeError on timeout or a dead server."""
+async def _wait_ready(
+    urls: dict[str, str], servers: list[asyncio.Task[None]], timeout: float, qdrant_path: Path
+) -> None:
+    """Return once every ``/health/ready`` answers 200; raise RuntimeError on timeout, a dead
+    server or a store another process holds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     pending = dict(urls)
@@ -140,6 +148,11 @@ async def _wait_ready(urls: dict[str, str], servers: list[asyncio.Task[None]], t
                     continue
                 if response.status_code == 200:
                     del pending[name]
+                elif STORE_LOCKED_MARKER in response.text:
+                    raise RuntimeError(
+                        f"the embedded store at {qdrant_path} is in use by another process "
+                        "(another rag dev, or a script that opened it); stop it or pass another --qdrant-path"
+                    )
                 else:
                     last[name] = f"{response.status_code} {response.text[:300]}"
             if not pending:
@@ -204,7 +217,7 @@ async def serve(options: DevOptions, out: Any = sys.stdout) -> int:
     if generated_retrieval:
         _say(f"rag dev: generated RETRIEVAL_API_KEY={retrieval_key}", out)
     code = 0
-    waiter = asyncio.create_task(_wait_ready(urls, tasks, options.ready_timeout))
+    waiter = asyncio.create_task(_wait_ready(urls, tasks, options.ready_timeout, options.qdrant_path))
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
     if waiter in done:

@@ -297,15 +297,31 @@ def _digest(path: Path) -> tuple[str, int]:
         return digest, os.fstat(handle.fileno()).st_size
 
 
+def _is_file_entry(path: Path) -> bool:
+    """A regular file, or a link that does not lead to a folder.
+
+    A link whose target is missing or cannot be reached stays a file of the folder: reading it then
+    fails and is reported, where leaving it out would take its document for removed.
+    """
+    try:
+        if path.is_symlink():
+            return not path.is_dir()
+        return path.is_file()
+    except OSError:  # cannot even be looked at: the read fails and says why
+        return True
+
+
 def folder_files(root: Path, scope: Collection[str] | None = None) -> list[str]:
-    """Relative POSIX paths of the non-hidden files under ``root`` (only under ``scope``'s paths if given)."""
+    """Relative POSIX paths of the non-hidden files under ``root`` (only under ``scope``'s paths if given).
+
+    Links that lead nowhere are listed too (see :func:`_is_file_entry`)."""
     starts = [root] if scope is None else [root / relative for relative in scope]
     found: set[str] = set()
     for start in starts:
-        if start.is_file():
+        if _is_file_entry(start):
             candidates: Iterable[Path] = [start]
         elif start.is_dir():
-            candidates = (path for path in start.rglob("*") if path.is_file())
+            candidates = (path for path in start.rglob("*") if _is_file_entry(path))
         else:
             continue
         for path in candidates:
@@ -344,6 +360,28 @@ async def _scan_folder(
     return list(await asyncio.gather(*(one(relative) for relative in relatives)))
 
 
+def _s3_endpoint(endpoint_url: str | None) -> tuple[str, str] | None:
+    """Where the S3 endpoint comes from and its value, in the order the listing uses; None: AWS itself."""
+    candidates = [("--s3-endpoint-url", endpoint_url)]
+    candidates += [
+        (name, os.environ.get(name)) for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT_URL")
+    ]
+    return next(((origin, value) for origin, value in candidates if value), None)
+
+
+def check_s3_endpoint(endpoint_url: str | None) -> None:
+    """A :class:`SourceError` naming the flag or variable when boto3 would refuse the endpoint URL."""
+    from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
+
+    found = _s3_endpoint(endpoint_url)
+    if found is None:
+        return
+    origin, value = found
+    # The check boto3 makes when it builds the client (a bare ValueError there, mid-sync).
+    if not (is_valid_endpoint_url(value) or is_valid_ipv6_endpoint_url(value)):
+        raise SourceError(f"{origin} {value!r} is not a valid endpoint URL (http(s)://host[:port])")
+
+
 def _s3_client(endpoint_url: str | None) -> S3Client:
     import boto3
     from botocore.config import Config
@@ -380,6 +418,12 @@ def list_s3_objects(source: S3Source, endpoint_url: str | None) -> list[SourceEn
         client = _s3_client(endpoint_url)
         try:
             for page in client.get_paginator("list_objects_v2").paginate(Bucket=source.bucket, Prefix=prefix):
+                if "KeyCount" not in page:
+                    # Not S3 (a web page answering 200 parses as an empty page): that must not read as
+                    # "every object was removed".
+                    raise SyncAbortedError(
+                        f"cannot list {source.uri}: the endpoint did not answer with an S3 object listing"
+                    )
                 for item in page.get("Contents", []):
                     key = item.get("Key", "")
                     relative = key[len(prefix) :]
@@ -824,6 +868,8 @@ def run_sync(
     console = console or Console()
     try:
         source = parse_source(source_text)
+        if isinstance(source, S3Source):
+            check_s3_endpoint(options.s3_endpoint_url)
     except SourceError as exc:
         console.print(f"[red]rag sync: {escape(str(exc))}[/red]")
         return 2
