@@ -175,10 +175,15 @@ def test_a_model_that_is_down_falls_back_to_linear(
         (Status(500), "model_error"),
         (Status(401, '{"error": {"message": "bad key"}}'), "model_error"),
         (Garbage(), "model_bad_output"),
+        # JSON of a completion without a choice: pydantic-ai read it unguarded (IndexError, a 500).
+        (
+            {"id": "chatcmpl-empty", "object": "chat.completion", "created": 1, "model": "m", "choices": []},
+            "model_bad_output",
+        ),
     ],
 )
 def test_a_failing_or_garbled_model_falls_back_to_linear(
-    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]], reply: Status | Garbage, reason: str
+    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]], reply: dict[str, Any] | Status | Garbage, reason: str
 ) -> None:
     api, _ = agent_api(lambda _: reply)
     response = api.post("/search", json=body(), headers=AUTH)

@@ -16,7 +16,17 @@ from shared_contract.http import REQUEST_FAILED
 from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, BrokenStore, add_chunk, chunk_meta  # noqa: TID252
-from ..scripted_llm import Script, ScriptedLLM, Status, text, tool_call, tool_calls, tool_results, turn  # noqa: TID252
+from ..scripted_llm import (  # noqa: TID252
+    Garbage,
+    Script,
+    ScriptedLLM,
+    Status,
+    text,
+    tool_call,
+    tool_calls,
+    tool_results,
+    turn,
+)
 from .chat_support import (  # noqa: TID252
     QUESTION,
     UPSTREAM_KEY,
@@ -283,6 +293,31 @@ def test_upstream_status_comes_back_openai_shaped(chat_api: ChatApi, stream: boo
     stream_label = "true" if stream else "false"
     metrics = client.get("/metrics", headers=AUTH).text
     assert f'chat_requests_total{{outcome="upstream_error",stream="{stream_label}"}} 1.0' in metrics
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Garbage('{"id": "chatcmpl-x", "choices": [{'),
+        {"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "m"},
+        {"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "m", "choices": []},
+    ],
+    ids=["not-json", "no-choices-key", "no-choice"],
+)
+def test_an_answer_that_is_no_chat_completion_is_502_without_a_traceback(
+    chat_api: ChatApi, reply: dict[str, Any] | Garbage
+) -> None:
+    # LiteLLM reported these 200s as its own HTTP 500, with a Python traceback in the message.
+    client, _ = chat_api(lambda body: reply)
+    response = post(client, chat_body("scripted@kb-a"))
+    assert response.status_code == 502
+    error = response.json()["error"]
+    assert (error["type"], error["code"]) == ("api_error", "upstream_error")
+    assert error["message"].startswith("The upstream model's answer could not be read as a chat completion")
+    assert "Traceback" not in error["message"]
+    assert (
+        'chat_requests_total{outcome="upstream_error",stream="false"} 1.0' in client.get("/metrics", headers=AUTH).text
+    )
 
 
 def _closed_port() -> int:

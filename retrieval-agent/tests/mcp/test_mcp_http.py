@@ -224,3 +224,20 @@ async def test_enable_mcp_false_serves_no_endpoint(
     async with httpx.AsyncClient(timeout=30) as http:
         response = await http.post(f"{base}/mcp", json={}, headers=AUTH)
     assert response.status_code == 404
+
+
+async def test_a_query_of_blanks_is_a_tool_error_not_an_empty_answer(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        result = await session.call_tool("search", {"query": " \t ", "collection": "kb-a"})
+    assert error_text(result).endswith("query has no words: write what to look for.")
+
+
+async def test_get_and_delete_are_405_since_the_stateless_server_has_no_stream_or_session(mcp_url: str) -> None:
+    # GET used to open an SSE stream that carried only pings, forever.
+    async with httpx.AsyncClient(timeout=30) as http:
+        get = await http.get(mcp_url, headers={**AUTH, "Accept": "text/event-stream"})
+        delete = await http.delete(mcp_url, headers=AUTH)
+    for response in (get, delete):
+        assert response.status_code == 405
+        assert response.headers["Allow"] == "POST"
+        assert response.json()["code"] == "METHOD_NOT_ALLOWED"

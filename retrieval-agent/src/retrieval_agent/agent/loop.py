@@ -133,6 +133,10 @@ class RunObserver(AbstractCapability[AgentDeps]):
         started = time.perf_counter()
         try:
             response = await handler(request_context)
+        except (LookupError, TypeError, AttributeError) as exc:
+            # pydantic-ai reads an answer without the fields it expects (``"choices": []``) unguarded;
+            # that is the model's bad output (a fallback), not a failure of the search.
+            raise UnexpectedModelBehavior(f"the model's answer could not be read ({type(exc).__name__})") from exc
         finally:
             ctx.deps.model_seconds += time.perf_counter() - started
             ctx.deps.model_requests += 1

@@ -141,6 +141,8 @@ class ChatUpstream:
         except Exception as exc:
             raise self.error(exc) from exc
         answer: dict[str, Any] = response.model_dump()
+        if not answer.get("choices"):
+            raise unreadable_answer("no choice")
         return answer
 
     async def stream(
@@ -213,6 +215,14 @@ class ChatUpstream:
             return ChatError(
                 502, f"The upstream model is unreachable: {detail}", code=UPSTREAM_UNAVAILABLE, outcome="upstream_error"
             )
+        # LiteLLM's own exception (first) subclasses the SDK's status errors; an HTTP answer shows below it.
+        answered_status = any(
+            isinstance(cause, self._openai.APIStatusError | httpx.HTTPStatusError) for cause in causes[1:]
+        )
+        if status == 500 and not answered_status:
+            # LiteLLM reports a 2xx answer it could not read (not JSON, no choices) as its own HTTP 500.
+            innermost = causes[-1]
+            return unreadable_answer(_short(str(innermost), limit=200) or type(innermost).__name__)
         return ChatError(
             status,
             f"The upstream model answered HTTP {status}: {detail}",
@@ -230,6 +240,18 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def _short(text: str) -> str:
+def unreadable_answer(why: str) -> ChatError:
+    """The upstream answered 2xx, but not with a chat completion we can read: a bad gateway."""
+    return ChatError(
+        502,
+        f"The upstream model's answer could not be read as a chat completion ({why}).",
+        code=UPSTREAM_ERROR,
+        outcome="upstream_error",
+    )
+
+
+def _short(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+    # LiteLLM puts a Python traceback (with server paths) into some messages: never pass it on.
+    text = text.split("Traceback (most recent call last)", 1)[0]
     text = " ".join(text.split())
-    return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

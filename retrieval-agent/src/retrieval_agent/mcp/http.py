@@ -44,5 +44,7 @@ def mount_mcp(app: FastAPI, path: str = MCP_PATH) -> StreamableHTTPSessionManage
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     manager = server.session_manager
-    app.router.routes.append(Route(path, endpoint=StreamableHTTPASGIApp(manager)))
+    # POST only: stateless, the server has no stream to offer on GET and no session to end on DELETE,
+    # so both are 405 (as the transport spec allows) instead of an SSE stream of pings that never ends.
+    app.router.routes.append(Route(path, endpoint=StreamableHTTPASGIApp(manager), methods=["POST"]))
     return manager

@@ -93,6 +93,12 @@ def _collections_text(listing: CollectionList) -> str:
     return "\n".join(lines)
 
 
+def require_words(query: str) -> None:
+    """A tool error for a query of blanks: the pipeline drops it, and "no passage matches" would be false."""
+    if not query.strip():
+        raise ToolError("query has no words: write what to look for.")
+
+
 def build_mcp_server(backend: KnowledgeBackend) -> MCPServer:
     """The MCP server over ``backend``: four read-only tools, a document resource template and a
     collections resource. :class:`KnowledgeBaseError` becomes a tool error (``isError``) carrying its
@@ -112,6 +118,7 @@ def build_mcp_server(backend: KnowledgeBackend) -> MCPServer:
         """Hybrid search (meaning and keywords) over one collection; the best passages first, each with
         its file name, file_id, page and a relevance score in [0, 1]. Only that collection's documents
         are searched."""
+        require_words(query)
         try:
             passages = await backend.search(query, collection, k=k, document_filter=filters)
         except KnowledgeBaseError as exc:
