@@ -233,17 +233,29 @@ async def list_documents(client: httpx.AsyncClient, endpoint: Endpoint, *, colle
         offset = str(next_offset)
 
 
+class UnexpectedReplyError(ValueError):
+    """A 2xx body that is not the JSON object the API documents; the message quotes its start."""
+
+
+def json_object(response: httpx.Response) -> dict[str, Any]:
+    """The response's JSON object, else :class:`UnexpectedReplyError` (a proxy's HTML page, a list)."""
+    try:
+        body: Any = response.json()
+    except ValueError as exc:
+        raise UnexpectedReplyError(f"unexpected reply: {response.text[:200]}") from exc
+    if not isinstance(body, dict):
+        raise UnexpectedReplyError(f"unexpected reply: {str(body)[:200]}")
+    return body
+
+
 async def _get_json(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params: dict[str, str]) -> dict[str, Any]:
     response = await client.get(f"{endpoint.url}{path}", params=params, headers=endpoint.headers)
     if response.status_code >= 400:
         raise RequestFailedError(_error_text(response), response.status_code)
     try:
-        body: Any = response.json()
-    except ValueError as exc:
-        raise RequestFailedError(f"unexpected reply: {response.text[:200]}") from exc
-    if not isinstance(body, dict):
-        raise RequestFailedError(f"unexpected reply: {str(body)[:200]}")
-    return body
+        return json_object(response)
+    except UnexpectedReplyError as exc:
+        raise RequestFailedError(str(exc)) from exc
 
 
 async def documents_page(
@@ -344,11 +356,9 @@ async def search_reply(
     if response.status_code >= 400:
         raise SearchFailedError(_error_text(response))
     try:
-        body: Any = response.json()
-    except ValueError as exc:
-        raise SearchFailedError(f"unexpected reply: {response.text[:200]}") from exc
-    if not isinstance(body, dict):
-        raise SearchFailedError(f"unexpected reply: {str(body)[:200]}")
+        body = json_object(response)
+    except UnexpectedReplyError as exc:
+        raise SearchFailedError(str(exc)) from exc
     return SearchReply(
         body=body,
         agent_outcome=response.headers.get("X-RAG-Agent-Outcome"),

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rag_cli.client import UnexpectedReplyError, json_object
 from rag_cli.config import Endpoint
 
 TIMEOUT = httpx.Timeout(30.0, connect=10.0)
@@ -155,12 +156,9 @@ class MemoryApi:
         if response.status_code >= 400:
             raise _failure(response)
         try:
-            payload: Any = response.json()
-        except ValueError as exc:
-            raise MemoryApiError(f"unexpected reply: {response.text[:200]}") from exc
-        if not isinstance(payload, dict):
-            raise MemoryApiError(f"unexpected reply: {str(payload)[:200]}")
-        return payload
+            return json_object(response)
+        except UnexpectedReplyError as exc:
+            raise MemoryApiError(str(exc)) from exc
 
     @staticmethod
     def _fact_path(user: str, fact_id: str) -> str:
