@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -609,6 +610,52 @@ def test_watch_syncs_what_changed_after_a_quiet_period(folder: Path) -> None:
     asyncio.run(scenario())
     assert sync_file_id(root, "d.md") in {doc["file_id"] for doc in fake.documents.values()}
     assert "1 added, 0 changed, 0 unchanged, 1 removed, 0 failed" in buffer.getvalue()
+
+
+@pytest.mark.parametrize("wait_for_it", [False, True], ids=["made-again-at-once", "made-again-later"])
+def test_a_folder_removed_and_made_again_is_watched_afresh(folder: Path, wait_for_it: bool) -> None:
+    # Its watcher followed the removed folder's inode: files in the new one were never synced.
+    fake = FakeIngestion()
+    out, buffer = console()
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        watching = asyncio.create_task(
+            watch_source(
+                FolderSource(folder.resolve()),
+                Endpoint("http://ingestion", KEY),
+                SyncOptions(collection="kb"),
+                console=out,
+                debounce_ms=200,
+                stop=stop,
+                transport=fake.transport(),
+            )
+        )
+
+        async def until(condition: Callable[[], bool]) -> None:
+            deadline = time.monotonic() + 20
+            while not condition():
+                assert not watching.done(), buffer.getvalue()
+                assert time.monotonic() < deadline, buffer.getvalue()
+                await asyncio.sleep(0.05)
+
+        await until(lambda: "watching" in buffer.getvalue())
+        assert len(fake.names("kb")) == 3
+        shutil.rmtree(folder)
+        if wait_for_it:
+            await until(lambda: "is not a folder now; waiting for it" in buffer.getvalue())
+            # Nothing is synced while it is gone: a missing folder is not an empty one.
+            assert len(fake.names("kb")) == 3
+        folder.mkdir()
+        (folder / "new.md").write_text("written into the new folder")
+        await until(lambda: set(fake.names("kb")) == {"new.md"})
+        # And the new folder is followed in its turn.
+        (folder / "later.md").write_text("written later")
+        await until(lambda: set(fake.names("kb")) == {"new.md", "later.md"})
+        stop.set()
+        await asyncio.wait_for(watching, timeout=10)
+
+    asyncio.run(scenario())
 
 
 @dataclass

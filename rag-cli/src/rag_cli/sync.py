@@ -71,6 +71,8 @@ HASH_WORKERS = 4
 MAX_BATCH_MS = 60_000
 # How long the watcher thread blocks before it looks at the stop flag again (bounds Ctrl-C latency).
 WATCH_TIMEOUT_MS = 1_000
+# How often a watched folder that was removed is looked for again.
+FOLDER_RETURN_POLL_S = 1.0
 
 Action = Literal["read", "add", "change", "remove"]
 
@@ -759,39 +761,101 @@ async def watch_source(
                 except TimeoutError:
                     await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=True)
             return
-        from watchfiles import awatch
-
-        root = source.root
-        changes = awatch(
-            root,
-            watch_filter=lambda _change, path: bool(_relative_paths(root, [(None, path)])),
-            # The watcher groups changes until none came for `step` ms: that is the quiet period.
-            step=debounce_ms,
-            debounce=max(MAX_BATCH_MS, 2 * debounce_ms),
-            rust_timeout=WATCH_TIMEOUT_MS,
-            stop_event=stop,
+        await _watch_folder(
+            source, endpoint, options, client=client, console=console, debounce_ms=debounce_ms, stop=stop
         )
-        # The watcher starts before the full sync reads the folder, so a file written after that
-        # read is a change it reports (it keeps what happens until it is first asked). Started
-        # after the sync, it missed a file written in between until something else changed.
-        following = asyncio.ensure_future(anext(changes))
-        await asyncio.sleep(0)  # the step that registers the watcher's paths
-        try:
-            await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=False)
-            console.print(f"watching {escape(str(root))} (quiet period {debounce_ms} ms; Ctrl-C stops)")
-            while True:
-                try:
-                    batch = await following
-                except StopAsyncIteration:  # the stop event ended the watcher
+
+
+async def _watch_folder(
+    source: FolderSource,
+    endpoint: Endpoint,
+    options: SyncOptions,
+    *,
+    client: httpx.AsyncClient,
+    console: Console,
+    debounce_ms: int,
+    stop: asyncio.Event,
+) -> None:
+    """Follow the folder until ``stop``; a folder removed (or replaced) is waited for and watched afresh."""
+    root = source.root
+    while not stop.is_set():
+        if not root.is_dir():
+            console.print(f"[yellow]rag sync: {escape(str(root))} is not a folder now; waiting for it[/yellow]")
+            while not root.is_dir():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=FOLDER_RETURN_POLL_S)
+                if stop.is_set():
                     return
-                scope = _relative_paths(root, batch)
-                if scope:
-                    await _round(source, endpoint, options, client=client, console=console, scope=scope, quiet=True)
-                following = asyncio.ensure_future(anext(changes))
-        finally:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await following
+        await _follow_folder(
+            source, endpoint, options, client=client, console=console, debounce_ms=debounce_ms, stop=stop
+        )
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a folder, None when there is none: a recreated folder is another one."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino)
+
+
+async def _follow_folder(
+    source: FolderSource,
+    endpoint: Endpoint,
+    options: SyncOptions,
+    *,
+    client: httpx.AsyncClient,
+    console: Console,
+    debounce_ms: int,
+    stop: asyncio.Event,
+) -> None:
+    """A full sync, then the changed paths, until ``stop`` or until the folder is removed or replaced
+    (its watcher then sees nothing more: the caller watches the new one)."""
+    from watchfiles import awatch
+
+    root = source.root
+    identity = _identity(root)
+    # The watcher's own event: it sets it when cancelled, which must not stop the whole watch.
+    watcher_stop = asyncio.Event()
+    relay = asyncio.ensure_future(stop.wait())
+    relay.add_done_callback(lambda _: watcher_stop.set())
+    changes = awatch(
+        root,
+        # The root itself too: removing an empty folder reports nothing else.
+        watch_filter=lambda _change, path: path == str(root) or bool(_relative_paths(root, [(None, path)])),
+        # The watcher groups changes until none came for `step` ms: that is the quiet period.
+        step=debounce_ms,
+        debounce=max(MAX_BATCH_MS, 2 * debounce_ms),
+        rust_timeout=WATCH_TIMEOUT_MS,
+        stop_event=watcher_stop,
+    )
+    # The watcher starts before the full sync reads the folder, so a file written after that
+    # read is a change it reports (it keeps what happens until it is first asked). Started
+    # after the sync, it missed a file written in between until something else changed.
+    following = asyncio.ensure_future(anext(changes))
+    await asyncio.sleep(0)  # the step that registers the watcher's paths
+    try:
+        await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=False)
+        console.print(f"watching {escape(str(root))} (quiet period {debounce_ms} ms; Ctrl-C stops)")
+        while True:
+            try:
+                batch = await following
+            except StopAsyncIteration:  # the stop event ended the watcher
+                return
+            # The root's own event is its removal (or a new one in its place, which may even reuse the inode).
+            if _identity(root) != identity or any(path == str(root) for _, path in batch):
+                return
+            scope = _relative_paths(root, batch)
+            if scope:
+                await _round(source, endpoint, options, client=client, console=console, scope=scope, quiet=True)
+            following = asyncio.ensure_future(anext(changes))
+    finally:
+        relay.cancel()
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await following
+        await changes.aclose()
 
 
 # Signals that end a watch: Ctrl-C, and what `docker stop` / Kubernetes send.
