@@ -568,59 +568,19 @@ def test_a_malformed_s3_endpoint_is_a_usage_error(
 # --- --watch --------------------------------------------------------------------------------------
 
 
-def test_watch_syncs_what_changed_after_a_quiet_period(folder: Path) -> None:
-    fake = FakeIngestion()
-    root = folder.resolve().as_uri()
-    out, buffer = console()
+@dataclass
+class FolderWatch:
+    """``watch_source`` on a folder, running in the test's event loop (quiet period 200 ms)."""
 
-    async def scenario() -> None:
+    task: asyncio.Task[None]
+    stop: asyncio.Event
+    buffer: io.StringIO
+
+    @classmethod
+    def start(cls, folder: Path, fake: FakeIngestion) -> FolderWatch:
+        out, buffer = console()
         stop = asyncio.Event()
-        options = SyncOptions(collection="kb")
-        watching = asyncio.create_task(
-            watch_source(
-                FolderSource(folder.resolve()),
-                Endpoint("http://ingestion", KEY),
-                options,
-                console=out,
-                debounce_ms=200,
-                stop=stop,
-                transport=fake.transport(),
-            )
-        )
-
-        async def until(condition: Callable[[], bool]) -> None:
-            deadline = time.monotonic() + 20
-            while not condition():
-                assert not watching.done(), buffer.getvalue()
-                assert time.monotonic() < deadline, buffer.getvalue()
-                await asyncio.sleep(0.05)
-
-        await until(lambda: "watching" in buffer.getvalue())
-        assert len(fake.names("kb")) == 3
-        fake.ingests.clear()
-        (folder / "sub" / "b.txt").unlink()
-        (folder / "d.md").write_text("delta")
-        (folder / ".swap").write_text("hidden: ignored")
-        await until(lambda: "d.md" in fake.names("kb") and "b.txt" not in fake.names("kb"))
-        # Only the paths that changed were looked at again.
-        assert [item["filename"] for item in fake.ingests] == ["d.md"]
-        stop.set()
-        await asyncio.wait_for(watching, timeout=10)
-
-    asyncio.run(scenario())
-    assert sync_file_id(root, "d.md") in {doc["file_id"] for doc in fake.documents.values()}
-    assert "1 added, 0 changed, 0 unchanged, 1 removed, 0 failed" in buffer.getvalue()
-
-
-@pytest.mark.parametrize("wait_for_it", [False, True], ids=["made-again-at-once", "made-again-later"])
-def test_a_folder_removed_and_made_again_is_watched_afresh(folder: Path, wait_for_it: bool) -> None:
-    # Its watcher followed the removed folder's inode: files in the new one were never synced.
-    fake = FakeIngestion()
-    out, buffer = console()
-
-    async def scenario() -> None:
-        stop = asyncio.Event()
-        watching = asyncio.create_task(
+        task = asyncio.create_task(
             watch_source(
                 FolderSource(folder.resolve()),
                 Endpoint("http://ingestion", KEY),
@@ -631,29 +591,65 @@ def test_a_folder_removed_and_made_again_is_watched_afresh(folder: Path, wait_fo
                 transport=fake.transport(),
             )
         )
+        return cls(task, stop, buffer)
 
-        async def until(condition: Callable[[], bool]) -> None:
-            deadline = time.monotonic() + 20
-            while not condition():
-                assert not watching.done(), buffer.getvalue()
-                assert time.monotonic() < deadline, buffer.getvalue()
-                await asyncio.sleep(0.05)
+    async def until(self, condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 20
+        while not condition():
+            assert not self.task.done(), self.buffer.getvalue()
+            assert time.monotonic() < deadline, self.buffer.getvalue()
+            await asyncio.sleep(0.05)
 
-        await until(lambda: "watching" in buffer.getvalue())
+    async def finish(self) -> str:
+        """Stop the watch; what it printed."""
+        self.stop.set()
+        await asyncio.wait_for(self.task, timeout=10)
+        return self.buffer.getvalue()
+
+
+def test_watch_syncs_what_changed_after_a_quiet_period(folder: Path) -> None:
+    fake = FakeIngestion()
+    root = folder.resolve().as_uri()
+
+    async def scenario() -> str:
+        watch = FolderWatch.start(folder, fake)
+        await watch.until(lambda: "watching" in watch.buffer.getvalue())
+        assert len(fake.names("kb")) == 3
+        fake.ingests.clear()
+        (folder / "sub" / "b.txt").unlink()
+        (folder / "d.md").write_text("delta")
+        (folder / ".swap").write_text("hidden: ignored")
+        await watch.until(lambda: "d.md" in fake.names("kb") and "b.txt" not in fake.names("kb"))
+        # Only the paths that changed were looked at again.
+        assert [item["filename"] for item in fake.ingests] == ["d.md"]
+        return await watch.finish()
+
+    printed = asyncio.run(scenario())
+    assert sync_file_id(root, "d.md") in {doc["file_id"] for doc in fake.documents.values()}
+    assert "1 added, 0 changed, 0 unchanged, 1 removed, 0 failed" in printed
+
+
+@pytest.mark.parametrize("wait_for_it", [False, True], ids=["made-again-at-once", "made-again-later"])
+def test_a_folder_removed_and_made_again_is_watched_afresh(folder: Path, wait_for_it: bool) -> None:
+    # Its watcher followed the removed folder's inode: files in the new one were never synced.
+    fake = FakeIngestion()
+
+    async def scenario() -> None:
+        watch = FolderWatch.start(folder, fake)
+        await watch.until(lambda: "watching" in watch.buffer.getvalue())
         assert len(fake.names("kb")) == 3
         shutil.rmtree(folder)
         if wait_for_it:
-            await until(lambda: "is not a folder now; waiting for it" in buffer.getvalue())
+            await watch.until(lambda: "is not a folder now; waiting for it" in watch.buffer.getvalue())
             # Nothing is synced while it is gone: a missing folder is not an empty one.
             assert len(fake.names("kb")) == 3
         folder.mkdir()
         (folder / "new.md").write_text("written into the new folder")
-        await until(lambda: set(fake.names("kb")) == {"new.md"})
+        await watch.until(lambda: set(fake.names("kb")) == {"new.md"})
         # And the new folder is followed in its turn.
         (folder / "later.md").write_text("written later")
-        await until(lambda: set(fake.names("kb")) == {"new.md", "later.md"})
-        stop.set()
-        await asyncio.wait_for(watching, timeout=10)
+        await watch.until(lambda: set(fake.names("kb")) == {"new.md", "later.md"})
+        await watch.finish()
 
     asyncio.run(scenario())
 
@@ -672,29 +668,12 @@ class WritingIngestion(FakeIngestion):
 
 def test_a_file_written_during_the_first_sync_is_followed(folder: Path) -> None:
     fake = WritingIngestion(folder=folder)
-    out, buffer = console()
 
     async def scenario() -> None:
-        stop = asyncio.Event()
-        watching = asyncio.create_task(
-            watch_source(
-                FolderSource(folder.resolve()),
-                Endpoint("http://ingestion", KEY),
-                SyncOptions(collection="kb"),
-                console=out,
-                debounce_ms=200,
-                stop=stop,
-                transport=fake.transport(),
-            )
-        )
-        deadline = time.monotonic() + 20
+        watch = FolderWatch.start(folder, fake)
         # Nothing else changes in the folder: only the watcher can bring the late file in.
-        while "late.md" not in fake.names("kb"):
-            assert not watching.done(), buffer.getvalue()
-            assert time.monotonic() < deadline, buffer.getvalue()
-            await asyncio.sleep(0.05)
-        stop.set()
-        await asyncio.wait_for(watching, timeout=10)
+        await watch.until(lambda: "late.md" in fake.names("kb"))
+        await watch.finish()
 
     asyncio.run(scenario())
     assert len(fake.names("kb")) == 4

@@ -165,18 +165,6 @@ def _samples(path: Path, size: int) -> list[bytes]:
     return samples
 
 
-_BOMS = (
-    (b"\xff\xfe\x00\x00", "utf-32"),
-    (b"\x00\x00\xfe\xff", "utf-32"),
-    (b"\xff\xfe", "utf-16"),
-    (b"\xfe\xff", "utf-16"),
-)
-
-
-def _bom_encoding(head: bytes) -> str | None:
-    return next((encoding for bom, encoding in _BOMS if head.startswith(bom)), None)
-
-
 def looks_like_text(sample: bytes, encoding: str = "utf-8") -> bool:
     """No NUL, few control characters, mostly decodable in ``encoding``."""
     text = sample.decode(encoding, "replace")
@@ -269,7 +257,7 @@ def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
         real = path.with_suffix(detected.suffix)
         path.rename(real)
         return SourceFile(path=real, filename=filename, media_type=detected.media_type)
-    encoding = _bom_encoding(head)
+    encoding = plain_text.bom_encoding(head)
     # UTF-16/32 text is judged by its start only: later windows may begin mid-character.
     text_ok = looks_like_text(head, encoding) if encoding else all(looks_like_text(sample) for sample in samples)
     if not text_ok:

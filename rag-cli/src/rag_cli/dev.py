@@ -25,7 +25,7 @@ import uvicorn
 from rag_cli.config import checkout_root
 from shared_contract import ContractConfigError, LegacyStoreError, load_settings
 from shared_contract.http import configure_logging
-from shared_contract.store import is_legacy_store
+from shared_contract.store import STORE_IN_USE, is_legacy_store
 
 if TYPE_CHECKING:
     from ingestion_service.settings import Settings as IngestionSettings
@@ -33,11 +33,6 @@ if TYPE_CHECKING:
     from shared_contract import ContractEmbedder
 
 logger = logging.getLogger("rag_cli.dev")
-
-# How qdrant-edge says another process holds the store's WAL lock. shared_contract has no typed
-# error for it (QdrantUnavailableError carries the engine's text), so readiness reasons are matched
-# here: it never clears while that process runs, so waiting out the ready timeout is pointless.
-STORE_LOCKED_MARKER = "Kind(WouldBlock)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +143,8 @@ async def _wait_ready(
                     continue
                 if response.status_code == 200:
                     del pending[name]
-                elif STORE_LOCKED_MARKER in response.text:
+                elif STORE_IN_USE in response.text:
+                    # Never clears while that process runs: waiting out the ready timeout is pointless.
                     raise RuntimeError(
                         f"the embedded store at {qdrant_path} is in use by another process "
                         "(another rag dev, or a script that opened it); stop it or pass another --qdrant-path"

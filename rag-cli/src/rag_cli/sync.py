@@ -38,7 +38,7 @@ import hashlib
 import os
 import signal
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -752,43 +752,39 @@ async def watch_source(
     if stop is None:
         stop = asyncio.Event()
     async with httpx.AsyncClient(timeout=INGEST_TIMEOUT, transport=transport) as client:
+
+        async def sync_round(scope: Collection[str] | None, quiet: bool) -> None:
+            await _round(source, endpoint, options, client=client, console=console, scope=scope, quiet=quiet)
+
         if isinstance(source, S3Source):
-            await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=False)
+            await sync_round(None, False)
             console.print(f"watching {escape(source.uri)} (every {interval_s:g} s; Ctrl-C stops)")
             while not stop.is_set():
                 try:
                     await asyncio.wait_for(stop.wait(), timeout=interval_s)
                 except TimeoutError:
-                    await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=True)
+                    await sync_round(None, True)
             return
-        await _watch_folder(
-            source, endpoint, options, client=client, console=console, debounce_ms=debounce_ms, stop=stop
-        )
+        await _watch_folder(source.root, sync_round, console=console, debounce_ms=debounce_ms, stop=stop)
+
+
+SyncRound = Callable[[Collection[str] | None, bool], Awaitable[None]]
 
 
 async def _watch_folder(
-    source: FolderSource,
-    endpoint: Endpoint,
-    options: SyncOptions,
-    *,
-    client: httpx.AsyncClient,
-    console: Console,
-    debounce_ms: int,
-    stop: asyncio.Event,
+    root: Path, sync_round: SyncRound, *, console: Console, debounce_ms: int, stop: asyncio.Event
 ) -> None:
     """Follow the folder until ``stop``; a folder removed (or replaced) is waited for and watched afresh."""
-    root = source.root
     while not stop.is_set():
-        if not root.is_dir():
+        # Off the event loop: the folder may sit on a mount that hangs.
+        if not await asyncio.to_thread(root.is_dir):
             console.print(f"[yellow]rag sync: {escape(str(root))} is not a folder now; waiting for it[/yellow]")
-            while not root.is_dir():
+            while not await asyncio.to_thread(root.is_dir):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=FOLDER_RETURN_POLL_S)
                 if stop.is_set():
                     return
-        await _follow_folder(
-            source, endpoint, options, client=client, console=console, debounce_ms=debounce_ms, stop=stop
-        )
+        await _follow_folder(root, sync_round, console=console, debounce_ms=debounce_ms, stop=stop)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -801,21 +797,13 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 async def _follow_folder(
-    source: FolderSource,
-    endpoint: Endpoint,
-    options: SyncOptions,
-    *,
-    client: httpx.AsyncClient,
-    console: Console,
-    debounce_ms: int,
-    stop: asyncio.Event,
+    root: Path, sync_round: SyncRound, *, console: Console, debounce_ms: int, stop: asyncio.Event
 ) -> None:
     """A full sync, then the changed paths, until ``stop`` or until the folder is removed or replaced
     (its watcher then sees nothing more: the caller watches the new one)."""
     from watchfiles import awatch
 
-    root = source.root
-    identity = _identity(root)
+    identity = await asyncio.to_thread(_identity, root)
     # The watcher's own event: it sets it when cancelled, which must not stop the whole watch.
     watcher_stop = asyncio.Event()
     relay = asyncio.ensure_future(stop.wait())
@@ -836,7 +824,7 @@ async def _follow_folder(
     following = asyncio.ensure_future(anext(changes))
     await asyncio.sleep(0)  # the step that registers the watcher's paths
     try:
-        await _round(source, endpoint, options, client=client, console=console, scope=None, quiet=False)
+        await sync_round(None, False)
         console.print(f"watching {escape(str(root))} (quiet period {debounce_ms} ms; Ctrl-C stops)")
         while True:
             try:
@@ -844,11 +832,11 @@ async def _follow_folder(
             except StopAsyncIteration:  # the stop event ended the watcher
                 return
             # The root's own event is its removal (or a new one in its place, which may even reuse the inode).
-            if _identity(root) != identity or any(path == str(root) for _, path in batch):
+            if any(path == str(root) for _, path in batch) or await asyncio.to_thread(_identity, root) != identity:
                 return
             scope = _relative_paths(root, batch)
             if scope:
-                await _round(source, endpoint, options, client=client, console=console, scope=scope, quiet=True)
+                await sync_round(scope, True)
             following = asyncio.ensure_future(anext(changes))
     finally:
         relay.cancel()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from shared_contract import (
 )
 from shared_contract.manifest import MANIFEST_METADATA_KEY
 from shared_contract.store import (
+    STORE_IN_USE,
     ChunkPoint,
     EdgeStore,
     PointRecord,
@@ -336,6 +338,20 @@ async def test_a_shard_the_engine_cannot_open_is_unavailable(tmp_path: Path) -> 
             await reopened.count(None)
     finally:
         await close_store(reopened)
+
+
+async def test_a_store_another_opener_holds_is_unavailable_and_says_it_is_in_use(tmp_path: Path) -> None:
+    settings = directory_settings(tmp_path / "qdrant")
+    holder = open_edge(settings)
+    try:
+        await holder.create_collection(bare_spec(settings))
+        # A second opener of the directory (another process, as the factory shares one per process).
+        second = EdgeStore(holder.path.parent.parent, settings.qdrant_index)
+        with pytest.raises(QdrantUnavailableError, match=re.escape(f"embedded store at {holder.path} {STORE_IN_USE}")):
+            await second.count(None)
+        assert await holder.count(None) == 0
+    finally:
+        await close_store(holder)
 
 
 async def test_optimize_keeps_every_point_and_the_ranking(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The storage port both services use, its two adapters, and the collection layout."""
 
-from shared_contract.store.edge import EdgeStore
+from shared_contract.store.edge import STORE_IN_USE, EdgeStore
 from shared_contract.store.factory import (
     bootstrap_collection,
     close_store,
@@ -27,6 +27,7 @@ from shared_contract.store.versions import read_newest_version
 
 __all__ = [
     "MIN_SERVER_VERSION",
+    "STORE_IN_USE",
     "ChunkPoint",
     "ChunkStore",
     "CollectionSpec",

@@ -56,6 +56,10 @@ T = TypeVar("T")
 
 MANIFEST_FILE = "manifest.json"
 SHARD_DIR = "shard"
+# What a store another process holds says (one process per directory); callers may look for it.
+STORE_IN_USE = "is in use by another process"
+# How qdrant-edge reports that WAL lock: a bare Exception naming the OS error.
+_WAL_LOCKED = "Kind(WouldBlock)"
 
 
 def collection_dir(root: Path, collection: str) -> Path:
@@ -130,6 +134,10 @@ class EdgeStore:
             try:
                 self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
             except Exception as exc:  # qdrant-edge raises bare Exception; opening is I/O
+                if _WAL_LOCKED in str(exc):
+                    raise QdrantUnavailableError(
+                        f"embedded store at {self._dir} {STORE_IN_USE}: one process per directory ({exc})"
+                    ) from exc
                 raise QdrantUnavailableError(f"embedded store at {self._dir} could not be opened: {exc}") from exc
         return self._shard
 

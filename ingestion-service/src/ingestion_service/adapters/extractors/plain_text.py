@@ -48,8 +48,8 @@ LINE_TEXT_SUFFIXES = frozenset({".adoc", ".asciidoc", ".srt", ".vtt", ".log"})
 SUFFIXES = frozenset({*CODE_LANGUAGES, NOTEBOOK_SUFFIX, *LINE_TEXT_SUFFIXES})
 READER = "verbatim"
 
+# UTF-16/32 text is recognised by its byte-order mark only (the content check relies on it too).
 _BOMS = (
-    (b"\xef\xbb\xbf", "utf-8-sig"),
     (b"\xff\xfe\x00\x00", "utf-32"),
     (b"\x00\x00\xfe\xff", "utf-32"),
     (b"\xff\xfe", "utf-16"),
@@ -91,13 +91,18 @@ def reading_for(filename: str, staged: Path) -> Reading | None:
     return None
 
 
+def bom_encoding(head: bytes) -> str | None:
+    """``utf-16`` or ``utf-32`` when ``head`` starts with that byte-order mark."""
+    return next((encoding for bom, encoding in _BOMS if head.startswith(bom)), None)
+
+
 def decode(data: bytes) -> str:
-    """Text from bytes: a BOM's encoding, else UTF-8, else Windows-1252 (legacy Western text)."""
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            return data.decode(encoding, "replace")
+    """Text from bytes: a UTF-16/32 BOM's encoding, else UTF-8 (a BOM dropped), else Windows-1252."""
+    encoding = bom_encoding(data)
+    if encoding is not None:
+        return data.decode(encoding, "replace")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return data.decode("cp1252", "replace")
 
