@@ -25,13 +25,16 @@ CHAT = [ChatMessage(role="user", content="Hvad koster en billet?"), ChatMessage(
 LAST = ChatMessage(role="user", content="Til Aarhus museum")
 
 
-def generator_returning(queries: list[str], delay: float = 0.0) -> QueryGenerator:
+def generator_returning(queries: list[str], delay: float = 0.0, timeout: float = 30.0) -> QueryGenerator:
+    """A generator answering ``queries`` after ``delay``; the default timeout leaves a loaded machine
+    time for the first run's set-up (0.5 s once made the "empty" case time out under `make test`)."""
+
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if delay:
             await anyio.sleep(delay)
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"queries": queries})])
 
-    return QueryGenerator(FunctionModel(function=respond), timeout=0.5, max_queries=3)
+    return QueryGenerator(FunctionModel(function=respond), timeout=timeout, max_queries=3)
 
 
 def resolve(
@@ -63,7 +66,7 @@ def test_generation_caps_and_dedups() -> None:
 
 @pytest.mark.parametrize(
     ("generator", "reason"),
-    [(generator_returning([" "]), "empty"), (generator_returning(["late"], delay=2), "timeout")],
+    [(generator_returning([" "]), "empty"), (generator_returning(["late"], delay=2, timeout=0.5), "timeout")],
 )
 def test_generation_failure_falls_back_and_counts(generator: QueryGenerator, reason: str) -> None:
     metrics = SearchMetrics()
