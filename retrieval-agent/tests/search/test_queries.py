@@ -171,7 +171,7 @@ def test_a_failed_llm_still_gets_the_follow_up_context() -> None:
         return await resolve_queries(
             [follow.content],
             [FIRST, ANSWER, follow],
-            generator=generator_returning(["late"], delay=2.0),
+            generator=generator_returning(["late"], delay=2.0, timeout=0.5),
             metrics=SearchMetrics(),
             follow_up=FollowUpPolicy(),
         )
