@@ -6,7 +6,8 @@ completion dict (``tool_call(...)``, ``text(...)``), a ``Hang`` (sleep, then ans
 with its Authorization header. A request with ``"stream": true`` gets its completion as SSE chunks
 (``stream_chunks``: the text in pieces, each tool call's arguments in two deltas; with
 ``stream_options.include_usage``, a last chunk with ``usage`` and no choices, as OpenAI sends). ``models``, when
-given, is what ``GET /v1/models`` lists (else that route is a 404).
+given, is what ``GET /v1/models`` lists (else that route is a 404). ``ignores_stream`` answers every
+request with the whole JSON completion, as some upstreams do whatever ``stream`` says.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ class ScriptedLLM:
 
     script: Script
     models: list[str] | None = None
+    ignores_stream: bool = False
     requests: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
     authorizations: list[str | None] = field(default_factory=lambda: list[str | None]())
 
@@ -169,7 +171,7 @@ class ScriptedLLM:
             return Response(reply.body, status_code=reply.code, media_type="application/json")
         if isinstance(reply, Garbage):
             return PlainTextResponse(reply.body)
-        if body.get("stream"):
+        if body.get("stream") and not self.ignores_stream:
             chunks = stream_chunks(reply)
             if (body.get("stream_options") or {}).get("include_usage"):
                 chunks.append({**chunks[-1], "choices": [], "usage": reply["usage"]})

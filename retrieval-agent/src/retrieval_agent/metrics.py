@@ -126,6 +126,11 @@ class SearchMetrics:
             buckets=(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
             registry=self.registry,
         )
+        self.chat_stream_fallbacks = Counter(
+            "chat_stream_fallbacks_total",
+            "Streamed rounds whose upstream stream carried no answer, asked again without streaming.",
+            registry=self.registry,
+        )
         self.chat_tool_calls = Counter(
             "chat_tool_calls_total", "RAG tool calls the chat model made, by tool.", ["tool"], registry=self.registry
         )

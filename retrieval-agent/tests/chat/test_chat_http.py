@@ -44,8 +44,10 @@ ChatApi = Callable[..., tuple[TestClient, ScriptedLLM]]
 
 @pytest.fixture
 def chat_api(serve: Callable[[Any], str], app_factory: Callable[..., TestClient], seeded: ChunkStore) -> ChatApi:
-    def build(script: Script, *, models: list[str] | None = None, **overrides: Any) -> tuple[TestClient, ScriptedLLM]:
-        llm = ScriptedLLM(script, models=models)
+    def build(
+        script: Script, *, models: list[str] | None = None, ignores_stream: bool = False, **overrides: Any
+    ) -> tuple[TestClient, ScriptedLLM]:
+        llm = ScriptedLLM(script, models=models, ignores_stream=ignores_stream)
         base = serve(llm.app())
         return app_factory(chat_settings(f"{base}/v1", **overrides), seeded), llm
 
@@ -256,6 +258,45 @@ def test_stream_runs_tool_rounds_and_streams_only_the_final_text(chat_api: ChatA
     # The tool call went back upstream whole, though it streamed in pieces.
     call = llm.requests[1]["messages"][-2]["tool_calls"][0]
     assert json.loads(call["function"]["arguments"]) == {"file_id": "file-biology.pdf"}
+
+
+def test_an_upstream_answering_a_stream_with_a_whole_completion_still_gets_its_answer_streamed(
+    chat_api: ChatApi,
+) -> None:
+    client, llm = chat_api(lambda body: text("The tower was completed in 1889 [1]."), ignores_stream=True)
+    parsed = chunks(sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text))
+    assert streamed_text(parsed) == "The tower was completed in 1889 [1]."
+    assert parsed[-2]["choices"][0]["finish_reason"] == "stop"
+    assert parsed[-1]["rag_sources"][0]["file_name"] == "paris.pdf"
+    assert [request.get("stream") for request in llm.requests] == [True, None]
+    assert "stream_options" not in llm.requests[1]
+    metrics = client.get("/metrics", headers=AUTH).text
+    assert "chat_stream_fallbacks_total 1.0" in metrics
+    assert 'chat_requests_total{outcome="ok",stream="true"} 1.0' in metrics
+
+
+def test_an_upstream_ignoring_stream_runs_its_tool_rounds_on_whole_completions(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if turn(body) == 0:
+            return tool_call("read_full_document", {"file_id": "file-biology.pdf"})
+        return text("Cells make ATP [1].")
+
+    client, llm = chat_api(script, ignores_stream=True)
+    parsed = chunks(sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text))
+    assert streamed_text(parsed) == "Cells make ATP [1]."
+    assert [request.get("stream") for request in llm.requests] == [True, None, True, None]
+    (result,) = tool_results(llm.requests[2])
+    assert "Mitochondria are the powerhouse" in result
+    assert "chat_stream_fallbacks_total 2.0" in client.get("/metrics", headers=AUTH).text
+
+
+def test_an_empty_streamed_answer_is_asked_once_more_whole_then_ends(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text(""))
+    events = sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text)
+    parsed = chunks(events)
+    assert streamed_text(parsed) == ""
+    assert parsed[-2]["choices"][0]["finish_reason"] == "stop"
+    assert [request.get("stream") for request in llm.requests] == [True, None]
 
 
 def test_stream_returns_client_tool_calls(chat_api: ChatApi) -> None:

@@ -5,7 +5,9 @@ without them). Tools the client sent are the client's: a call to one is returned
 Streaming streams every round; tool-call deltas are gathered until the round ends, and text that comes
 after a tool call started is held until the round proves final. ``rag_sources`` goes in a last chunk
 before ``data: [DONE]``, with ``usage`` summed over the rounds when the client sent
-``stream_options.include_usage`` (as OpenAI's last chunk).
+``stream_options.include_usage`` (as OpenAI's last chunk). A round whose stream carried neither text
+nor a tool call is asked once more without streaming: some upstreams answer ``stream: true`` with a
+whole JSON completion, which LiteLLM reads as an empty stream.
 """
 
 from __future__ import annotations
@@ -104,6 +106,57 @@ def _accumulate(calls: dict[int, ToolCall], delta: object) -> None:
             slot["function"]["name"] = function["name"]
         if function.get("arguments"):
             slot["function"]["arguments"] = slot["function"].get("arguments", "") + function["arguments"]
+
+
+@dataclass
+class StreamedRound:
+    """One streamed round as it comes in: tool-call deltas gathered, text after a tool call held."""
+
+    gathered: dict[int, ToolCall] = field(default_factory=lambda: dict[int, ToolCall]())
+    held: list[str] = field(default_factory=lambda: list[str]())
+    finish: str | None = None
+    said: bool = False  # any text or tool call at all
+
+    def take(self, part: dict[str, Any]) -> list[str]:
+        """Read one chunk; returns the text to send on now."""
+        now: list[str] = []
+        for choice in part.get("choices") or []:
+            delta = choice.get("delta") or {}
+            for call_delta in delta.get("tool_calls") or []:
+                _accumulate(self.gathered, call_delta)
+                self.said = True
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self.said = True
+                if self.gathered:
+                    self.held.append(content)  # text of a round that may not be the last
+                else:
+                    now.append(content)
+            if choice.get("finish_reason"):
+                self.finish = str(choice["finish_reason"])
+        return now
+
+    def tool_calls(self) -> list[ToolCall]:
+        return _tool_calls([self.gathered[index] for index in sorted(self.gathered)])
+
+
+def _first_choice(answer: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A whole completion's first choice and its message (empty where the upstream sent none)."""
+    choices = answer.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    return choice, message if isinstance(message, dict) else {}
+
+
+async def _one_chunk(answer: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """A whole completion as the one chunk of a stream (its tool calls as complete deltas)."""
+    choice, message = _first_choice(answer)
+    calls = [{"index": index, **call} for index, call in enumerate(_tool_calls(message.get("tool_calls")))]
+    delta = {"content": message.get("content"), "tool_calls": calls}
+    yield {
+        "choices": [{"index": 0, "delta": delta, "finish_reason": choice.get("finish_reason")}],
+        "usage": answer.get("usage"),
+    }
 
 
 def _insert_system(messages: list[dict[str, Any]], content: str) -> None:
@@ -309,10 +362,7 @@ class ChatService:
                 params=turn.params,
             )
             usage.add(answer.get("usage"))
-            choices = answer.get("choices") or [{}]
-            choice = choices[0] if isinstance(choices[0], dict) else {}
-            message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-            assert isinstance(message, dict)
+            choice, message = _first_choice(answer)
             content = message.get("content") if isinstance(message.get("content"), str) else None
             kind, calls = turn.decide(_tool_calls(message.get("tool_calls")), rounds)
             if kind == "server":
@@ -378,26 +428,20 @@ class ChatService:
         usage = Usage()
         try:
             yield event({"role": "assistant", "content": ""})
-            stream, rounds = first, 0
+            stream, rounds, asked_whole = first, 0, False
             while True:
-                gathered: dict[int, ToolCall] = {}
-                held: list[str] = []
-                finish: str | None = None
+                streamed = StreamedRound()
                 async for part in stream:
                     usage.add(part.get("usage"))
-                    for choice in part.get("choices") or []:
-                        delta = choice.get("delta") or {}
-                        for call_delta in delta.get("tool_calls") or []:
-                            _accumulate(gathered, call_delta)
-                        content = delta.get("content")
-                        if isinstance(content, str) and content:
-                            if gathered:
-                                held.append(content)  # text of a round that may not be the last
-                            else:
-                                yield event({"content": content})
-                        if choice.get("finish_reason"):
-                            finish = str(choice["finish_reason"])
-                kind, calls = turn.decide(_tool_calls([gathered[i] for i in sorted(gathered)]), rounds)
+                    for content in streamed.take(part):
+                        yield event({"content": content})
+                if not streamed.said and not asked_whole:
+                    asked_whole = True
+                    stream = await self._whole_round(turn, rounds)
+                    continue
+                asked_whole = False
+                held, finish = streamed.held, streamed.finish
+                kind, calls = turn.decide(streamed.tool_calls(), rounds)
                 if kind == "server":
                     await self._run_tools(turn, "".join(held) or None, calls)
                     rounds += 1
@@ -436,6 +480,21 @@ class ChatService:
             yield f"data: {json.dumps(openai_error('The chat stream failed.', 'api_error', 'chat_failed'))}\n\n"
         finally:
             self.observe(outcome, stream=True, started=started)
+
+    async def _whole_round(self, turn: ChatTurn, rounds: int) -> AsyncIterator[dict[str, Any]]:
+        """The round asked again without streaming, its answer as one stream chunk."""
+        self.metrics.chat_stream_fallbacks.inc()
+        logger.warning(
+            "the upstream's stream for %s carried no answer; asking again without streaming", turn.upstream_model
+        )
+        answer = await self.upstream.complete(
+            turn.upstream_model,
+            turn.messages,
+            tools=turn.tools(rounds),
+            tool_choice=turn.tool_choice,
+            params=turn.params,
+        )
+        return _one_chunk(answer)
 
     # -- models -----------------------------------------------------------------------------------
 
