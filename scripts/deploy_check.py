@@ -22,6 +22,8 @@ What it checks (each line of output names one check and its result):
                    strict: unknown fields fail) for the oldest and newest supported versions.
 * k8s-shape        probes, resources, securityContext, HPA, PDBs, ConfigMap/Secret references.
 * k8s-env          env and envFrom names: read by a settings class, or allow-listed for the image.
+* app-routes       both app factories import and list their routes, nothing started (probe-paths
+                   checks against them).
 * probe-paths      every HTTP probe path (compose, Dockerfile HEALTHCHECK, Kubernetes) exists among
                    the FastAPI routes of the service it probes (the app factories, imported).
 * prometheus-auth  every scrape job of deploy/prometheus/prometheus.yml whose target keeps /metrics

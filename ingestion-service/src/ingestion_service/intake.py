@@ -6,10 +6,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
-from starlette.requests import Request
 from starlette.types import Receive
 
 from ingestion_service.adapters.extractors import SourceFile
@@ -35,9 +35,22 @@ from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
 from shared_contract import file_collection_name, user_memory_collection_name
 from shared_contract.attributes import AttributeType, check_attributes
+from shared_contract.http import ErrorBody
 from shared_contract.schema import FILE_COLLECTION_PREFIX, MEMORY_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
 
 _SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
+
+
+# The OpenAPI declaration of the rules below, for the routes that apply them.
+FORBIDDEN_RESPONSE: dict[int | str, dict[str, Any]] = {
+    403: {
+        "model": ErrorBody,
+        "description": (
+            "INVALID_REQUEST: a rule refused it (a bucket not in S3_ALLOWED_BUCKETS, a `file-*` or "
+            "`user-memory-*` collection not bound to the request's ids, a `memory-*` collection)."
+        ),
+    }
+}
 
 
 def check_not_memory(collection_name: str | None) -> None:
@@ -65,18 +78,6 @@ def check_bucket(settings: Settings, bucket: str) -> None:
     allowed = settings.allowed_buckets
     if allowed and bucket not in allowed:
         raise ForbiddenRequestError("s3_bucket is not in S3_ALLOWED_BUCKETS.")
-
-
-async def require_json_body(request: Request) -> None:
-    """A route dependency: a body must be sent as ``application/json`` (415, as ingest answers; a missing
-    Content-Type too); no body needs no header. Without it FastAPI reads such a body as bytes and answers 422."""
-    if not await request.body():
-        return
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media_type != "application/json":
-        raise InvalidRequestError(
-            "Invalid request: Content-Type: the body must be sent as application/json.", status_code=415
-        )
 
 
 def upload_path(workdir: Path, filename: str) -> Path:

@@ -180,4 +180,14 @@ def test_openapi_declares_bodies_bearer_and_errors(client: TestClient) -> None:
         for status in ("401", "413", "415", "422"):
             schema = operation["responses"][status]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, status)
+    # The routes that apply the bucket and collection rules declare their 403.
+    for path, method in (
+        ("/api/v1/ingest", "put"),
+        ("/api/v1/documents/{file_id}", "delete"),
+        ("/api/v1/collections/{name}/reindex", "post"),
+    ):
+        assert "INVALID_REQUEST" in spec["paths"][path][method]["responses"]["403"]["description"], path
+    assert "403" not in spec["paths"]["/api/v1/extract"]["post"]["responses"]
+    chunks = spec["paths"]["/api/v1/documents/{file_id}/chunks"]["get"]["responses"]["404"]
+    assert "ENABLE_INSPECTION_API" in chunks["description"]
     assert "security" not in spec["paths"]["/health"]["get"]

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared_contract import ContractEmbedder
-from shared_contract.http import REQUEST_FAILED
+from shared_contract.http import NOT_JSON_MESSAGE, REQUEST_FAILED
 from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, BrokenStore, add_chunk, chunk_meta  # noqa: TID252
@@ -458,6 +458,18 @@ def test_allow_list_restricts_models_and_requests(chat_api: ChatApi) -> None:
     assert "'kb-b'" in refused.json()["error"]["message"]
     assert llm.requests == []
     assert post(client, chat_body("scripted@kb-a")).status_code == 200
+
+
+def test_a_body_not_sent_as_json_is_415_in_openai_shape_and_nothing_goes_upstream(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: text("In 1889 [1]."))
+    response = client.post(
+        "/v1/chat/completions",
+        content=json.dumps(chat_body("scripted@kb-a")).encode(),
+        headers={**AUTH, "Content-Type": "text/plain"},
+    )
+    assert response.status_code == 415
+    assert response.json()["error"]["message"] == NOT_JSON_MESSAGE
+    assert llm.requests == []
 
 
 def test_failure_after_the_stream_started_is_an_error_event(chat_api: ChatApi) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from shared_contract.http import NOT_JSON_MESSAGE
 from shared_contract.store import ChunkStore, tenant_filter
 
 from ..conftest import AUTH, make_settings  # noqa: TID252
@@ -116,6 +117,19 @@ def test_errors_are_typed(memory_api: MemoryApi) -> None:
     assert (empty.status_code, empty.json()["code"]) == (422, "INVALID_REQUEST")
     unauthorized = client.get("/api/v1/memory/alice/facts")
     assert unauthorized.status_code == 401
+    not_json = client.post(
+        "/api/v1/memory/alice/facts", content=b'{"text": "Likes tea."}', headers={**AUTH, "Content-Type": "text/plain"}
+    )
+    assert (not_json.status_code, not_json.json()["error"]) == (415, NOT_JSON_MESSAGE)
+    assert client.get("/api/v1/memory/alice/facts", headers=AUTH).json()["facts"] == []
+
+
+def test_the_fact_routes_declare_their_404(memory_api: MemoryApi) -> None:
+    client, _ = memory_api()
+    paths = client.get("/openapi.json").json()["paths"]
+    for method in ("get", "put", "delete"):
+        declared = paths["/api/v1/memory/{user}/facts/{fact_id}"][method]["responses"]["404"]
+        assert declared["description"].startswith("FACT_NOT_FOUND"), method
 
 
 def test_memory_is_off_by_default(app_factory: Callable[..., TestClient], seeded: ChunkStore) -> None:

@@ -103,11 +103,9 @@ def edge_codes() -> set[str]:
     return set(errors_module._CODE_BY_STATUS.values()) | {
         errors_module.INVALID_REQUEST,
         errors_module.UNAUTHORIZED,
-        errors_module.FORBIDDEN,
         errors_module.NOT_FOUND,
         errors_module.METHOD_NOT_ALLOWED,
         errors_module.PAYLOAD_TOO_LARGE,
-        errors_module.UNSUPPORTED_MEDIA_TYPE,
     }
 
 

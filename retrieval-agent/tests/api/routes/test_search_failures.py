@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from starlette.routing import Route
 from retrieval_agent.adapters.reranker import HttpReranker
 from retrieval_agent.api.errors import STORE_REJECTED_HINT
 from shared_contract import ContractEmbedder, StoreRequestError
-from shared_contract.http import hint_for
+from shared_contract.http import NOT_JSON_MESSAGE, hint_for
 from shared_contract.store import ChunkStore
 
 from ...conftest import AUTH, RecordingStore, make_settings  # noqa: TID252
@@ -242,3 +243,22 @@ def test_http_reranker_is_built_from_settings(app_factory: Callable[..., TestCli
     assert response.status_code == 200
     assert len(response.json()["documents"][0]) == 2
     assert metric(api, 'reranker_failures_total{reason="unreachable"}') == 1
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"}, {}],
+    ids=["text-plain", "form", "none"],
+)
+def test_a_search_body_not_sent_as_json_is_415_naming_the_header(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, headers: dict[str, str]
+) -> None:
+    api = app_factory(make_settings(), seeded)
+    body = json.dumps(BODY).encode()
+    response = api.post("/search", content=body, headers={**AUTH, **headers})
+    assert response.status_code == 415
+    assert response.json()["code"] == "INVALID_REQUEST"
+    assert response.json()["error"] == NOT_JSON_MESSAGE
+    accepted = api.post("/search", content=body, headers={**AUTH, "Content-Type": "application/json; charset=utf-8"})
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["documents"][0]

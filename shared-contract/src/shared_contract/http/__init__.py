@@ -2,6 +2,7 @@
 and body-cap middleware, log formatting (with the one ``request_failed`` line per failure) and the
 OpenAPI declarations (see docs/contract.md, Errors)."""
 
+from shared_contract.http.bodies import NOT_JSON_MESSAGE, require_json_body
 from shared_contract.http.errors import (
     COLLECTION_MISMATCH,
     COLLECTION_MISSING,
@@ -9,7 +10,6 @@ from shared_contract.http.errors import (
     EDGE_HINTS,
     EMBEDDING_FAILED,
     FALLBACK_HINT,
-    FORBIDDEN,
     INVALID_REQUEST,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
@@ -18,7 +18,6 @@ from shared_contract.http.errors import (
     SPARSE_EMBEDDING_FAILED,
     STORE_INCOMPATIBLE,
     UNAUTHORIZED,
-    UNSUPPORTED_MEDIA_TYPE,
     ErrorBody,
     error_content,
     error_response,
@@ -58,11 +57,11 @@ __all__ = [
     "EMBEDDING_FAILED",
     "ERROR_RESPONSES",
     "FALLBACK_HINT",
-    "FORBIDDEN",
     "INVALID_REQUEST",
     "LOGGED_REQUEST_FIELDS",
     "METHOD_NOT_ALLOWED",
     "NOT_FOUND",
+    "NOT_JSON_MESSAGE",
     "PAYLOAD_TOO_LARGE",
     "PROMETHEUS_TEXT_RESPONSE",
     "QDRANT_UNAVAILABLE",
@@ -71,7 +70,6 @@ __all__ = [
     "SPARSE_EMBEDDING_FAILED",
     "STORE_INCOMPATIBLE",
     "UNAUTHORIZED",
-    "UNSUPPORTED_MEDIA_TYPE",
     "BodyLimit",
     "EdgeMiddleware",
     "ErrorBody",
@@ -95,5 +93,6 @@ __all__ = [
     "register_hints",
     "registered_hints",
     "request_id_of",
+    "require_json_body",
     "validation_message",
 ]

@@ -29,11 +29,9 @@ from shared_contract.http.request_id import REQUEST_ID_HEADER, request_id_of
 # The codes of the HTTP edge.
 INVALID_REQUEST = "INVALID_REQUEST"
 UNAUTHORIZED = "UNAUTHORIZED"
-FORBIDDEN = "FORBIDDEN"
 NOT_FOUND = "NOT_FOUND"
 METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
 PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
-UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
 
 # Failures of the contract layer (the store and the embedder), which both services report with the
 # same code: their hints live here, once, so the two services cannot give one code two hints.
@@ -44,14 +42,16 @@ STORE_INCOMPATIBLE = "STORE_INCOMPATIBLE"
 EMBEDDING_FAILED = "EMBEDDING_FAILED"
 SPARSE_EMBEDDING_FAILED = "SPARSE_EMBEDDING_FAILED"
 
+# A refused rule (403) and a body in the wrong Content-Type (415) are invalid requests too: the message
+# names the rule or the header (docs/contract.md, Statuses).
 _CODE_BY_STATUS: Mapping[int, str] = {
     400: INVALID_REQUEST,
     401: UNAUTHORIZED,
-    403: FORBIDDEN,
+    403: INVALID_REQUEST,
     404: NOT_FOUND,
     405: METHOD_NOT_ALLOWED,
     413: PAYLOAD_TOO_LARGE,
-    415: UNSUPPORTED_MEDIA_TYPE,
+    415: INVALID_REQUEST,
     422: INVALID_REQUEST,
 }
 
@@ -73,7 +73,6 @@ EDGE_HINTS: Mapping[str, str] = {
         "EXTERNAL_INGESTION_API_KEY or EXTERNAL_DOCUMENT_LOADER_API_KEY (ingestion), "
         "RAG_EXTERNAL_RETRIEVAL_API_KEY (retrieval)."
     ),
-    FORBIDDEN: "The key is valid but the request is not allowed; the error says which rule refused it.",
     NOT_FOUND: (
         "Check the URL against the service's GET /openapi.json (ingestion routes are under /api/v1, "
         "retrieval's is POST /search); a base URL variable with a wrong path is the usual cause."
@@ -83,7 +82,6 @@ EDGE_HINTS: Mapping[str, str] = {
         "Send a smaller body, or raise the variable the error names on the service "
         "(MAX_UPLOAD_BYTES for uploads, MAX_REQUEST_BYTES for other routes)."
     ),
-    UNSUPPORTED_MEDIA_TYPE: "Send the Content-Type the route documents in GET /openapi.json (usually application/json).",
 }
 
 CONTRACT_HINTS: Mapping[str, str] = {

@@ -18,9 +18,9 @@ from ingestion_service.api.models import (
 )
 from ingestion_service.api.routes.reindex import ReindexDep, reindex_job_url, reindex_view
 from ingestion_service.errors import PipelineFailedError
-from ingestion_service.intake import check_not_memory, require_json_body, require_qdrant
+from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
 from shared_contract import CollectionName
-from shared_contract.http import ErrorBody
+from shared_contract.http import ErrorBody, require_json_body
 from shared_contract.store import tenant_counts
 
 router = APIRouter(
@@ -73,6 +73,7 @@ async def collection_stats(name: CollectionPath, runtime: RuntimeDep) -> Collect
     responses={
         404: {"model": ErrorBody, "description": "SOURCE_INDEX_NOT_FOUND: `source_index` names no Qdrant collection."},
         409: {"model": ErrorBody, "description": "REINDEX_RUNNING: a reindex of this collection is unfinished."},
+        **FORBIDDEN_RESPONSE,
     },
     dependencies=[Depends(require_json_body)],
 )

@@ -39,14 +39,19 @@ from ingestion_service.errors import (
     MetadataUpdateFailedError,
     PipelineFailedError,
 )
-from ingestion_service.intake import check_not_memory, require_json_body, require_qdrant
+from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
 from ingestion_service.settings import Settings
 from shared_contract import CollectionName, ContractError, MetaKey
 from shared_contract.attributes import AttributeValue, check_attributes
 from shared_contract.document_filter import DocumentFilter, filter_conditions
-from shared_contract.http import ErrorBody
+from shared_contract.http import ErrorBody, require_json_body
 
-router = APIRouter(prefix="/api/v1/documents", tags=["documents"], dependencies=[Depends(reject_repeated_query_params)])
+router = APIRouter(
+    prefix="/api/v1/documents",
+    tags=["documents"],
+    dependencies=[Depends(reject_repeated_query_params)],
+    responses=FORBIDDEN_RESPONSE,
+)
 
 PREVIEW_CHARS = 200
 CollectionQuery = Annotated[
@@ -191,7 +196,11 @@ async def delete_document(
     return DeleteResponse(file_id=file_id, collection_name=collection_name, chunks_deleted=deleted)
 
 
-@router.get("/{file_id:path}/chunks", response_model=DocumentChunksResponse)
+@router.get(
+    "/{file_id:path}/chunks",
+    response_model=DocumentChunksResponse,
+    responses={404: {"model": ErrorBody, "description": "NOT_FOUND: ENABLE_INSPECTION_API is off."}},
+)
 async def list_chunks(
     file_id: FileIdPath,
     runtime: RuntimeDep,

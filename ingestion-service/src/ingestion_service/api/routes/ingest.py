@@ -45,6 +45,7 @@ from ingestion_service.errors import (
     UnsupportedMediaTypeError,
 )
 from ingestion_service.intake import (
+    FORBIDDEN_RESPONSE,
     check_bucket,
     check_collection_binding,
     fetch_from_s3,
@@ -68,7 +69,7 @@ from shared_contract.http import error_content, note_request_fields, request_id_
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/api/v1", tags=["ingest"])
+router = APIRouter(prefix="/api/v1", tags=["ingest"], responses=FORBIDDEN_RESPONSE)
 
 MAX_JSON_BYTES = 64 * 1024
 _FORM_FIELDS = frozenset(IngestFields.model_fields)

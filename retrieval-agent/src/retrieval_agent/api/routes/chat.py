@@ -5,7 +5,7 @@ Errors on these paths are OpenAI-shaped (``api/openai_errors.py``).
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response
 
@@ -14,6 +14,7 @@ from retrieval_agent.api.deps import ChatDep, MetricsDep, SettingsDep
 from retrieval_agent.chat.errors import chat_disabled
 from retrieval_agent.chat.memory import speaker_of
 from retrieval_agent.chat.models import ChatCompletion, ChatCompletionRequest, ModelList, OpenAIErrorBody
+from shared_contract.http import require_json_body
 
 _ERRORS: dict[int | str, dict[str, object]] = {
     status: {"model": OpenAIErrorBody, "description": description}
@@ -30,7 +31,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 # An upstream error comes back with the upstream's own status (429, 401, ...).
 _ERRORS["default"] = {"model": OpenAIErrorBody, "description": "upstream_error, with the upstream's status."}
 
-router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[BEARER], responses=_ERRORS)
+router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[BEARER, Depends(require_json_body)], responses=_ERRORS)
 
 # Proxies must pass each event on at once (nginx buffers otherwise).
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -5,9 +5,9 @@ Every change is a Git commit in MEMORY_PATH/{user}/; a delete moves the fact to 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Depends, Path, Query, status
 
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import MemoryDep
@@ -23,9 +23,18 @@ from retrieval_agent.api.memory_models import (
 )
 from retrieval_agent.errors import MemoryDisabledError
 from retrieval_agent.memory.service import MemoryService
-from shared_contract.http import ERROR_RESPONSES
+from shared_contract.http import ERROR_RESPONSES, ErrorBody, require_json_body
 
-router = APIRouter(prefix="/api/v1/memory", tags=["memory"], dependencies=[BEARER], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/api/v1/memory",
+    tags=["memory"],
+    dependencies=[BEARER, Depends(require_json_body)],
+    responses=ERROR_RESPONSES,
+)
+
+_FACT_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "FACT_NOT_FOUND: the user has no fact with this id."}
+}
 
 UserPath = Annotated[str, Path(description="The user, as chat names it (`user` field or MEMORY_USER_HEADER).")]
 FactPath = Annotated[str, Path(description="The fact's id (its file is {id}.md).")]
@@ -57,18 +66,18 @@ async def create_fact(user: UserPath, body: FactCreate, memory: MemoryDep) -> Fa
     return FactOut.of(user, fact)
 
 
-@router.get("/{user}/facts/{fact_id}", response_model=FactOut)
+@router.get("/{user}/facts/{fact_id}", response_model=FactOut, responses=_FACT_NOT_FOUND)
 async def get_fact(user: UserPath, fact_id: FactPath, memory: MemoryDep) -> FactOut:
     return FactOut.of(user, await _enabled(memory).get_fact(user, fact_id))
 
 
-@router.put("/{user}/facts/{fact_id}", response_model=FactOut)
+@router.put("/{user}/facts/{fact_id}", response_model=FactOut, responses=_FACT_NOT_FOUND)
 async def update_fact(user: UserPath, fact_id: FactPath, body: FactUpdate, memory: MemoryDep) -> FactOut:
     """Rewrite a fact (committed as UPDATE); its id and creation time stay."""
     return FactOut.of(user, await _enabled(memory).update_fact(user, fact_id, body.text, language=body.language))
 
 
-@router.delete("/{user}/facts/{fact_id}", response_model=FactOut)
+@router.delete("/{user}/facts/{fact_id}", response_model=FactOut, responses=_FACT_NOT_FOUND)
 async def delete_fact(
     user: UserPath,
     fact_id: FactPath,

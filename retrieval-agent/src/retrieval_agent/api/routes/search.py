@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Depends, Header, Response
 
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import AgentDep, MetricsDep, SearchDep
@@ -14,11 +14,11 @@ from retrieval_agent.api.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.api.models import SearchRequest, SearchResponse
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.query import request_conditions
-from shared_contract.http import ERROR_RESPONSES
+from shared_contract.http import ERROR_RESPONSES, require_json_body
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter(tags=["search"], dependencies=[BEARER], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["search"], dependencies=[BEARER, Depends(require_json_body)], responses=ERROR_RESPONSES)
 
 # Agentic mode: how the run ended, and (when the linear pipeline answered instead) why.
 AGENT_OUTCOME_HEADER = "X-RAG-Agent-Outcome"
