@@ -4,7 +4,8 @@ Engines pick a parser by file name, so a PDF named ``.txt`` was indexed as raw b
 bytes or an executable as garbage. Here: executables are refused whatever their name; a file
 named like text (or not named at all) must look like text, or carry a document signature we
 can extract (then it is extracted as that type); ZIP-based documents are checked against the
-unpack limits before extraction, since a few KB can inflate to gigabytes.
+unpack limits before extraction, since a few KB can inflate to gigabytes. Text that is not UTF-8
+(a UTF-16 byte-order mark, Windows-1252) is rewritten as UTF-8, which is how engines read it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ _ENGINE_TEXT_SUFFIXES = frozenset(
         ".eml",
     }
 )
+# Engines read text as UTF-8: other text is rewritten as UTF-8 first (``plain_text.transcode_to_utf8``),
+# markup in the charset it declares. Mail declares a charset per MIME part and is left to its parser.
+_SELF_DECLARED_ENCODING = frozenset({".eml"})
+_MARKUP_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xml"})
 # Text no engine has a parser for (configuration, markup sources, subtitles, source code): staged as
 # .txt and read line for line (``plain_text``). So is any other name the platform's types call text/*.
 _PLAIN_TEXT_SUFFIXES = plain_text.SUFFIXES - _ENGINE_TEXT_SUFFIXES
@@ -266,6 +271,8 @@ def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
             f"The file is named as text ({shown}) but its content is binary or not UTF-8 text, and no supported "
             "document type was recognised."
         )
+    if path.suffix.lower() not in _SELF_DECLARED_ENCODING:
+        plain_text.transcode_to_utf8(path, markup=path.suffix.lower() in _MARKUP_SUFFIXES)
     if not path.suffix:
         # README, LICENSE: engines pick their parser by suffix and refuse a file without one.
         plain = path.with_suffix(".txt")

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ingestion_service.adapters.extractors.plain_text import Reading, decode, fenced, read, reading_for
+from ingestion_service.adapters.extractors.plain_text import (
+    Reading,
+    decode,
+    fenced,
+    read,
+    reading_for,
+    transcode_to_utf8,
+)
 
 
 @pytest.mark.parametrize(
@@ -82,3 +89,41 @@ def test_a_notebook_name_over_other_json_shows_the_json(tmp_path: Path) -> None:
     path = tmp_path / "source.txt"
     path.write_text('{"not": "a notebook"}', encoding="utf-8")
     assert read(path, Reading("notebook")) == '```json\n{"not": "a notebook"}\n```'
+
+
+TEXT = "Grüße aus München: 15 € ÆØÅ\n"
+
+
+def test_utf8_text_is_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "utf8.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + TEXT.encode())
+    assert transcode_to_utf8(path) is None
+    assert path.read_bytes() == b"\xef\xbb\xbf" + TEXT.encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding"),
+    [(TEXT.encode("utf-16"), "utf-16"), (TEXT.encode("utf-32"), "utf-32"), (TEXT.encode("cp1252"), "cp1252")],
+)
+def test_other_text_is_rewritten_as_utf8(tmp_path: Path, data: bytes, encoding: str) -> None:
+    path = tmp_path / "legacy.txt"
+    path.write_bytes(data)
+    assert transcode_to_utf8(path) == encoding
+    assert path.read_bytes() == TEXT.encode()
+
+
+def test_markup_is_read_in_its_declared_charset_and_then_declares_utf8(tmp_path: Path) -> None:
+    page = '<?xml version="1.0" encoding="ISO-8859-15"?>\n<html><head><meta charset="iso-8859-15"/></head>'
+    path = tmp_path / "page.xhtml"
+    path.write_bytes(f"{page}<body>{TEXT}</body></html>".encode("iso-8859-15"))
+    assert transcode_to_utf8(path, markup=True) == "iso8859-15"
+    written = path.read_text(encoding="utf-8")
+    assert f"<body>{TEXT}</body>" in written  # the euro sign is 0xA4 in ISO-8859-15, ¤ in cp1252
+    assert written.startswith('<?xml version="1.0" encoding="utf-8"?>\n<html><head><meta charset="utf-8"/>')
+
+
+def test_markup_declaring_an_unknown_charset_is_read_as_windows_1252(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(f'<meta charset="klingon"><p>{TEXT}</p>'.encode("cp1252"))
+    assert transcode_to_utf8(path, markup=True) == "cp1252"
+    assert TEXT in path.read_text(encoding="utf-8")

@@ -165,14 +165,51 @@ def test_a_log_keeps_one_event_per_line(client: TestClient, ingest_bytes: Ingest
     assert chunk.payload["meta"]["format"] == "log"
 
 
-# Latin-1 stays below the undecodable share, so such files are indexed as before.
-def test_legacy_encoded_text_is_still_text(
+# Latin-1 stays below the undecodable share, so such files are text; engines read text as UTF-8, so
+# it is stored as the characters it holds, not as U+FFFD.
+def test_legacy_encoded_text_is_stored_as_its_characters(
     client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points
 ) -> None:
-    danish = _danish_excerpt(docs).encode("latin-1", "replace")
+    excerpt = _danish_excerpt(docs)
+    danish = excerpt.encode("latin-1", "replace")
     response = ingest_bytes(client, danish, "danish.txt", "latin1")
     assert response.status_code == 200, response.text
-    assert points(client, file_id="latin1")
+    stored = " ".join(record.payload["content"] for record in points(client, file_id="latin1"))
+    assert "\ufffd" not in stored
+    accented = [word for word in excerpt.split() if any(letter in word for letter in "æøåÆØÅ")]
+    assert accented
+    assert all(word in stored for word in accented[:20])
+
+
+GREETING = "Grüße aus München: Smørrebrød für 15 € ÆØÅ"
+
+
+@pytest.mark.parametrize(
+    ("filename", "data"),
+    [
+        ("windows.txt", f"{GREETING}\n".encode("cp1252")),
+        ("excel.csv", f"city,greeting\nMünchen,{GREETING}\n".encode("utf-16")),
+        ("unicode-text.txt", f"city\tgreeting\r\nMünchen\t{GREETING}\r\n".encode("utf-16")),
+        ("notes.md", f"# Notes\n\n{GREETING}\n".encode("cp1252")),
+        (
+            "declared.html",
+            f'<html><head><meta charset="iso-8859-15"><title>t</title></head><body><p>{GREETING}</p></body></html>'.encode(
+                "iso-8859-15"
+            ),
+        ),
+        ("undeclared.html", f"<html><body><p>{GREETING}</p></body></html>".encode("cp1252")),
+    ],
+    ids=["cp1252-txt", "utf16-csv", "utf16-txt", "cp1252-md", "declared-html", "cp1252-html"],
+)
+def test_text_that_is_not_utf8_is_stored_as_its_characters(
+    client: TestClient, ingest_bytes: IngestBytes, points: Points, filename: str, data: bytes
+) -> None:
+    response = ingest_bytes(client, data, filename, "enc")
+    assert response.status_code == 200, response.text
+    stored = " ".join(record.payload["content"] for record in points(client, file_id="enc"))
+    assert "Grüße aus München" in stored
+    assert "Smørrebrød für 15 €" in stored
+    assert "\ufffd" not in stored
 
 
 # --- damaged and protected documents ------------------------------------------------------------

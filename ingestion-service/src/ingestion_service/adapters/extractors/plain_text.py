@@ -10,6 +10,7 @@ Markdown cells and its code cells, fenced; outputs are left out.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from dataclasses import dataclass
@@ -55,6 +56,13 @@ _BOMS = (
     (b"\xff\xfe", "utf-16"),
     (b"\xfe\xff", "utf-16"),
 )
+# An HTML meta charset (either form) or an XML declaration's encoding, within the file's start.
+_DECLARED_CHARSET = re.compile(
+    r"""(?:<meta\b[^>]*?\bcharset\s*=\s*["']?|<\?xml\b[^>]*?\bencoding\s*=\s*["'])(?P<charset>[A-Za-z0-9_.:-]+)""",
+    re.IGNORECASE,
+)
+_DECLARATION_WINDOW = 4096
+_TRANSCODE_BLOCK = 1 << 20
 _BACKTICK_FENCE = re.compile(r"^ {0,3}(`{3,})", re.MULTILINE)
 
 
@@ -105,6 +113,64 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return data.decode("cp1252", "replace")
+
+
+def is_utf8(path: Path) -> bool:
+    """Whether the whole file decodes as UTF-8 (read in blocks)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(_TRANSCODE_BLOCK), b""):
+                decoder.decode(block)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def transcode_to_utf8(path: Path, *, markup: bool = False) -> str | None:
+    """Rewrite a text file that is not UTF-8 as UTF-8 in place; returns the encoding it was read in
+    (None: already UTF-8, left alone). Engines read text as UTF-8 and turned every other byte into
+    U+FFFD: Latin-1 umlauts and the euro sign, and all of a UTF-16 file.
+
+    The encoding is :func:`decode`'s rule (a UTF-16/32 byte-order mark, else Windows-1252), except
+    that ``markup`` (HTML, XML) declaring its charset is read in that charset, and the declaration is
+    rewritten to say UTF-8 so an engine that honours it reads the new bytes right.
+    """
+    if is_utf8(path):
+        return None
+    with path.open("rb") as handle:
+        head = handle.read(_DECLARATION_WINDOW)
+    encoding = bom_encoding(head) or (_declared_encoding(head) if markup else None) or "cp1252"
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
+    staged = path.with_name(path.name + ".utf8")
+    with path.open("rb") as source, staged.open("w", encoding="utf-8", newline="") as target:
+        first = True
+        for block in iter(lambda: source.read(_TRANSCODE_BLOCK), b""):
+            text = decoder.decode(block)
+            if first and markup:
+                text = _DECLARED_CHARSET.sub(_say_utf8, text, count=2)
+            first = False
+            target.write(text)
+        target.write(decoder.decode(b"", final=True))
+    staged.replace(path)
+    return encoding
+
+
+def _declared_encoding(head: bytes) -> str | None:
+    match = _DECLARED_CHARSET.search(head.decode("ascii", "replace"))
+    if match is None:
+        return None
+    try:
+        return codecs.lookup(match.group("charset")).name
+    except LookupError:
+        return None
+
+
+def _say_utf8(match: re.Match[str]) -> str:
+    start, end = match.span("charset")
+    offset = match.start()
+    return f"{match.group(0)[: start - offset]}utf-8{match.group(0)[end - offset :]}"
 
 
 def _lines(text: str) -> str:
