@@ -15,6 +15,7 @@ from ingestion_service.adapters.extractors.docx_package import (
     is_docx,
     labels,
     read_native_text,
+    restore_dropped_paragraphs,
 )
 from ingestion_service.errors import CORRUPT_REASON, UNSUPPORTED_REASON, DocumentTooLargeError, ExtractionError
 
@@ -262,3 +263,22 @@ def test_is_docx_decides_by_content(docs: Path, tmp_path: Path) -> None:
     renamed.write_bytes((docs / TABLES).read_bytes())
     assert is_docx(renamed)
     assert not is_docx(docs / "pdf/kreuzberg__searchable.pdf")
+
+
+def test_left_out_paragraphs_are_put_back_after_the_paragraph_before_them(docs: Path) -> None:
+    native = read_native_text(docs / TABLES).split("\n\n")
+    prose = [index for index, block in enumerate(native) if not block.startswith("|") and len(block.split()) >= 3]
+    dropped = prose[1]
+    # The reading: every block but one paragraph, with an escape and curly quotes where the package has none.
+    reading = [block.replace(".", "\\.").replace('"', "\u201c") for block in native]
+    del reading[dropped]
+    restored, count = restore_dropped_paragraphs(docs / TABLES, "\n\n".join(reading))
+    assert count == 1
+    assert restored.split("\n\n") == [*reading[:dropped], native[dropped], *reading[dropped:]]
+
+
+def test_left_out_tables_and_fragments_are_not_put_back(docs: Path) -> None:
+    native = read_native_text(docs / TABLES).split("\n\n")
+    kept = [block for block in native if not block.startswith("|") and len(block.split()) >= 3]
+    reading = "\n\n".join(kept)
+    assert restore_dropped_paragraphs(docs / TABLES, reading) == (reading, 0)

@@ -189,7 +189,7 @@ def test_odp_kreuzberg_rejects_is_read_in_process_slide_by_slide(
     by_page: dict[int, str] = {}
     for record in points(client, file_id="odp"):
         meta = record.payload["meta"]
-        assert (meta["extractor"], meta["reader"]) == ("kreuzberg", "opendocument")
+        assert (meta["extractor"], meta["reader"], meta["languages"]) == ("kreuzberg", "opendocument", ["en"])
         by_page[meta["page"]] = by_page.get(meta["page"], "") + record.payload["content"]
     assert sorted(by_page) == [0, 1, 2]
     assert "Test Table Slide" in by_page[0]
@@ -217,6 +217,34 @@ def test_unsupported_format_is_422(client: TestClient, upload: Upload, tmp_path:
     response = upload(client, drawing)
     assert response.status_code == 422
     assert response.json()["error"] == "The document format is not supported by the extraction engine."
+
+
+def test_a_pdf_keeps_the_lines_at_its_page_tops_and_cites_every_page(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    # kreuzberg's default content filter took these lines for running headers and left them out, and
+    # with the first lines of the pages gone no page start was found: all seven pages were page 0.
+    response = upload(client, docs / "pdf/kreuzberg__medium.pdf", file_id="medium")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="medium")
+    text = "\n".join(record.payload["content"] for record in stored)
+    for line in ("Virological and clinical characteristics", "Subgenotypes, core mutations", "Kumthip"):
+        assert line in text
+    assert {record.payload["meta"]["page"] for record in stored} == set(range(7))
+
+
+def test_a_docx_paragraph_anchoring_a_text_box_keeps_its_own_text(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    # kreuzberg kept the text box's text and left out the paragraph that anchors it.
+    response = upload(client, docs / "docx/tika__testWORD_text_box.docx", file_id="box")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="box")
+    text = "\n".join(record.payload["content"] for record in stored)
+    body, box = "This text is directly in the body of the document.", "This text is inside of a text box"
+    assert body in text
+    assert text.index(body) < text.index(box)
+    assert {record.payload["meta"]["docx_paragraphs_restored"] for record in stored} == {1}
 
 
 def test_pypdf_engine_records_pages(app_client: AppFactory, upload: Upload, docs: Path, points: Points) -> None:

@@ -37,3 +37,15 @@ def test_a_page_whose_start_is_not_found_stays_with_the_page_before() -> None:
         Page(0, "Alpha page one has plenty of words."),
         Page(2, "Beta page two also has words."),
     ]
+
+
+def test_a_page_whose_first_line_the_markdown_left_out_is_cut_at_its_next_line() -> None:
+    markdown = "Alpha page one has plenty of words.\n\nSecond line of page two follows here.\n\nMore of page two."
+    pages = [
+        "Alpha page one has plenty of words.",
+        "Running header left out of the Markdown\nSecond line of page two follows here.\nMore of page two.",
+    ]
+    assert split_by_page_text(markdown, pages) == [
+        Page(0, "Alpha page one has plenty of words."),
+        Page(1, "Second line of page two follows here.\n\nMore of page two."),
+    ]

@@ -30,6 +30,8 @@ _ENGINE = "docx"
 # Parts above this are not parsed (the tree costs about ten times the XML): real documents, even
 # long ones with many drawings, stay far below; the router then leaves the file to the default engine.
 MAX_PART_BYTES = 64 * 1024 * 1024
+# A left-out paragraph shorter than this is not put back (a stray label, a number).
+_MIN_RESTORED_WORDS = 3
 # The readers walk the tree recursively; real documents nest a few dozen levels (tables in tables).
 MAX_DEPTH = 256
 
@@ -144,6 +146,43 @@ def read_native_text(path: Path) -> str:
     return DocxPackage.open(path).native_text()
 
 
+def restore_dropped_paragraphs(path: Path, markdown: str) -> tuple[str, int]:
+    """``markdown`` (an engine's reading of the DOCX) with the body paragraphs it left out put back,
+    each after the last paragraph before it that the reading has; and how many were put back.
+
+    kreuzberg drops the text of a paragraph that anchors a text box or a shape (it keeps the box's
+    text). A paragraph counts as present when its letters and digits occur in the reading, whatever
+    the markup, quotes or escapes; tables (rendered differently) and fragments under three words are
+    never added.
+    """
+    blocks = DocxPackage.open(path).blocks()
+    paragraphs = [part for part in re.split(r"\n{2,}", markdown.strip()) if part.strip()]
+    keys = [_letters(paragraph) for paragraph in paragraphs]
+    whole = _letters(markdown)
+    after: dict[int, list[str]] = {}
+    anchor, restored = -1, 0
+    for block in blocks:
+        key = _letters(block)
+        if not key:
+            continue
+        if key in whole:
+            anchor = next((index for index in range(max(anchor, 0), len(keys)) if key in keys[index]), anchor)
+        elif not block.lstrip().startswith("|") and len(block.split()) >= _MIN_RESTORED_WORDS:
+            after.setdefault(anchor, []).append(block)
+            restored += 1
+    if not restored:
+        return markdown, 0
+    parts = list(after.get(-1, []))
+    for index, paragraph in enumerate(paragraphs):
+        parts.append(paragraph)
+        parts.extend(after.get(index, []))
+    return "\n\n".join(parts), restored
+
+
+def _letters(text: str) -> str:
+    return "".join(char for char in text.casefold() if char.isalnum())
+
+
 def diagram_signals(path: Path) -> DiagramSignals:
     """The detector measurements of ``word/document.xml``."""
     return DocxPackage.open(path).signals()
@@ -185,9 +224,13 @@ class DocxPackage:
 
     def native_text(self) -> str:
         """See :func:`read_native_text`."""
+        return "\n\n".join(self.blocks())
+
+    def blocks(self) -> list[str]:
+        """The body's paragraphs and tables as Markdown blocks, in order, each shape's text after its anchor."""
         body = _child(self._document, "w:body")
         blocks = self._blocks(body) if body is not None else []
-        return "\n\n".join(block for block in blocks if block.strip())
+        return [block for block in blocks if block.strip()]
 
     def labels(self) -> list[str]:
         """See :func:`labels`."""

@@ -16,6 +16,8 @@ PAGE_MARKER_FORMAT = "\n\nRAGPAGEMARK{page_num}X\n\n"
 _MARKER = re.compile(r"\s*RAGPAGEMARK(\d+)X\s*")
 # Characters of a page's start looked for in the Markdown; long enough to be unique on a page.
 _ANCHOR_CHARS = 24
+# The page's first lines tried as anchors, in order, when its start is not in the Markdown.
+_ANCHOR_LINES = 6
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,15 @@ def _alnum_index(text: str) -> tuple[str, list[int]]:
     return "".join(chars), positions
 
 
+def _anchors(page_text: str) -> list[str]:
+    """What marks a page's start in the Markdown: its text's first characters, then the start of
+    each of its first lines in turn (the Markdown may leave out a first line that kreuzberg took
+    for a running header or a caption it placed elsewhere)."""
+    starts = [page_text, *page_text.splitlines()[1:_ANCHOR_LINES]]
+    anchors = [_alnum_index(start)[0][:_ANCHOR_CHARS] for start in starts]
+    return [anchor for anchor in anchors if len(anchor) >= _ANCHOR_CHARS // 2]
+
+
 def split_by_page_text(markdown: str, page_texts: Sequence[str]) -> list[Page]:
     """Cut ``markdown`` at the line where each page's own text starts.
 
@@ -75,17 +86,16 @@ def split_by_page_text(markdown: str, page_texts: Sequence[str]) -> list[Page]:
     cuts: list[tuple[int, int]] = [(0, 0)]
     search_from = 0
     for number, text in enumerate(page_texts[1:], start=1):
-        anchor = _alnum_index(text)[0][:_ANCHOR_CHARS]
-        if len(anchor) < _ANCHOR_CHARS // 2:
-            continue
-        found = folded.find(anchor, search_from)
-        if found < 0:
-            continue
-        line_start = markdown.rfind("\n", 0, positions[found]) + 1
-        if line_start <= cuts[-1][1]:
-            continue
-        cuts.append((number, line_start))
-        search_from = found + len(anchor)
+        for anchor in _anchors(text):
+            found = folded.find(anchor, search_from)
+            if found < 0:
+                continue
+            line_start = markdown.rfind("\n", 0, positions[found]) + 1
+            if line_start <= cuts[-1][1]:
+                continue
+            cuts.append((number, line_start))
+            search_from = found + len(anchor)
+            break
     pages: list[Page] = []
     for (number, start), (_, end) in zip(cuts, [*cuts[1:], (0, len(markdown))], strict=True):
         text = markdown[start:end].strip()
