@@ -136,6 +136,20 @@ def test_garbage_text_layer_of_a_scan_is_replaced_by_ocr(
     assert meta["ocr_quality"] > meta["text_layer_quality"]
 
 
+def test_a_text_layer_replaced_by_ocr_leaves_no_table_of_itself_behind(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    # kreuzberg's forced OCR still detects a table in the PDF's text layer and appends it: the very
+    # garbage the OCR replaced ("«POAH «3E*»CM tanntxim.") came back as a Markdown table.
+    assert upload(client, docs / "pdf/unstructured__pdf-with-ocr-text.pdf", file_id="layer").status_code == 200
+    stored = points(client, file_id="layer")
+    text = "\n".join(record.payload["content"] for record in stored)
+    assert {record.payload["meta"]["text_layer"] for record in stored} == {"replaced-by-ocr"}
+    assert "industrydocuments.ucsf.edu" in text
+    assert "POAH" not in text
+    assert "| --- |" not in text
+
+
 def test_good_text_layer_is_kept_without_ocr(client: TestClient, upload: Upload, docs: Path, points: Points) -> None:
     assert upload(client, docs / "pdf/unstructured__multi-column-2p.pdf", file_id="text").status_code == 200
     stored = points(client, file_id="text")

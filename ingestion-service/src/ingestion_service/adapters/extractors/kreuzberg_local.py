@@ -87,6 +87,24 @@ def document_metadata(metadata: Any, languages: list[str] | None) -> dict[str, A
     return meta
 
 
+def ocr_reading(result: Any) -> str:
+    """A forced OCR's Markdown without the tables kreuzberg still detects in the PDF's text layer
+    (which is the garbage the OCR replaces). The Markdown escapes what a table's own Markdown does
+    not (``\\*``, ``\\&``) and drops control characters, so rows are matched by their letters and digits."""
+    lines = str(result.content).split("\n")
+    for table in result.tables or []:
+        rows = [_unescaped(row) for row in str(table.markdown).strip().split("\n")]
+        plain = [_unescaped(line) for line in lines]
+        start = next((at for at in range(len(lines)) if plain[at : at + len(rows)] == rows), None)
+        if start is not None:
+            del lines[start : start + len(rows)]
+    return "\n".join(lines)
+
+
+def _unescaped(line: str) -> str:
+    return "".join(char for char in line.casefold() if char.isalnum())
+
+
 class KreuzbergConverter:
     """``kreuzberg.extract_file_sync`` with configurations built once at start-up."""
 
@@ -223,12 +241,13 @@ class KreuzbergConverter:
                 if strip_markers(retried.content):
                     result, ocr_meta = retried, self._ocr_meta()
         result, replaced = self._maybe_replace_text_layer(source, survey, result)
+        content = result.content
         if replaced is not None:
             ocr_meta = {**self._ocr_meta(), **replaced}
+            content = ocr_reading(result)
         meta = document_metadata(result.metadata, result.detected_languages)
         meta["mime_type"] = result.mime_type
         meta.update(ocr_meta)
-        content = result.content
         if result.mime_type == DOCX_MIME_TYPE:
             content = self._restore_docx_paragraphs(source, content, meta)
         extras, extras_error = self._office_extras(source, result.mime_type, content)
@@ -296,7 +315,7 @@ class KreuzbergConverter:
         if layer_quality >= GARBAGE_TEXT_BELOW:
             return result, None
         ocr_result = self._extract(source.path, self._force_ocr_config, ocr=True)
-        ocr_quality = word_quality(strip_markers(ocr_result.content))
+        ocr_quality = word_quality(strip_markers(ocr_reading(ocr_result)))
         logger.info(
             "scan with a text layer: quality %.3f, OCR %.3f",
             layer_quality,
