@@ -210,3 +210,37 @@ def test_newer_request_waiting_to_commit_still_wins(
         assert a_version < b_version
         stored = points(replica_a, file_id="w")
         assert {r.payload["meta"]["ingest_version"] for r in stored} == {b_version}
+
+
+def test_a_delete_while_a_reingest_writes_is_undone_by_its_commit_never_half_of_it(
+    app_client: AppFactory, upload: Upload, docs: Path, points: Points
+) -> None:
+    """The DELETE lands after the re-ingest wrote every chunk and before it commits: it used to remove
+    the pending chunks too, and the commit then published what was left (here: nothing)."""
+    armed = threading.Event()
+    written = threading.Event()
+    deleted = threading.Event()
+
+    def hold(job: IngestJob) -> None:
+        if armed.is_set():
+            written.set()
+            assert deleted.wait(timeout=DEADLOCK_GUARD_SECONDS)
+
+    with app_client(hooks=ServiceHooks(before_commit=hold)) as client, ThreadPoolExecutor(1) as pool:
+        previous = upload(client, docs / "md/unstructured__simple-table.md", file_id="held", collection_name="kb-held")
+        assert previous.status_code == 200, previous.text
+        armed.set()
+        ingesting = pool.submit(upload, client, docs / "md/docling__wiki.md", file_id="held", collection_name="kb-held")
+        assert written.wait(timeout=DEADLOCK_GUARD_SECONDS)
+        response = client.delete("/api/v1/documents/held", params={"collection_name": "kb-held"})
+        assert response.status_code == 200, response.text
+        assert response.json()["chunks_deleted"] == previous.json()["chunks_count"]
+        deleted.set()
+        ingest = ingesting.result(timeout=DEADLOCK_GUARD_SECONDS)
+        assert ingest.status_code == 200, ingest.text
+        stored = points(client, file_id="held")
+    assert len(stored) == ingest.json()["chunks_count"] > 1
+    assert {record.payload["meta"]["ingest_version"] for record in stored} == {
+        ingest.json()["extraction"]["ingest_version"]
+    }
+    assert {record.payload["meta"]["ingest_state"] for record in stored} == {"live"}

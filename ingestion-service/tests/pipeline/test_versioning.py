@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
+from ingestion_service.errors import QdrantWriteError
 from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
@@ -307,3 +308,32 @@ async def test_adopting_a_version_a_newer_run_replaced_fails_so_the_run_ingests(
     await versioning.commit(index, FILE, TENANT, newest)  # swept the version the unchanged run read
     assert not await versioning.adopt(index, FILE, TENANT, unchanged, live_version=stored.version, meta={})
     assert await versions(index) == {(newest.version, LIVE_STATE): 4}
+
+
+@pytest.mark.parametrize("tenant", [TENANT, None], ids=["one-tenant", "every-tenant"])
+async def test_deleting_the_file_during_a_run_keeps_the_runs_pending_points_so_it_commits_whole(
+    index: ChunkIndex, tenant: str | None
+) -> None:
+    """A DELETE that lands while a re-ingest writes is undone by that ingest's commit, never half of it."""
+    previous = RunVersion.new(now_ns=1_000_000_000)
+    writing = RunVersion.new(now_ns=2_000_000_000)
+    await write(index, previous, 2)
+    await versioning.commit(index, FILE, TENANT, previous, written=2)
+    await write(index, writing, 5)
+    assert await index.delete_file(FILE, tenant) == 2
+    assert await versions(index) == {(writing.version, PENDING_STATE): 5}
+    await versioning.commit(index, FILE, TENANT, writing, written=5)
+    assert await versions(index) == {(writing.version, LIVE_STATE): 5}
+
+
+async def test_a_run_that_lost_points_while_it_wrote_is_refused_and_publishes_nothing(index: ChunkIndex) -> None:
+    previous = RunVersion.new(now_ns=1_000_000_000)
+    writing = RunVersion.new()
+    await write(index, previous, 2, state=LIVE_STATE)
+    await write(index, writing, 3)
+    # Another replica's recovery took the run for dead after INGEST_PENDING_TIMEOUT_SECONDS; it wrote 2 more.
+    await versioning.recover(index, pending_timeout_seconds=0)
+    await write(index, writing, 2)
+    with pytest.raises(QdrantWriteError, match="2 of the 5 points"):
+        await versioning.commit(index, FILE, TENANT, writing, written=5)
+    assert await versions(index) == {(previous.version, LIVE_STATE): 2, (writing.version, PENDING_STATE): 2}

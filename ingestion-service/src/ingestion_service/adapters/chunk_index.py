@@ -123,12 +123,21 @@ class ChunkIndex:
             file_filter(file_id, collection_name, must=[match(MetaKey.INGEST_VERSION, ingest_version)])
         )
 
+    async def count_version(self, file_id: str, collection_name: str, ingest_version: str) -> int:
+        """Points one run wrote that are still stored, pending or not."""
+        return await self.store.count(
+            file_filter(file_id, collection_name, must=[match(MetaKey.INGEST_VERSION, ingest_version)])
+        )
+
     async def delete_file(self, file_id: str, collection_name: str | None = None) -> int:
-        """Delete a file's points (one tenant, or every tenant but long-term memory's ``memory-*``; pending
-        included); returns the committed count before."""
+        """Delete a file's committed points (one tenant, or every tenant but long-term memory's
+        ``memory-*``); returns how many. A run still writing keeps its pending points: its commit
+        publishes them whole (a DELETE during an ingest is undone by that ingest), or it removes
+        them itself, or start-up recovery does."""
+        committed = [pending_condition()]
         if collection_name is not None:
             existing = await self.count(file_id, collection_name)
-            await self.store.delete(file_filter(file_id, collection_name))
+            await self.store.delete(file_filter(file_id, collection_name, must_not=committed))
             return existing
         # Qdrant has no prefix match, so name the tenants to delete from: a memory point is never selected,
         # even one written meanwhile. Memory tenants already seen are left out of the next facet, so every
@@ -145,8 +154,8 @@ class ChunkIndex:
             tenants = [name for name in names if tenant_kind(name) != "memory"]
             if tenants:
                 in_tenants = [tenant_condition(tenants)]
-                deleted += await self.store.count(file_filter(file_id, must=in_tenants, must_not=[pending_condition()]))
-                await self.store.delete(file_filter(file_id, must=in_tenants))
+                deleted += await self.store.count(file_filter(file_id, must=in_tenants, must_not=committed))
+                await self.store.delete(file_filter(file_id, must=in_tenants, must_not=committed))
             if len(hits) < _FILE_TENANTS_PAGE:
                 return deleted
 

@@ -425,7 +425,9 @@ class IndexingRunner:
             try:
                 labels = await self._labels_now(job, requested)
                 control.commit_started = True
-                committed = await versioning.commit(self.index, job.file_id, job.collection_name, job.run, meta=labels)
+                committed = await versioning.commit(
+                    self.index, job.file_id, job.collection_name, job.run, meta=labels, written=written
+                )
             except ContractError as exc:
                 raise QdrantWriteError(f"commit failed: {exc}") from exc
         except Exception as exc:
@@ -578,7 +580,9 @@ class IndexingRunner:
             control.check()
             labels = await self._labels_now(job, requested)
             control.commit_started = True
-            committed = await versioning.commit(self.index, job.file_id, job.collection_name, job.run, meta=labels)
+            committed = await versioning.commit(
+                self.index, job.file_id, job.collection_name, job.run, meta=labels, written=len(points)
+            )
         except Exception as exc:
             error = classify(exc)
             await self._discard(job, error)

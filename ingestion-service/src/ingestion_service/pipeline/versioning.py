@@ -42,7 +42,9 @@ Protocol (one *run* = one ingest request for a (file_id, collection_name) pair):
 Why no second check after 3c is needed. Let N be the newest run (largest seq) that completes
 its write. Points are only ever deleted by (i) a run deleting its own points, or (ii) a run
 R sweeping points with seq < seq(R), or (iii) recovery, which removes only unfinished or
-superseded runs. N's points can therefore only be removed by N itself, which happens only if N
+superseded runs; a DELETE of the file removes committed points only, never a run's pending ones.
+Before publishing, a run also counts its stored points against the number it wrote (3b refuses
+a version that lost any). N's points can therefore only be removed by N itself, which happens only if N
 fails (then N is not the newest *successful* run and the argument applies to the next one).
 Every other run R has seq(R) < seq(N):
 
@@ -69,6 +71,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingestion_service.adapters.chunk_index import ChunkIndex, RecoveryReport
+from ingestion_service.errors import QdrantWriteError
 
 logger = logging.getLogger(__name__)
 
@@ -113,8 +116,14 @@ async def commit(
     run: RunVersion,
     *,
     meta: Mapping[str, Any] | None = None,
+    written: int | None = None,
 ) -> CommitResult:
-    """Step 3 of the protocol; ``meta`` is set by the publish itself. Store errors propagate (the caller then removes its points)."""
+    """Step 3 of the protocol; ``meta`` is set by the publish itself. Store errors propagate (the caller then removes its points).
+
+    ``written``: how many points the run wrote. Fewer still stored means something removed some of
+    them meanwhile (on a server, another replica's recovery of a run slower than
+    INGEST_PENDING_TIMEOUT_SECONDS): QdrantWriteError, and nothing is published.
+    """
     if await index.count_newer(file_id, collection_name, run.seq) > 0:
         await index.delete_version(file_id, collection_name, run.version)
         logger.info(
@@ -122,6 +131,13 @@ async def commit(
             extra={"file_id": file_id, "collection_name": collection_name, "ingest_version": run.version},
         )
         return CommitResult(superseded=True)
+    if written is not None:
+        stored = await index.count_version(file_id, collection_name, run.version)
+        if stored < written:
+            raise QdrantWriteError(
+                f"commit refused: {stored} of the {written} points this run wrote are still stored; "
+                "publishing would make a partial version live"
+            )
     await index.publish(file_id, collection_name, run.version, meta=meta)
     await index.delete_older(file_id, collection_name, run.seq)
     return CommitResult(superseded=False)
