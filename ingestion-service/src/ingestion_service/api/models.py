@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -104,6 +105,9 @@ class IngestFields(BaseModel):
         # "before": the model's str_strip_whitespace would otherwise trim it first.
         if isinstance(value, str) and value != value.strip():
             raise ValueError("must not start or end with whitespace")
+        # The documents routes could never address such an id (a URL path segment holds no newline).
+        if isinstance(value, str) and any(unicodedata.category(char) == "Cc" for char in value):
+            raise ValueError("must not contain control characters (a newline, a tab)")
         return value
 
     @field_validator("filename")

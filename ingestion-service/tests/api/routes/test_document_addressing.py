@@ -209,6 +209,16 @@ def test_a_file_id_with_surrounding_whitespace_is_refused_not_trimmed(
     assert {record.payload["meta"]["user_id"] for record in points(client, file_id="ws1")} == {"u1"}
 
 
+@pytest.mark.parametrize("file_id", ["nl\nid", "tab\tinside", "bell\x07"])
+def test_a_file_id_with_a_control_character_is_refused_since_no_route_could_address_it(
+    client: TestClient, upload: Upload, docs: Path, points: Points, file_id: str
+) -> None:
+    response = upload(client, docs / TABLE, file_id=file_id, collection_name="kb-cc")
+    body = assert_error(response, 422, "INVALID_REQUEST", hint_for("INVALID_REQUEST"))
+    assert body["error"] == "Invalid request: file_id: Value error, must not contain control characters (a newline, a tab)"
+    assert points(client, file_id=file_id) == []
+
+
 # --- JSON bodies must say application/json (415) -------------------------------------------------
 
 NOT_JSON = "Invalid request: Content-Type: the body must be sent as application/json."

@@ -349,3 +349,17 @@ def test_malformed_bucket_names_are_422_before_any_s3_call(app_client: AppFactor
         )
     assert _error(response) == (422, "INVALID_REQUEST")
     assert "not a valid S3 bucket name" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "data", [b"\xef\xbb\xbf", "\u200b\u200b\n\u2060".encode(), b"  \n\t\n"], ids=["bom-only", "zero-width", "blank"]
+)
+def test_a_file_of_invisible_characters_is_422_no_extractable_text(
+    client: TestClient, ingest_bytes: IngestBytes, points: Points, previous: list[Any], data: bytes
+) -> None:
+    response = ingest_bytes(client, data, "empty.md", "h")
+    assert _error(response) == (422, "EXTRACTION_FAILED")
+    assert "no extractable text" in response.json()["error"]
+    assert sorted(record.point_id for record in points(client, file_id="h")) == sorted(
+        record.point_id for record in previous
+    )

@@ -58,6 +58,8 @@ class SearchRequest(BaseModel):
     def _null_k_is_the_default(cls, value: object) -> object:
         # The knowledge tool sends the LLM's ``count`` as it came, and models that fill every
         # optional argument send null.
+        if isinstance(value, bool):
+            raise ValueError("must be a number, not true or false")  # pydantic reads true as 1
         return DEFAULT_K if value is None else value
 
     @model_validator(mode="after")

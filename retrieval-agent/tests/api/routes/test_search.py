@@ -144,6 +144,7 @@ def test_messages_only_uses_last_user_message(api: TestClient) -> None:
         ({"collection_names": ["a"] * 1001}, "collection_names"),
         ({"k": 0}, "k"),
         ({"k": "many"}, "k"),
+        ({"k": True}, "k: Value error, must be a number, not true or false"),
         ({"messages": [{"role": "r" * 33, "content": "x"}]}, "messages.0.role"),
         ({"messages": [{"content": "no role"}]}, "messages.0.role"),
     ],

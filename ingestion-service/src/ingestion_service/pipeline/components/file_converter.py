@@ -14,9 +14,13 @@ from ingestion_service.pipeline.run_control import checkpoint
 EXTRACTOR_KEY = "extractor"
 
 
+# Format characters (a byte-order mark, zero-width spaces and joiners) are not text to index.
+_INVISIBLE = {ord(char): None for char in "\ufeff\u200b\u200c\u200d\u2060\u00ad"}
+
+
 def require_text(documents: list[Document]) -> None:
-    """Raise the documented 422 when extraction found no text at all."""
-    if not any((document.content or "").strip() for document in documents):
+    """Raise the documented 422 when extraction found no visible text at all."""
+    if not any((document.content or "").translate(_INVISIBLE).strip() for document in documents):
         raise NoExtractableTextError()
 
 
