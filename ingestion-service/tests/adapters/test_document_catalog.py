@@ -55,9 +55,11 @@ async def seed(
     tenant: str = "kb-a",
     seq: int | None = SEQ_2025,
     state: str | None = LIVE_STATE,
+    chunk_meta: list[dict[str, Any]] | None = None,
     **document_meta: Any,
 ) -> list[str]:
-    """One version of a file: ``chunks`` in order, split_id 0..n-1, ``document_meta`` on every chunk.
+    """One version of a file: ``chunks`` in order, split_id 0..n-1, ``document_meta`` on every chunk
+    and ``chunk_meta[i]`` (page, headers) on chunk i.
 
     Point ids are random, so scroll order (by id) is not split order.
     """
@@ -70,6 +72,7 @@ async def seed(
             "name": f"{file_id}.md",
             "split_id": split_id,
             **document_meta,
+            **(chunk_meta[split_id] if chunk_meta is not None else {}),
         }
         if seq is not None:
             meta |= {"ingest_seq": seq, "ingest_version": f"{seq:020d}"}
@@ -132,6 +135,24 @@ async def test_read_text_orders_by_split_id_and_keeps_each_overlap_once(store: C
     assert text is not None
     assert text.text == " ".join(words)
     assert text.name == "f.md"
+
+
+async def test_read_text_keeps_chunks_that_repeat_and_pages_that_share_a_footer(store: ChunkStore) -> None:
+    # Four scanned pages that OCR to the same sentence: four chunks, none of them a window overlap.
+    blank = "This page is intentionally left blank for the archive."
+    await seed(store, "scan", [blank] * 4, **v21([blank] * 4))
+    # A running footer that also opens the next page: a window overlap if the two were one page.
+    footer = "Harbour Office annual report 2024"
+    pages = [f"Revenue grew by four percent. {footer}", f"{footer} Costs fell in every quarter."]
+    await seed(store, "report", pages, chunk_meta=[{"page": 1, "headers": []}, {"page": 2, "headers": []}])
+    catalog = DocumentCatalog(store)
+
+    scan = await catalog.read_text("scan", "kb-a")
+    assert scan is not None
+    assert (scan.text, scan.chunks) == ("\n\n".join([blank] * 4), 4)
+    report = await catalog.read_text("report", "kb-a")
+    assert report is not None
+    assert report.text == "\n\n".join(pages)
 
 
 async def test_pending_runs_are_invisible(store: ChunkStore) -> None:

@@ -38,7 +38,7 @@ from shared_contract.store import (
     tenant_condition,
     tenant_filter,
 )
-from shared_contract.text import stitch
+from shared_contract.text import chunk_origin, stitch
 
 # Heads read into memory for one list or stats call; one more is TOO_MANY_DOCUMENTS.
 MAX_LISTED_DOCUMENTS = 100_000
@@ -61,7 +61,11 @@ _STATS_FIELDS = [
         MetaKey.TEXT_BYTES,
     )
 ]
-_TEXT_FIELDS = [PAYLOAD_CONTENT, meta_path(MetaKey.SPLIT_ID), meta_path(MetaKey.INGEST_SEQ), meta_path(MetaKey.NAME)]
+# Page and heading path: chunks of different ones share no window overlap (shared_contract.text).
+_TEXT_FIELDS = [
+    PAYLOAD_CONTENT,
+    *(meta_path(key) for key in (MetaKey.SPLIT_ID, MetaKey.INGEST_SEQ, MetaKey.NAME, MetaKey.PAGE, MetaKey.HEADERS)),
+]
 
 
 def _meta(record: PointRecord) -> dict[str, Any]:
@@ -340,7 +344,10 @@ class DocumentCatalog:
             file_id=file_id,
             collection_name=collection_name,
             name=_str(_meta(version[0]).get(MetaKey.NAME)),
-            text=stitch([str(record.payload.get(PAYLOAD_CONTENT) or "") for record in version]),
+            text=stitch(
+                [str(record.payload.get(PAYLOAD_CONTENT) or "") for record in version],
+                [chunk_origin(_meta(record)) for record in version],
+            ),
             chunks=len(version),
         )
 

@@ -215,7 +215,9 @@ def test_a_file_id_with_a_control_character_is_refused_since_no_route_could_addr
 ) -> None:
     response = upload(client, docs / TABLE, file_id=file_id, collection_name="kb-cc")
     body = assert_error(response, 422, "INVALID_REQUEST", hint_for("INVALID_REQUEST"))
-    assert body["error"] == "Invalid request: file_id: Value error, must not contain control characters (a newline, a tab)"
+    assert (
+        body["error"] == "Invalid request: file_id: Value error, must not contain control characters (a newline, a tab)"
+    )
     assert points(client, file_id=file_id) == []
 
 

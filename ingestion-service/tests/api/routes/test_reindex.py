@@ -353,3 +353,42 @@ def test_an_empty_collection_succeeds_with_nothing_to_do(app_client: AppFactory,
         done = finished(client, start(client, name="kb-empty")["job_id"])
         assert done["state"] == "succeeded", done
         assert (done["total"], done["done"]) == (0, 0)
+
+
+def test_a_document_whose_chunks_repeat_keeps_every_one_through_text_and_a_forced_reindex(
+    app_client: AppFactory, upload: Upload, points: Points, tmp_path: Path
+) -> None:
+    # One chunk per paragraph, nothing shared: the three form pages read the same, as pages a scan
+    # OCRs to one sentence do. None of them is a window overlap of the one before.
+    passages: dict[str, Any] = {"chunk_split_by": "passage", "chunk_size": 1, "chunk_overlap": 0, "chunk_min_size": 0}
+    form = "Form 7 of the harbour office, to be signed by the applicant and a witness."
+    paragraphs = ["Applications for a mooring permit.", form, form, form, "Return the forms to the harbour office."]
+    path = tmp_path / "forms.md"
+    path.write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    with app_client(ingest_state_dir=tmp_path, **passages) as client:
+        assert upload(client, path, file_id="forms", collection_name=KB).status_code == 200
+        before = [str(record.payload["content"]) for record in points(client, file_id="forms")]
+        assert sorted(before) == sorted(paragraphs)
+
+        def document_text() -> dict[str, Any]:
+            response = client.get("/api/v1/documents/forms/text", params={"collection_name": KB})
+            assert response.status_code == 200, response.text
+            body: dict[str, Any] = response.json()
+            return body
+
+        read = document_text()
+        assert (read["text"], read["chunks"]) == ("\n\n".join(paragraphs), 5)
+
+        # An upload is rebuilt from that text: every form page comes back as its own chunk.
+        old_version = version_of(points, client, "forms")
+        done = finished(client, start(client, {"force": True})["job_id"])
+        assert done["state"] == "succeeded", done
+        assert (done["total"], done["reingested"], done["failed"]) == (1, 1, 0)
+        assert version_of(points, client, "forms") != old_version
+        after = metas(points, client, "forms")
+        assert [meta["split_id"] for meta in after] == list(range(5))
+        assert [
+            str(record.payload["content"])
+            for record in sorted(points(client, file_id="forms"), key=lambda record: record.payload["meta"]["split_id"])
+        ] == paragraphs
+        assert document_text() == read
