@@ -354,13 +354,7 @@ class ChatService:
         usage = Usage()
         rounds = 0
         while True:
-            answer = await self.upstream.complete(
-                turn.upstream_model,
-                turn.messages,
-                tools=turn.tools(rounds),
-                tool_choice=turn.tool_choice,
-                params=turn.params,
-            )
+            answer = await self._ask_whole(turn, rounds)
             usage.add(answer.get("usage"))
             choice, message = _first_choice(answer)
             content = message.get("content") if isinstance(message.get("content"), str) else None
@@ -487,14 +481,17 @@ class ChatService:
         logger.warning(
             "the upstream's stream for %s carried no answer; asking again without streaming", turn.upstream_model
         )
-        answer = await self.upstream.complete(
+        return _one_chunk(await self._ask_whole(turn, rounds))
+
+    async def _ask_whole(self, turn: ChatTurn, rounds: int) -> dict[str, Any]:
+        """One round's whole (unstreamed) completion."""
+        return await self.upstream.complete(
             turn.upstream_model,
             turn.messages,
             tools=turn.tools(rounds),
             tool_choice=turn.tool_choice,
             params=turn.params,
         )
-        return _one_chunk(answer)
 
     # -- models -----------------------------------------------------------------------------------
 
