@@ -87,12 +87,17 @@ def document_metadata(metadata: Any, languages: list[str] | None) -> dict[str, A
     return meta
 
 
-def ocr_reading(result: Any) -> str:
+def ocr_reading(result: Any, text_layer: Any) -> str:
     """A forced OCR's Markdown without the tables kreuzberg still detects in the PDF's text layer
-    (which is the garbage the OCR replaces). The Markdown escapes what a table's own Markdown does
-    not (``\\*``, ``\\&``) and drops control characters, so rows are matched by their letters and digits."""
+    (the garbage the OCR replaces): those the text layer's own reading (``text_layer``) has too, so a
+    table Tesseract found in the image stays. The Markdown escapes what a table's own Markdown does
+    not (``\\*``, ``\\&``) and drops control characters, so tables and rows are matched by their
+    letters and digits."""
+    layer_tables = {_unescaped(table.markdown) for table in text_layer.tables or []}
     lines = str(result.content).split("\n")
     for table in result.tables or []:
+        if _unescaped(table.markdown) not in layer_tables:
+            continue
         rows = [_unescaped(row) for row in str(table.markdown).strip().split("\n")]
         plain = [_unescaped(line) for line in lines]
         start = next((at for at in range(len(lines)) if plain[at : at + len(rows)] == rows), None)
@@ -240,11 +245,12 @@ class KreuzbergConverter:
                 retried = self._extract(source.path, self._ocr_config, ocr=True)
                 if strip_markers(retried.content):
                     result, ocr_meta = retried, self._ocr_meta()
+        text_layer = result
         result, replaced = self._maybe_replace_text_layer(source, survey, result)
         content = result.content
         if replaced is not None:
             ocr_meta = {**self._ocr_meta(), **replaced}
-            content = ocr_reading(result)
+            content = ocr_reading(result, text_layer)
         meta = document_metadata(result.metadata, result.detected_languages)
         meta["mime_type"] = result.mime_type
         meta.update(ocr_meta)
@@ -315,7 +321,7 @@ class KreuzbergConverter:
         if layer_quality >= GARBAGE_TEXT_BELOW:
             return result, None
         ocr_result = self._extract(source.path, self._force_ocr_config, ocr=True)
-        ocr_quality = word_quality(strip_markers(ocr_reading(ocr_result)))
+        ocr_quality = word_quality(strip_markers(ocr_reading(ocr_result, result)))
         logger.info(
             "scan with a text layer: quality %.3f, OCR %.3f",
             layer_quality,
