@@ -134,10 +134,10 @@ class ChunkIndex:
         ``memory-*``); returns how many. A run still writing keeps its pending points: its commit
         publishes them whole (a DELETE during an ingest is undone by that ingest), or it removes
         them itself, or start-up recovery does."""
-        committed = [pending_condition()]
+        not_pending = [pending_condition()]
         if collection_name is not None:
             existing = await self.count(file_id, collection_name)
-            await self.store.delete(file_filter(file_id, collection_name, must_not=committed))
+            await self.store.delete(file_filter(file_id, collection_name, must_not=not_pending))
             return existing
         # Qdrant has no prefix match, so name the tenants to delete from: a memory point is never selected,
         # even one written meanwhile. Memory tenants already seen are left out of the next facet, so every
@@ -154,8 +154,8 @@ class ChunkIndex:
             tenants = [name for name in names if tenant_kind(name) != "memory"]
             if tenants:
                 in_tenants = [tenant_condition(tenants)]
-                deleted += await self.store.count(file_filter(file_id, must=in_tenants, must_not=committed))
-                await self.store.delete(file_filter(file_id, must=in_tenants, must_not=committed))
+                deleted += await self.store.count(file_filter(file_id, must=in_tenants, must_not=not_pending))
+                await self.store.delete(file_filter(file_id, must=in_tenants, must_not=not_pending))
             if len(hits) < _FILE_TENANTS_PAGE:
                 return deleted
 

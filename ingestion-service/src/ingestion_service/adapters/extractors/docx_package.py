@@ -10,6 +10,8 @@ would count and print each label twice. XML with a DTD or entity declaration is 
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import zipfile
 import zlib
@@ -157,16 +159,22 @@ def restore_dropped_paragraphs(path: Path, markdown: str) -> tuple[str, int]:
     """
     blocks = DocxPackage.open(path).blocks()
     paragraphs = [part for part in re.split(r"\n{2,}", markdown.strip()) if part.strip()]
-    keys = [_letters(paragraph) for paragraph in paragraphs]
+    # The reading's letters are its paragraphs' letters end to end: ``ends`` maps an offset back.
+    ends = list(itertools.accumulate(len(_letters(paragraph)) for paragraph in paragraphs))
     whole = _letters(markdown)
     after: dict[int, list[str]] = {}
-    anchor, restored = -1, 0
+    anchor, searched_to, restored = -1, 0, 0
     for block in blocks:
         key = _letters(block)
         if not key:
             continue
-        if key in whole:
-            anchor = next((index for index in range(max(anchor, 0), len(keys)) if key in keys[index]), anchor)
+        # In document order the next block is found after the last one (linear in the reading).
+        found = whole.find(key, searched_to)
+        if found >= 0:
+            searched_to = found + len(key)
+            anchor = bisect.bisect_right(ends, searched_to - 1)
+        elif key in whole:
+            continue  # present, placed elsewhere (a text box the engine put at the end)
         elif not block.lstrip().startswith("|") and len(block.split()) >= _MIN_RESTORED_WORDS:
             after.setdefault(anchor, []).append(block)
             restored += 1
