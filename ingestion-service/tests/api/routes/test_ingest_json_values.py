@@ -76,6 +76,17 @@ def test_a_json_body_with_a_non_finite_number_is_422_before_anything_is_fetched(
     _invalid(_json_ingest(client, body), f"body is not valid JSON ({fragment})")
 
 
+def test_a_json_ingest_with_attributes_the_store_cannot_hold_is_422_before_anything_is_fetched(
+    client: TestClient,
+) -> None:
+    # No S3 answers here: a download would be a 502 S3_FETCH_FAILED, not the request's own 422.
+    body = (
+        '{"s3_bucket": "openwebui", "s3_key": "k", "file_id": "j2", "filename": "a.md", '
+        f'"collection_name": "file-j2", "user_id": "u1", "attributes": {{"a": {2**70}}}}}'
+    )
+    _invalid(_json_ingest(client, body), "attributes")
+
+
 def test_deep_nesting_is_422_as_the_json_body_and_as_the_attributes_field(
     client: TestClient, ingest_bytes: IngestBytes, assert_kept: AssertKept, docs: Path, previous: list[PointRecord]
 ) -> None:

@@ -279,6 +279,8 @@ async def _stage(
         note_request_fields(request, file_id=body.file_id, collection_name=body.collection_name)
         check_collection_binding(body.collection_name, file_id=body.file_id, user_id=body.user_id)
         check_bucket(runtime.settings, body.s3_bucket)
+        # The request's own labels are checked before the download (again with the object's metadata after).
+        labels_from(_labels(body), runtime.settings.attribute_types)
         runner = await ready_runner(runtime)
         source_path = upload_path(workdir, body.filename)
         head = await fetch_from_s3(runtime, body.s3_bucket, body.s3_key, source_path)
@@ -299,11 +301,7 @@ async def _stage(
         raise UnsupportedMediaTypeError(content_type)
     runtime.metrics.ingest_document_bytes.observe(size)
     settings = runtime.settings
-    labels = labels_from(
-        DocumentLabels(tags=fields.tags, category=fields.category, attributes=fields.attributes),
-        settings.attribute_types,
-        head.metadata if head is not None else None,
-    )
+    labels = labels_from(_labels(fields), settings.attribute_types, head.metadata if head is not None else None)
     source = await prepare_source(runtime, source_path, fields.filename)
     s3_origin = (body.s3_bucket, body.s3_key) if isinstance(fields, IngestRequestJSON) else (None, None)
     job = IngestJob(
@@ -322,6 +320,10 @@ async def _stage(
         force=fields.force,
     )
     return runner, job
+
+
+def _labels(fields: IngestFields) -> DocumentLabels:
+    return DocumentLabels(tags=fields.tags, category=fields.category, attributes=fields.attributes)
 
 
 def _submit(
