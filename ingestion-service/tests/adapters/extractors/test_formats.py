@@ -261,6 +261,32 @@ def test_a_docx_paragraph_anchoring_a_text_box_keeps_its_own_text(
     assert {record.payload["meta"]["docx_paragraphs_restored"] for record in stored} == {1}
 
 
+def test_an_emails_document_attachment_is_read_after_the_message(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    response = upload(client, docs / "eml/unstructured__fake-email-attachment.eml", file_id="mail")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="mail")
+    text = "\n".join(record.payload["content"] for record in stored)
+    assert "Lots of whitespace" in text  # the message
+    assert "### Attachment: fake-attachment.txt\n\nHey this is a fake attachment" in text
+    assert text.index("Lots of whitespace") < text.index("### Attachment:")
+    assert {tuple(record.payload["meta"]["email_attachments"]) for record in stored} == {("fake-attachment.txt",)}
+
+
+def test_an_email_attachment_that_cannot_be_read_is_named_and_costs_only_its_own_text(
+    client: TestClient, upload: Upload, docs: Path, points: Points
+) -> None:
+    # document.pdf is cut short (336 bytes); image.png is an image, which is not read.
+    response = upload(client, docs / "eml/kreuzberg__mixed_content_types.eml", file_id="mixed")
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id="mixed")
+    assert "Test Sender" in "\n".join(record.payload["content"] for record in stored)
+    meta = stored[0].payload["meta"]
+    assert "email_attachments" not in meta
+    assert meta["email_attachments_skipped"] == ["document.pdf: no extractable text"]
+
+
 def test_pypdf_engine_records_pages(app_client: AppFactory, upload: Upload, docs: Path, points: Points) -> None:
     with app_client(extraction_engine="pypdf", chunk_split_by="token") as client:
         response = upload(client, docs / "pdf/unstructured__list-item-example.pdf", file_id="pages")

@@ -22,6 +22,8 @@ from haystack import Document
 from ingestion_service.adapters.extractors import _errors, plain_text, tessdata
 from ingestion_service.adapters.extractors.base import SourceFile
 from ingestion_service.adapters.extractors.docx_package import DOCX_MIME_TYPE, restore_dropped_paragraphs
+from ingestion_service.adapters.extractors.email_attachments import document_attachments
+from ingestion_service.adapters.extractors.email_attachments import section as attachment_section
 from ingestion_service.adapters.extractors.languages import to_iso639_1
 from ingestion_service.adapters.extractors.page_split import (
     PAGE_MARKER_FORMAT,
@@ -33,7 +35,12 @@ from ingestion_service.adapters.extractors.page_split import (
 from ingestion_service.adapters.extractors.pdf_survey import PdfSurvey, survey_pdf
 from ingestion_service.adapters.extractors.pdfium_lock import PDFIUM_LOCK
 from ingestion_service.adapters.extractors.text_quality import word_quality
-from ingestion_service.errors import UNSUPPORTED_REASON, DocumentTooLargeError, ExtractionError
+from ingestion_service.errors import (
+    UNSUPPORTED_REASON,
+    DocumentTooLargeError,
+    ExtractionError,
+    UnsupportedContentError,
+)
 from ingestion_service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -65,6 +72,7 @@ _OOXML_TYPES = frozenset(
     }
 )
 _ODF_SUFFIXES = frozenset({".odt", ".ods", ".odp", ".odg"})
+EMAIL_MIME_TYPE = "message/rfc822"
 
 
 def document_metadata(metadata: Any, languages: list[str] | None) -> dict[str, Any]:
@@ -256,6 +264,8 @@ class KreuzbergConverter:
         meta.update(ocr_meta)
         if result.mime_type == DOCX_MIME_TYPE:
             content = self._restore_docx_paragraphs(source, content, meta)
+        elif result.mime_type == EMAIL_MIME_TYPE:
+            content = self._with_attachments(source, content, meta)
         extras, extras_error = self._office_extras(source, result.mime_type, content)
         if extras_error is not None:
             meta["office_extras_skipped"] = extras_error
@@ -359,6 +369,44 @@ class KreuzbergConverter:
                 "chart and drawing text skipped: %s", exc, extra={"file_name": source.filename, "error": str(exc)}
             )
             return "", str(exc)
+
+    def _with_attachments(self, source: SourceFile, content: str, meta: dict[str, Any]) -> str:
+        """The message, then the text of each document attached to it (``email_attachments``).
+
+        Each attachment passes the same content checks as an upload (executables refused, archive
+        limits) and is read by this engine; one that cannot be read, or holds no text, is named in
+        ``meta.email_attachments_skipped`` and costs only its own text.
+        """
+        from ingestion_service.content import inspect_source  # content imports the extractors package
+
+        sections: list[str] = []
+        read: list[str] = []
+        skipped: list[str] = []
+        for index, attachment in enumerate(document_attachments(source.path)):
+            staged = source.path.with_name(f"{source.path.stem}.attachment-{index}{attachment.suffix}")
+            staged.write_bytes(attachment.data)
+            inspected: SourceFile | None = None
+            try:
+                inspected = inspect_source(staged, attachment.name, self._settings)
+                documents = self.convert(inspected)
+            except (ExtractionError, UnsupportedContentError, DocumentTooLargeError) as exc:
+                skipped.append(f"{attachment.name}: {exc}")
+                continue
+            finally:
+                staged.unlink(missing_ok=True)
+                if inspected is not None:
+                    inspected.path.unlink(missing_ok=True)
+            text = "\n\n".join(strip_markers(document.content or "") for document in documents).strip()
+            if text:
+                sections.append(attachment_section(attachment.name, text))
+                read.append(attachment.name)
+            else:
+                skipped.append(f"{attachment.name}: no extractable text")
+        if read:
+            meta["email_attachments"] = read
+        if skipped:
+            meta["email_attachments_skipped"] = skipped
+        return "\n\n".join([content.rstrip(), *sections]) if sections else content
 
     @staticmethod
     def _restore_docx_paragraphs(source: SourceFile, content: str, meta: dict[str, Any]) -> str:

@@ -1,0 +1,60 @@
+"""The document attachments of an e-mail (kreuzberg lists an .eml's attachments but reads none).
+
+Each attachment that is a document (not an image, audio, video or a nested message: in mail those
+are mostly logos and signatures, and a scan would cost an OCR run) is handed back with a name
+and its bytes; the converter reads each as a document of its own and adds its text after the
+message, under ``### Attachment: <name>``. Pure stdlib (``email``), no engine import.
+"""
+
+from __future__ import annotations
+
+import email
+import re
+from dataclasses import dataclass
+from email import policy
+from email.message import EmailMessage
+from pathlib import Path
+
+# More than this many are left out (a mailing-list digest, an archive of forwards).
+MAX_ATTACHMENTS = 20
+HEADING = "### Attachment: "
+_SKIPPED_TYPES = ("image", "audio", "video", "message", "multipart")
+# A suffix engines may pick their parser by; anything else is left off (the bytes still decide).
+_SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """One attachment: the name it was sent under (or ``attachment-<n>``) and its decoded bytes."""
+
+    name: str
+    data: bytes
+
+    @property
+    def suffix(self) -> str:
+        suffix = Path(self.name).suffix
+        return suffix if _SAFE_SUFFIX.match(suffix) else ""
+
+
+def document_attachments(path: Path) -> list[Attachment]:
+    """The document attachments of the message at ``path``, in order, at most MAX_ATTACHMENTS."""
+    message = email.message_from_bytes(path.read_bytes(), policy=policy.default)
+    found: list[Attachment] = []
+    for part in message.walk():
+        if not isinstance(part, EmailMessage) or not part.is_attachment():
+            continue
+        if part.get_content_maintype() in _SKIPPED_TYPES:
+            continue
+        data = part.get_payload(decode=True)
+        if not isinstance(data, bytes) or not data.strip():
+            continue
+        name = " ".join((part.get_filename() or "").split()) or f"attachment-{len(found) + 1}"
+        found.append(Attachment(name=name, data=data))
+        if len(found) == MAX_ATTACHMENTS:
+            break
+    return found
+
+
+def section(name: str, text: str) -> str:
+    """An attachment's text under its heading."""
+    return f"{HEADING}{name}\n\n{text.strip()}"
