@@ -8,7 +8,7 @@ without text, encrypted PDFs and formats no engine reads.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -38,6 +38,14 @@ READABLE = {
     "docx/tika__testWORD_charts.docx": ("wants a peach", None),
     "xlsx/tika__testEXCEL_textbox.xlsx": ("this is some autoshape text", None),
 }
+
+
+def ingested(client: TestClient, upload: Upload, points: Points, path: Path, file_id: str) -> tuple[list[Any], str]:
+    """Ingest ``path`` (it must succeed): its stored points, and their text joined."""
+    response = upload(client, path, file_id=file_id)
+    assert response.status_code == 200, response.text
+    stored = points(client, file_id=file_id)
+    return stored, "\n".join(record.payload["content"] for record in stored)
 
 
 # Its only text is a drawing's text box: no table in it.
@@ -141,9 +149,7 @@ def test_a_text_layer_replaced_by_ocr_leaves_no_table_of_itself_behind(
 ) -> None:
     # kreuzberg's forced OCR still detects a table in the PDF's text layer and appends it: the very
     # garbage the OCR replaced ("«POAH «3E*»CM tanntxim.") came back as a Markdown table.
-    assert upload(client, docs / "pdf/unstructured__pdf-with-ocr-text.pdf", file_id="layer").status_code == 200
-    stored = points(client, file_id="layer")
-    text = "\n".join(record.payload["content"] for record in stored)
+    stored, text = ingested(client, upload, points, docs / "pdf/unstructured__pdf-with-ocr-text.pdf", "layer")
     assert {record.payload["meta"]["text_layer"] for record in stored} == {"replaced-by-ocr"}
     assert "industrydocuments.ucsf.edu" in text
     assert "POAH" not in text
@@ -238,10 +244,7 @@ def test_a_pdf_keeps_the_lines_at_its_page_tops_and_cites_every_page(
 ) -> None:
     # kreuzberg's default content filter took these lines for running headers and left them out, and
     # with the first lines of the pages gone no page start was found: all seven pages were page 0.
-    response = upload(client, docs / "pdf/kreuzberg__medium.pdf", file_id="medium")
-    assert response.status_code == 200, response.text
-    stored = points(client, file_id="medium")
-    text = "\n".join(record.payload["content"] for record in stored)
+    stored, text = ingested(client, upload, points, docs / "pdf/kreuzberg__medium.pdf", "medium")
     for line in ("Virological and clinical characteristics", "Subgenotypes, core mutations", "Kumthip"):
         assert line in text
     assert {record.payload["meta"]["page"] for record in stored} == set(range(7))
@@ -251,10 +254,7 @@ def test_a_docx_paragraph_anchoring_a_text_box_keeps_its_own_text(
     client: TestClient, upload: Upload, docs: Path, points: Points
 ) -> None:
     # kreuzberg kept the text box's text and left out the paragraph that anchors it.
-    response = upload(client, docs / "docx/tika__testWORD_text_box.docx", file_id="box")
-    assert response.status_code == 200, response.text
-    stored = points(client, file_id="box")
-    text = "\n".join(record.payload["content"] for record in stored)
+    stored, text = ingested(client, upload, points, docs / "docx/tika__testWORD_text_box.docx", "box")
     body, box = "This text is directly in the body of the document.", "This text is inside of a text box"
     assert body in text
     assert text.index(body) < text.index(box)
@@ -264,10 +264,7 @@ def test_a_docx_paragraph_anchoring_a_text_box_keeps_its_own_text(
 def test_an_emails_document_attachment_is_read_after_the_message(
     client: TestClient, upload: Upload, docs: Path, points: Points
 ) -> None:
-    response = upload(client, docs / "eml/unstructured__fake-email-attachment.eml", file_id="mail")
-    assert response.status_code == 200, response.text
-    stored = points(client, file_id="mail")
-    text = "\n".join(record.payload["content"] for record in stored)
+    stored, text = ingested(client, upload, points, docs / "eml/unstructured__fake-email-attachment.eml", "mail")
     assert "Lots of whitespace" in text  # the message
     assert "### Attachment: fake-attachment.txt\n\nHey this is a fake attachment" in text
     assert text.index("Lots of whitespace") < text.index("### Attachment:")
@@ -278,10 +275,8 @@ def test_an_email_attachment_that_cannot_be_read_is_named_and_costs_only_its_own
     client: TestClient, upload: Upload, docs: Path, points: Points
 ) -> None:
     # document.pdf is cut short (336 bytes); image.png is an image, which is not read.
-    response = upload(client, docs / "eml/kreuzberg__mixed_content_types.eml", file_id="mixed")
-    assert response.status_code == 200, response.text
-    stored = points(client, file_id="mixed")
-    assert "Test Sender" in "\n".join(record.payload["content"] for record in stored)
+    stored, text = ingested(client, upload, points, docs / "eml/kreuzberg__mixed_content_types.eml", "mixed")
+    assert "Test Sender" in text
     meta = stored[0].payload["meta"]
     assert "email_attachments" not in meta
     assert meta["email_attachments_skipped"] == ["document.pdf: no extractable text"]
