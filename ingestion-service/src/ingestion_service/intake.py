@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +12,7 @@ import anyio.to_thread
 from starlette.types import Receive
 
 from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.adapters.extractors.base import plain_suffix
 from ingestion_service.adapters.s3 import ObjectHead
 from ingestion_service.content import digest_source, inspect_source, source_format
 from ingestion_service.errors import (
@@ -37,9 +37,6 @@ from shared_contract import file_collection_name, user_memory_collection_name
 from shared_contract.attributes import AttributeType, check_attributes
 from shared_contract.http import ErrorBody
 from shared_contract.schema import FILE_COLLECTION_PREFIX, MEMORY_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
-
-_SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
-
 
 # The OpenAPI declaration of the rules below, for the routes that apply them.
 FORBIDDEN_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -82,8 +79,7 @@ def check_bucket(settings: Settings, bucket: str) -> None:
 
 def upload_path(workdir: Path, filename: str) -> Path:
     """Where the source goes: a fixed stem, the caller's suffix only if it is plain (engines sniff by it)."""
-    suffix = Path(filename).suffix
-    return workdir / f"source{suffix if _SAFE_SUFFIX.match(suffix) else ''}"
+    return workdir / f"source{plain_suffix(filename)}"
 
 
 async def make_workdir(runtime: ServiceRuntime) -> Path:

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import mimetypes
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from haystack import Document
+
+_PLAIN_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
+
+
+def plain_suffix(name: str) -> str:
+    """``name``'s suffix when it is plain letters and digits (engines pick their parser by it), else ""."""
+    suffix = Path(name).suffix
+    return suffix if _PLAIN_SUFFIX.match(suffix) else ""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from ingestion_service.adapters.extractors import _errors
+from ingestion_service.adapters.extractors.page_split import alnum_key
 from ingestion_service.errors import DocumentTooLargeError
 
 DOCUMENT_PART = "word/document.xml"
@@ -160,12 +161,12 @@ def restore_dropped_paragraphs(path: Path, markdown: str) -> tuple[str, int]:
     blocks = DocxPackage.open(path).blocks()
     paragraphs = [part for part in re.split(r"\n{2,}", markdown.strip()) if part.strip()]
     # The reading's letters are its paragraphs' letters end to end: ``ends`` maps an offset back.
-    ends = list(itertools.accumulate(len(_letters(paragraph)) for paragraph in paragraphs))
-    whole = _letters(markdown)
+    ends = list(itertools.accumulate(len(alnum_key(paragraph)) for paragraph in paragraphs))
+    whole = alnum_key(markdown)
     after: dict[int, list[str]] = {}
     anchor, searched_to, restored = -1, 0, 0
     for block in blocks:
-        key = _letters(block)
+        key = alnum_key(block)
         if not key:
             continue
         # In document order the next block is found after the last one (linear in the reading).
@@ -185,10 +186,6 @@ def restore_dropped_paragraphs(path: Path, markdown: str) -> tuple[str, int]:
         parts.append(paragraph)
         parts.extend(after.get(index, []))
     return "\n\n".join(parts), restored
-
-
-def _letters(text: str) -> str:
-    return "".join(char for char in text.casefold() if char.isalnum())
 
 
 def diagram_signals(path: Path) -> DiagramSignals:

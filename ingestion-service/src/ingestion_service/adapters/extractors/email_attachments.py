@@ -9,18 +9,17 @@ message, under ``### Attachment: <name>``. Pure stdlib (``email``), no engine im
 from __future__ import annotations
 
 import email
-import re
 from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 
+from ingestion_service.adapters.extractors.base import plain_suffix
+
 # More than this many are left out (a mailing-list digest, an archive of forwards).
 MAX_ATTACHMENTS = 20
 HEADING = "### Attachment: "
 _SKIPPED_TYPES = ("image", "audio", "video", "message", "multipart")
-# A suffix engines may pick their parser by; anything else is left off (the bytes still decide).
-_SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +31,8 @@ class Attachment:
 
     @property
     def suffix(self) -> str:
-        suffix = Path(self.name).suffix
-        return suffix if _SAFE_SUFFIX.match(suffix) else ""
+        """The name's suffix when plain (engines pick their parser by it; the bytes still decide)."""
+        return plain_suffix(self.name)
 
 
 def document_attachments(path: Path) -> list[Attachment]:

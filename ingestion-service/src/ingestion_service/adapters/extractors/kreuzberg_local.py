@@ -28,6 +28,7 @@ from ingestion_service.adapters.extractors.languages import to_iso639_1
 from ingestion_service.adapters.extractors.page_split import (
     PAGE_MARKER_FORMAT,
     Page,
+    alnum_key,
     split_by_page_text,
     split_markers,
     strip_markers,
@@ -101,21 +102,17 @@ def ocr_reading(result: Any, text_layer: Any) -> str:
     table Tesseract found in the image stays. The Markdown escapes what a table's own Markdown does
     not (``\\*``, ``\\&``) and drops control characters, so tables and rows are matched by their
     letters and digits."""
-    layer_tables = {_unescaped(table.markdown) for table in text_layer.tables or []}
+    layer_tables = {alnum_key(table.markdown) for table in text_layer.tables or []}
     lines = str(result.content).split("\n")
     for table in result.tables or []:
-        if _unescaped(table.markdown) not in layer_tables:
+        if alnum_key(table.markdown) not in layer_tables:
             continue
-        rows = [_unescaped(row) for row in str(table.markdown).strip().split("\n")]
-        plain = [_unescaped(line) for line in lines]
+        rows = [alnum_key(row) for row in str(table.markdown).strip().split("\n")]
+        plain = [alnum_key(line) for line in lines]
         start = next((at for at in range(len(lines)) if plain[at : at + len(rows)] == rows), None)
         if start is not None:
             del lines[start : start + len(rows)]
     return "\n".join(lines)
-
-
-def _unescaped(line: str) -> str:
-    return "".join(char for char in line.casefold() if char.isalnum())
 
 
 class KreuzbergConverter:
@@ -416,6 +413,7 @@ class KreuzbergConverter:
         except (ExtractionError, DocumentTooLargeError) as exc:
             # kreuzberg read the file; the package reader's refusal costs only the left-out paragraphs.
             logger.warning("left-out DOCX paragraphs not restored: %s", exc, extra={"file_name": source.filename})
+            meta["docx_paragraphs_restore_skipped"] = str(exc)
             return content
         if count:
             meta["docx_paragraphs_restored"] = count

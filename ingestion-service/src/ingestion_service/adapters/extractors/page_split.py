@@ -53,6 +53,12 @@ def strip_markers(markdown: str) -> str:
     return _MARKER.sub("\n\n", markdown).strip()
 
 
+def alnum_key(text: str) -> str:
+    """``text``'s letters and digits, case-folded: what two renderings of one text share, whatever
+    their markup, escapes, quotes or control characters."""
+    return _alnum_index(text)[0]
+
+
 def _alnum_index(text: str) -> tuple[str, list[int]]:
     """Case-folded letters and digits of ``text`` plus each one's index in ``text``."""
     chars: list[str] = []
@@ -70,7 +76,7 @@ def _anchors(page_text: str) -> list[str]:
     each of its first lines in turn (the Markdown may leave out a first line that kreuzberg took
     for a running header or a caption it placed elsewhere)."""
     starts = [page_text, *page_text.splitlines()[1:_ANCHOR_LINES]]
-    anchors = [_alnum_index(start)[0][:_ANCHOR_CHARS] for start in starts]
+    anchors = [alnum_key(start)[:_ANCHOR_CHARS] for start in starts]
     return [anchor for anchor in anchors if len(anchor) >= _ANCHOR_CHARS // 2]
 
 
