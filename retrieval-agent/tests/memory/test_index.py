@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from retrieval_agent.memory.facts import Fact
-from retrieval_agent.memory.index import IndexSync, MemoryIndex, RankedFact, point_id, recency_formula
+from retrieval_agent.memory.index import IndexSync, MemoryIndex, RankedFact, point_id, recency_boost
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, DocumentVectors, QdrantUnavailableError, QueryVectors, manifest_for
 from shared_contract.manifest import MANIFEST_METADATA_KEY
@@ -378,7 +378,7 @@ class ScriptedQdrant:
         return [body for method, endpoint, body in self.requests if endpoint == "/points/query"]
 
 
-async def test_the_server_adapter_sends_one_tenant_scoped_hybrid_query_under_the_recency_formula(
+async def test_the_server_adapter_sends_one_top_level_tenant_scoped_fusion_and_boosts_recency_itself(
     embedder: ContractEmbedder, settings: Settings
 ) -> None:
     server = ScriptedQdrant(settings)
@@ -408,13 +408,15 @@ async def test_the_server_adapter_sends_one_tenant_scoped_hybrid_query_under_the
     finally:
         await store.close()
 
-    assert (hit.fact_id, hit.score, hit.updated_at) == ("uv", 0.4, datetime(2026, 5, 2, tzinfo=UTC))
+    assert (hit.fact_id, hit.updated_at) == ("uv", datetime(2026, 5, 2, tzinfo=UTC))
+    # The fused score times the recency boost: 30.5 days old at a 30-day half-life, a 0.3 share.
+    assert hit.score == pytest.approx(0.4 * (0.7 + 0.3 * 0.5 ** (30.5 / 30)))
     assert hit.relevance == pytest.approx(1.0)
     [facet] = [body for _, endpoint, body in server.requests if endpoint == "/facet"]
     assert facet == {"key": "meta.lexical_language", "filter": TENANT_JSON, "limit": 50, "exact": True}
     [sent] = server.queries()
     # The query's own vectors, compared apart (floats through JSON).
-    legs = sent["prefetch"][0]["prefetch"]
+    legs = sent["prefetch"]
     assert legs[0].pop("query") == pytest.approx(query.dense, abs=1e-6)
     sparse = legs[1].pop("query")
     assert (sparse["indices"], sparse["values"]) == (list(query.sparse.indices), pytest.approx(query.sparse.values))
@@ -431,41 +433,11 @@ async def test_the_server_adapter_sends_one_tenant_scoped_hybrid_query_under_the
         {"using": "text-sparse", "filter": LIVE_JSON, "params": idf, "limit": pool},
         {"query": {"text": PACKAGES}, "using": "lexical_en", "filter": LIVE_JSON, "params": idf, "limit": pool},
     ]
+    # The fusion is the query itself, never nested under a formula: a server fuses a nested
+    # fusion per shard, which would rank each shard's facts apart.
     assert sent == {
-        "prefetch": [
-            {
-                "prefetch": legs,
-                "query": {"rrf": {"k": settings.hybrid_rrf_k, "weights": [1.2, 0.6, 1.0]}},
-                "filter": LIVE_JSON,
-                "limit": pool,
-            }
-        ],
-        "query": {
-            "formula": {
-                "mult": [
-                    "$score",
-                    {
-                        "sum": [
-                            pytest.approx(0.7),
-                            {
-                                "mult": [
-                                    pytest.approx(0.3),
-                                    {
-                                        "exp_decay": {
-                                            "x": {"datetime_key": "meta.updated_at"},
-                                            "target": {"datetime": "2026-06-01T12:00:00Z"},
-                                            "scale": 30 * 86_400.0,
-                                            "midpoint": 0.5,
-                                        }
-                                    },
-                                ]
-                            },
-                        ]
-                    },
-                ]
-            },
-            "defaults": {"meta.updated_at": "1970-01-01T00:00:00Z"},
-        },
+        "prefetch": legs,
+        "query": {"rrf": {"k": settings.hybrid_rrf_k, "weights": [1.2, 0.6, 1.0]}},
         "filter": LIVE_JSON,
         "limit": pool,
         "with_payload": ["content", "meta"],
@@ -492,34 +464,15 @@ async def test_the_server_adapter_scopes_a_conversation_on_every_leg(
     assert [leg["filter"] for leg in sent["prefetch"]] == [scoped, scoped, scoped]
 
 
-def test_the_recency_formula_matches_the_settings() -> None:
-    formula = recency_formula(now=NOW, half_life_days=7.0, weight=0.25)
-    assert formula.model_dump(exclude_none=True) == {
-        "formula": {
-            "mult": [
-                "$score",
-                {
-                    "sum": [
-                        0.75,
-                        {
-                            "mult": [
-                                0.25,
-                                {
-                                    "exp_decay": {
-                                        "x": {"datetime_key": "meta.updated_at"},
-                                        "target": {"datetime": "2026-06-01T12:00:00Z"},
-                                        "scale": 7 * 86_400.0,
-                                        "midpoint": 0.5,
-                                    }
-                                },
-                            ]
-                        },
-                    ]
-                },
-            ]
-        },
-        "defaults": {"meta.updated_at": "1970-01-01T00:00:00Z"},
-    }
+def test_the_recency_boost_halves_its_share_every_half_life_either_side_of_now() -> None:
+    def boost(age: timedelta) -> float:
+        return recency_boost(NOW - age, now=NOW, half_life_days=7.0, weight=0.25)
+
+    assert boost(timedelta(0)) == pytest.approx(1.0)
+    assert boost(timedelta(days=7)) == pytest.approx(0.75 + 0.25 * 0.5)
+    assert boost(timedelta(days=14)) == pytest.approx(0.75 + 0.25 * 0.25)
+    assert boost(timedelta(days=-7)) == boost(timedelta(days=7))  # a clock skewed ahead: same decay
+    assert boost(timedelta(days=365 * 50)) == pytest.approx(0.75)
 
 
 async def test_store_errors_propagate_typed(index: MemoryIndex, store: ChunkStore) -> None:

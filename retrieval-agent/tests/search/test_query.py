@@ -227,6 +227,13 @@ def test_in_a_live_key_store_the_request_filter_narrows_the_live_key() -> None:
     assert read.filter == models.Filter(must=[models.HasIdCondition(has_id=["p-1"]), LIVE])
 
 
+def test_the_read_of_the_fused_hits_is_exact_on_the_original_vectors() -> None:
+    read = fused_points_request([0.1], ["p-1", "p-2"], ["kb-1"])
+    # Exact: no per-shard share of the limit that could drop an id; the cosine on the originals.
+    assert read.params == models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
+    assert read.limit == 2
+
+
 def test_one_lexical_field_is_a_plain_text_leg() -> None:
     request = build(lexical_fields=["lexical_no"])
     assert request is not None

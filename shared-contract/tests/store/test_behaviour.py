@@ -43,6 +43,7 @@ from shared_contract.store import (
     committed_filter,
     match,
     open_store,
+    read_newest_version,
     tenant_condition,
     tenant_filter,
     verify_collection,
@@ -771,3 +772,66 @@ async def test_a_query_returns_the_named_vectors_it_asks_for(shared: Opened, ten
     assert hit.vectors["text-dense"] == pytest.approx(list(written.dense))
     [plain] = await shared.store.query(request.model_copy(update={"with_vector": None}))
     assert plain.vectors is None
+
+
+# -- a file's versions ----------------------------------------------------------------------
+
+
+def version_points(
+    tenant: str, seq: int, count: int, *, state: str = "live", chunk_count: int | None = None
+) -> list[ChunkPoint]:
+    """``count`` chunks of file ``f`` written by run ``seq`` (written in reverse split order)."""
+    return [
+        point(
+            tenant,
+            f"v{seq}-{split}",
+            text=f"version {seq} chunk {split}",
+            file_id="f",
+            ingest_seq=seq,
+            split_id=split,
+            chunk_count=count if chunk_count is None else chunk_count,
+            ingest_state=state,
+        )
+        for split in reversed(range(count))
+    ]
+
+
+async def test_the_newest_committed_version_is_read_whole_in_split_order(
+    shared: Opened, tenant: Callable[[], str]
+) -> None:
+    name = tenant()
+    await shared.store.upsert([*version_points(name, 1, 3), *version_points(name, 2, 2)])
+    await shared.store.upsert(version_points(name, 3, 4, state="pending"))  # a run still writing
+
+    version = await read_newest_version(shared.store, "f", name)
+
+    assert names(version) == ["v2-0", "v2-1"]
+
+
+async def test_a_version_committed_on_part_of_its_points_yields_the_previous_whole_version(
+    shared: Opened, tenant: Callable[[], str]
+) -> None:
+    # A sharded server's publish is atomic per shard: for a moment the new version is live on some
+    # shards only, and the previous one is still whole.
+    name = tenant()
+    newer = version_points(name, 2, 3)
+    await shared.store.upsert(
+        [*version_points(name, 1, 2), *newer[:2], *version_points(name, 2, 3, state="pending")[2:]]
+    )
+
+    version = await read_newest_version(shared.store, "f", name)
+
+    assert names(version) == ["v1-0", "v1-1"]
+    await shared.store.upsert(newer[2:])  # the last shard switches
+    assert names(await read_newest_version(shared.store, "f", name)) == ["v2-0", "v2-1", "v2-2"]
+
+
+async def test_reading_a_version_with_named_fields_still_chooses_and_orders_it(
+    shared: Opened, tenant: Callable[[], str]
+) -> None:
+    name = tenant()
+    await shared.store.upsert([*version_points(name, 1, 2), *version_points(name, 2, 3)[:2]])
+
+    version = await read_newest_version(shared.store, "f", name, with_payload=["content"])
+
+    assert [record.payload["content"] for record in version] == ["version 1 chunk 0", "version 1 chunk 1"]

@@ -44,6 +44,9 @@ URL = "http://qdrant.test:6333"
 COLLECTION = "ingestion_files"
 POINT_A = "5b1f2f2e-0d6c-4a55-9a8f-2a3f0a4f1c01"
 POINT_B = "5b1f2f2e-0d6c-4a55-9a8f-2a3f0a4f1c02"
+# Point writes wait for every replica and go through one leader per shard, so replicas apply a
+# file's version switches (claim, publish, sweep) in the same order.
+WRITE_PARAMS = {"wait": "true", "ordering": "medium"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class ScriptedQdrant:
         self.indexes: dict[str, dict[str, Any]] = {}
         self.results: dict[str, Any] = {}
         self.failure: tuple[int, str] | None = None
+        self.create_rejection: tuple[int, str] | None = None
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else None
@@ -85,6 +89,9 @@ class ScriptedQdrant:
         if path == f"{prefix}/exists":
             return self._ok({"exists": self.created is not None})
         if request.method == "PUT" and path == prefix:
+            if self.create_rejection is not None:
+                status, message = self.create_rejection
+                return httpx.Response(status, json={"status": {"error": message}, "time": 0.0})
             self.created = body
             return self._ok(True)
         if self.created is None:
@@ -461,7 +468,7 @@ async def test_upsert_sends_named_vectors_and_the_payload(created: ScriptedQdran
     await store.upsert([point, dense_only, multilingual])
 
     [sent] = created.sent("PUT", "/points")
-    assert sent.params == {"wait": "true"}
+    assert sent.params == WRITE_PARAMS
     assert sent.body["points"] == [
         {
             "id": point.point_id,
@@ -641,14 +648,14 @@ async def test_a_text_query_names_its_field_with_using(created: ScriptedQdrant, 
 async def test_set_payload_by_filter_under_a_key(created: ScriptedQdrant, store: ServerStore) -> None:
     await store.set_payload(tenant_filter(["tenant-a"]), {"ingest_state": "live"}, key="meta")
     [sent] = created.sent("POST", "/points/payload")
-    assert sent.params == {"wait": "true"}
+    assert sent.params == WRITE_PARAMS
     assert sent.body == {"payload": {"ingest_state": "live"}, "filter": TENANT_FILTER_JSON, "key": "meta"}
 
 
 async def test_delete_by_filter(created: ScriptedQdrant, store: ServerStore) -> None:
     await store.delete(tenant_filter(["tenant-a"]))
     [sent] = created.sent("POST", "/points/delete")
-    assert sent.params == {"wait": "true"}
+    assert sent.params == WRITE_PARAMS
     assert sent.body == {"filter": TENANT_FILTER_JSON}
 
 
@@ -739,6 +746,15 @@ async def test_a_server_error_is_unavailable(created: ScriptedQdrant, store: Ser
     created.failure = (500, "Service internal error: RocksDB failure")
     with pytest.raises(QdrantUnavailableError, match="500"):
         await store.count(None)
+
+
+async def test_a_layout_the_server_rejects_is_a_request_error_with_its_reason_not_an_outage(
+    server: ScriptedQdrant, store: ServerStore, server_settings: ContractSettings
+) -> None:
+    server.create_rejection = (400, "Bad request: Wrong input: Replication factor 3 is larger than the peers (2)")
+    with pytest.raises(StoreRequestError, match="Replication factor 3 is larger than the peers"):
+        await bootstrap_collection(store, server_settings)
+    assert server.created is None
 
 
 async def test_the_store_names_its_kind_and_collection(store: ServerStore) -> None:

@@ -2,13 +2,16 @@
 
 One point per fact (its id stable per user and fact), written with the contract's embeddings and the
 lexical field of the fact's language, so recall runs the documents' hybrid search: dense, sparse and
-BM25 legs fused by RRF in the store, restricted to the user's tenant on every leg. On top of the
-fusion a formula query boosts recently updated facts; the candidates then pass a cosine floor and,
-for the chat context, an MMR pick that keeps near-duplicates from filling it.
+BM25 legs fused by RRF in the store, restricted to the user's tenant on every leg. The fused
+candidates' scores are then boosted for recently updated facts, here rather than by a formula query
+over the fusion: a Qdrant server runs a fusion nested under a formula per shard, which would rank
+each shard's facts apart. The candidates then pass a cosine floor and, for the chat context, an MMR
+pick that keeps near-duplicates from filling it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,8 +59,8 @@ _UPSERT_BATCH: Final = 256
 # More than the lexical languages there are (11 stemmed + the fallback).
 _FACET_LIMIT: Final = 50
 _SECONDS_PER_DAY: Final = 86_400.0
-# The formula needs a value for a point without ``updated_at`` (none is written so): unknown age is old.
-_UNKNOWN_UPDATE: Final = "1970-01-01T00:00:00Z"
+# A point without ``updated_at`` (none is written so) counts as updated long ago.
+_UNKNOWN_UPDATE: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class MemoryEmbedder(Protocol):
@@ -88,7 +91,7 @@ class RankedFact:
 
     fact_id: str
     text: str
-    # The store's final score: fused RRF, times the recency factor when recency is on.
+    # The fused RRF score, times the recency boost when recency is on.
     score: float
     # Cosine of the query's dense vector to the fact's.
     relevance: float
@@ -98,7 +101,7 @@ class RankedFact:
 
 
 def rfc3339(value: datetime) -> str:
-    """``value`` in UTC as RFC 3339 with ``Z`` (what the store's datetime expressions parse)."""
+    """``value`` in UTC as RFC 3339 with ``Z`` (the form Qdrant parses as a datetime)."""
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
@@ -107,22 +110,11 @@ def point_id(user: str, fact_id: str) -> str:
     return f"{memory_collection_name(user)}/{fact_id}"
 
 
-def recency_formula(*, now: datetime, half_life_days: float, weight: float) -> models.FormulaQuery:
-    """``$score * ((1 - weight) + weight * exp_decay(meta.updated_at))``, the decay halving every half-life."""
-    decay = models.ExpDecayExpression(
-        exp_decay=models.DecayParamsExpression(
-            x=models.DatetimeKeyExpression(datetime_key=meta_path(UPDATED_AT)),
-            target=models.DatetimeExpression(datetime=rfc3339(now)),
-            scale=half_life_days * _SECONDS_PER_DAY,  # datetimes decay in seconds
-            midpoint=0.5,
-        )
-    )
-    boost = models.SumExpression(sum=[1.0 - weight, models.MultExpression(mult=[weight, decay])])
-    return models.FormulaQuery(
-        formula=models.MultExpression(mult=["$score", boost]),
-        # Without a default the engine rejects the whole query over one point lacking the key.
-        defaults={meta_path(UPDATED_AT): _UNKNOWN_UPDATE},
-    )
+def recency_boost(updated_at: datetime, *, now: datetime, half_life_days: float, weight: float) -> float:
+    """``(1 - weight) + weight * 0.5 ** (age / half-life)``: the recency share halves every half-life
+    (the age counts either way from ``now``, as Qdrant's ``exp_decay`` does)."""
+    age = abs((now - updated_at).total_seconds())
+    return (1.0 - weight) + weight * math.pow(0.5, age / (half_life_days * _SECONDS_PER_DAY))
 
 
 def _parse_time(value: object) -> datetime:
@@ -269,39 +261,48 @@ class MemoryIndex:
         )
         if not languages:
             return []  # nothing remembered: no embedding, no query
-        formula = None
-        if recency:
-            formula = recency_formula(
-                now=now if now is not None else datetime.now(UTC),
-                half_life_days=self.settings.memory_recency_half_life_days,
-                weight=self.settings.memory_recency_weight,
-            )
         request, query = await self._request(
             tenant,
             text,
             [str(count.value) for count in languages],
             pool=max(4 * k, MIN_POOL),
             conditions=self._conditions(conversation_id),
-            recency=formula,
         )
         candidates = [
-            (point, vector) for point in await self.store.query(request) if (vector := _dense(point)) is not None
+            (point, point.score, vector)
+            for point in await self.store.query(request)
+            if (vector := _dense(point)) is not None
         ]
-        relevance = cosines(query.dense, [vector for _, vector in candidates])
+        if recency:
+            target = now if now is not None else datetime.now(UTC)
+            candidates = [
+                (point, score * self._recency_boost(point, target), vector) for point, score, vector in candidates
+            ]
+            candidates.sort(key=lambda candidate: candidate[1], reverse=True)
+        relevance = cosines(query.dense, [vector for _, _, vector in candidates])
         kept = [
-            (point, vector, cosine)
-            for (point, vector), cosine in zip(candidates, relevance, strict=True)
+            (point, score, vector, cosine)
+            for (point, score, vector), cosine in zip(candidates, relevance, strict=True)
             if cosine >= self.settings.memory_min_relevance
         ]
         if diverse:
             order = mmr(
-                [point.score for point, _, _ in kept],
-                [vector for _, vector, _ in kept],
+                [score for _, score, _, _ in kept],
+                [vector for _, _, vector, _ in kept],
                 k=k,
                 mmr_lambda=self.settings.memory_mmr_lambda,
             )
             kept = [kept[position] for position in order]
-        return [_ranked(point, cosine) for point, _, cosine in kept[:k]]
+        return [_ranked(point, score, cosine) for point, score, _, cosine in kept[:k]]
+
+    def _recency_boost(self, point: PointRecord, now: datetime) -> float:
+        updated = (point.payload.get(PAYLOAD_META) or {}).get(UPDATED_AT)
+        return recency_boost(
+            _UNKNOWN_UPDATE if updated is None else _parse_time(updated),
+            now=now,
+            half_life_days=self.settings.memory_recency_half_life_days,
+            weight=self.settings.memory_recency_weight,
+        )
 
     async def _request(
         self,
@@ -311,10 +312,9 @@ class MemoryIndex:
         *,
         pool: int,
         conditions: Sequence[models.Condition],
-        recency: models.FormulaQuery | None,
     ) -> tuple[models.QueryRequest, QueryVectors]:
         """The recall request (and the query's vectors): the documents' hybrid fusion over the tenant,
-        under the recency formula when one is given."""
+        at the top level of the query so a sharded server fuses over all its shards."""
         settings = self.settings
         hybrid = settings.enable_hybrid_search
         with_sparse, sparse_idf = await self._with_sparse() if hybrid else (False, False)
@@ -351,20 +351,11 @@ class MemoryIndex:
         }
         if fused is None:
             # Hybrid off, or no leg but the dense one: plain nearest neighbours (cosine scores).
-            if recency is None:
-                return (
-                    models.QueryRequest(query=list(query.dense), using=DENSE_VECTOR, params=DENSE_SEARCH, **common),
-                    query,
-                )
-            candidates = models.Prefetch(
-                query=list(query.dense), using=DENSE_VECTOR, filter=selector, params=DENSE_SEARCH, limit=pool
+            return (
+                models.QueryRequest(query=list(query.dense), using=DENSE_VECTOR, params=DENSE_SEARCH, **common),
+                query,
             )
-        else:
-            if recency is None:
-                return models.QueryRequest(prefetch=fused.prefetch, query=fused.query, **common), query
-            candidates = models.Prefetch(prefetch=fused.prefetch, query=fused.query, filter=selector, limit=pool)
-        request = models.QueryRequest(prefetch=[candidates], query=recency, **common)
-        return request, query
+        return models.QueryRequest(prefetch=fused.prefetch, query=fused.query, **common), query
 
 
 def _dense(point: PointRecord) -> list[float] | None:
@@ -372,12 +363,12 @@ def _dense(point: PointRecord) -> list[float] | None:
     return vector if isinstance(vector, list) else None
 
 
-def _ranked(point: PointRecord, relevance: float) -> RankedFact:
+def _ranked(point: PointRecord, score: float, relevance: float) -> RankedFact:
     meta: dict[str, Any] = point.payload.get(PAYLOAD_META) or {}
     return RankedFact(
         fact_id=str(meta.get(MetaKey.FILE_ID, "")),
         text=str(point.payload.get(PAYLOAD_CONTENT, "")),
-        score=point.score,
+        score=score,
         relevance=relevance,
         created_at=_parse_time(meta.get(CREATED_AT)),
         updated_at=_parse_time(meta.get(UPDATED_AT)),

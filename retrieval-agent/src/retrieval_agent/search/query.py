@@ -448,6 +448,8 @@ def fused_points_request(
 
     A dense query over exactly these points: one call reads what the result needs, and the cosine
     feeds the calibrated relevance. The tenant filter stays, so an id can never reach outside it.
+    Exact, because a sharded server otherwise asks each shard for a share of a large limit
+    (undersampling) and could leave out an id that must come back.
     """
     return models.QueryRequest(
         query=list(dense),
@@ -458,7 +460,7 @@ def fused_points_request(
                 scoped_filter(collection_names, conditions, live_key=live_key),
             ]
         ),
-        params=ORIGINAL_VECTORS,
+        params=EXACT_DENSE,
         limit=len(point_ids),
         with_payload=list(RESULT_PAYLOAD),
     )

@@ -31,6 +31,12 @@ T = TypeVar("T")
 # corpus; we require the release qdrant-client 1.20's models (which have both) were generated from.
 MIN_SERVER_VERSION = (1, 20, 0)
 
+# A file's versions are switched by filter-based writes (claim, publish, sweep) that can reach the
+# cluster through different peers. The server's default ("weak") lets replicas apply such writes in
+# different orders, so two replicas of a shard could disagree on which version is live; "medium"
+# sends every write of a shard through one leader, so all replicas apply them in one order.
+WRITE_ORDERING = models.WriteOrdering.MEDIUM
+
 
 def _is_text_index_problem(message: str) -> bool:
     lowered = message.lower()
@@ -122,6 +128,11 @@ class ServerStore:
             # Another replica may have created it between the check and the call.
             if await self.collection_exists():
                 return False
+            if exc.status_code is not None and 400 <= exc.status_code < 500:
+                # The server refused the layout (e.g. shard or replication settings it cannot honour):
+                # a configuration problem to show the operator, not an outage to wait out.
+                message = exc.content.decode("utf-8", "replace")[:500] if exc.content else str(exc)
+                raise StoreRequestError(f"qdrant rejected create_collection ({exc.status_code}): {message}") from exc
             raise QdrantUnavailableError(f"qdrant create_collection failed: HTTP {exc.status_code}") from exc
         except (ResponseHandlingException, httpx.HTTPError, ConnectionError, TimeoutError) as exc:
             raise QdrantUnavailableError(f"qdrant create_collection failed: {type(exc).__name__}") from exc
@@ -201,7 +212,10 @@ class ServerStore:
             for point in points
         ]
         await self._call(
-            "upsert", lambda: self._client.upsert(collection_name=self._collection, points=structs, wait=True)
+            "upsert",
+            lambda: self._client.upsert(
+                collection_name=self._collection, points=structs, wait=True, ordering=WRITE_ORDERING
+            ),
         )
 
     async def _index_lexical_fields(self, points: Sequence[ChunkPoint]) -> None:
@@ -228,6 +242,7 @@ class ServerStore:
                 points=models.FilterSelector(filter=selector),
                 key=key,
                 wait=True,
+                ordering=WRITE_ORDERING,
             ),
         )
 
@@ -235,7 +250,10 @@ class ServerStore:
         await self._call(
             "delete",
             lambda: self._client.delete(
-                collection_name=self._collection, points_selector=models.FilterSelector(filter=selector), wait=True
+                collection_name=self._collection,
+                points_selector=models.FilterSelector(filter=selector),
+                wait=True,
+                ordering=WRITE_ORDERING,
             ),
         )
 

@@ -1,19 +1,32 @@
-"""A file's newest committed version, read whole (ingestion's copy and text routes, the reindex)."""
+"""A file's newest complete committed version, read whole (ingestion's copy and text routes, the reindex)."""
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
 from collections.abc import Sequence
 
-from shared_contract.schema import PAYLOAD_META, MetaKey
+from shared_contract.schema import PAYLOAD_META, MetaKey, meta_path
 from shared_contract.store.filters import committed_file_filter
 from shared_contract.store.port import ChunkStore, PointRecord
 
+logger = logging.getLogger(__name__)
+
 _PAGE = 1024
+# What choosing and ordering a version reads, whatever else the caller asks for.
+_VERSION_FIELDS = tuple(meta_path(key) for key in (MetaKey.INGEST_SEQ, MetaKey.SPLIT_ID, MetaKey.CHUNK_COUNT))
 
 
 def _number(record: PointRecord, key: str) -> int:
     value = (record.payload.get(PAYLOAD_META) or {}).get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _complete(version: Sequence[PointRecord]) -> bool:
+    """Every chunk the version's document has is here (points without a chunk count, written by
+    older tooling, are taken as they are)."""
+    expected = _number(version[0], MetaKey.CHUNK_COUNT)
+    return expected == 0 or len(version) >= expected
 
 
 async def read_newest_version(
@@ -24,10 +37,18 @@ async def read_newest_version(
     with_payload: bool | Sequence[str] = True,
     with_vectors: bool = False,
 ) -> list[PointRecord]:
-    """Every committed point of the file's newest version (largest ``ingest_seq``) in the tenant, in
-    ``split_id`` order; empty when nothing is committed. ``with_payload`` must include ``meta.ingest_seq``
-    and ``meta.split_id`` when it names fields. Two versions are committed at once only between a
-    publish and its sweep; a version has at most MAX_CHUNKS_PER_DOCUMENT points, so reading it is bounded."""
+    """Every committed point of the file's newest complete version (largest ``ingest_seq`` whose
+    points number its ``chunk_count``) in the tenant, in ``split_id`` order; empty when nothing is
+    committed.
+
+    Two versions are committed at once only between a publish and its sweep. On a sharded server a
+    publish is atomic per shard only, so for a moment the new version can be committed on some
+    shards and not yet on others; the previous version is still whole then, and is what this
+    returns. A version has at most MAX_CHUNKS_PER_DOCUMENT points, so reading it is bounded.
+    """
+    fields: bool | list[str] = (
+        with_payload if isinstance(with_payload, bool) else list(dict.fromkeys([*with_payload, *_VERSION_FIELDS]))
+    )
     records: list[PointRecord] = []
     offset: str | None = None
     while True:
@@ -35,13 +56,29 @@ async def read_newest_version(
             committed_file_filter(file_id, collection_name),
             limit=_PAGE,
             offset=offset,
-            with_payload=with_payload,
+            with_payload=fields,
             with_vectors=with_vectors,
         )
         records.extend(page)
         if offset is None:
             break
-    newest = max((_number(record, MetaKey.INGEST_SEQ) for record in records), default=0)
-    version = [record for record in records if _number(record, MetaKey.INGEST_SEQ) == newest]
+    if not records:
+        return []
+    versions: defaultdict[int, list[PointRecord]] = defaultdict(list)
+    for record in records:
+        versions[_number(record, MetaKey.INGEST_SEQ)].append(record)
+    newest_first = sorted(versions, reverse=True)
+    chosen = next((seq for seq in newest_first if _complete(versions[seq])), None)
+    if chosen is None:
+        # No whole version stored: the newest is the most there is (never the case after a commit,
+        # which counts its points before it publishes).
+        chosen = newest_first[0]
+        logger.warning(
+            "file %r in %r: no committed version is complete; reading %d of %d chunks of the newest",
+            file_id,
+            collection_name,
+            len(versions[chosen]),
+            _number(versions[chosen][0], MetaKey.CHUNK_COUNT),
+        )
     # Scroll pages come in point-id order; the document's order is split_id.
-    return sorted(version, key=lambda record: _number(record, MetaKey.SPLIT_ID))
+    return sorted(versions[chosen], key=lambda record: _number(record, MetaKey.SPLIT_ID))
