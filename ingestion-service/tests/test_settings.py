@@ -41,6 +41,8 @@ def test_bucket_list_parsing(make_test_settings: MakeSettings) -> None:
         ({"gotenberg_url": "ftp://x"}, "GOTENBERG_URL"),
         ({"extraction_router_scan_engine": "tesseract"}, "EXTRACTION_ROUTER_SCAN_ENGINE"),
         ({"chunk_split_by": "paragraph"}, "CHUNK_SPLIT_BY"),
+        # The staging area must hold at least one upload.
+        ({"max_upload_bytes": 10_000, "scratch_max_bytes": 9_999}, "SCRATCH_MAX_BYTES"),
     ],
 )
 def test_invalid_values_name_the_variable(

@@ -21,6 +21,7 @@ ErrorCode = Literal[
     "SHUTTING_DOWN",
     "JOB_NOT_FOUND",
     "JOB_QUEUE_FULL",
+    "STAGING_FULL",
     "JOB_CANCELLED",
     "DOCUMENT_NOT_FOUND",
     "TOO_MANY_DOCUMENTS",
@@ -279,6 +280,34 @@ class JobQueueFullError(IngestionError):
 
     def detail(self) -> str:
         return f"{self.limit} ingest jobs (INGEST_JOBS_MAX) are queued or running; retry later."
+
+
+class StagingFullError(IngestionError):
+    """Documents staged for ingest already hold SCRATCH_MAX_BYTES (503: retry later or elsewhere).
+
+    Checked before a body or S3 object is read, so the staging area (a pod's ``emptyDir``, a
+    disk) never fills however many ingests wait for a slot.
+    """
+
+    code = "STAGING_FULL"
+    public_message = "Too many documents are staged for ingest; retry later."
+    status_code = 503
+    # Load, not a fault.
+    server_fault = False
+
+    def __init__(self, *, wanted: int, reserved: int, limit: int) -> None:
+        super().__init__(
+            f"staging {wanted} bytes would exceed SCRATCH_MAX_BYTES ({limit}); {reserved} bytes are staged"
+        )
+        self.wanted = wanted
+        self.reserved = reserved
+        self.limit = limit
+
+    def detail(self) -> str:
+        return (
+            f"Documents waiting to be ingested hold {self.reserved} bytes of the staging area and this one needs "
+            f"{self.wanted} more, over SCRATCH_MAX_BYTES ({self.limit}); retry later."
+        )
 
 
 class S3FetchError(IngestionError):

@@ -87,6 +87,15 @@ async def make_workdir(runtime: ServiceRuntime) -> Path:
     return await runtime.scratch.new_workdir()
 
 
+def reserve_upload(runtime: ServiceRuntime, workdir: Path, content_length: str | None) -> None:
+    """Reserve an upload's staging room before its body is read: the declared length, at most
+    MAX_UPLOAD_BYTES (a larger body is refused while it is read), else MAX_UPLOAD_BYTES;
+    STAGING_FULL when SCRATCH_MAX_BYTES cannot take it."""
+    limit = runtime.settings.max_upload_bytes
+    declared = int(content_length) if content_length is not None and content_length.isdigit() else limit
+    runtime.scratch.reserve(workdir, min(declared, limit))
+
+
 async def remove_workdir(runtime: ServiceRuntime, workdir: Path) -> None:
     """Always called: the request's files never outlive it (a crash's leftovers go at the next start)."""
     await runtime.scratch.remove_workdir(workdir)
@@ -98,11 +107,13 @@ async def prepare_source(runtime: ServiceRuntime, path: Path, filename: str) -> 
 
 
 async def fetch_from_s3(runtime: ServiceRuntime, bucket: str, key: str, destination: Path) -> ObjectHead:
-    """head_object size check, then a capped, streamed download, both in worker threads."""
+    """head_object size check and the staging reservation (``destination`` is in the request's
+    directory), then a capped, streamed download, both in worker threads."""
     limit = runtime.settings.max_upload_bytes
     head = await anyio.to_thread.run_sync(runtime.s3.head, bucket, key)
     if head.size > limit:
         raise PayloadTooLargeError(limit)
+    runtime.scratch.reserve(destination.parent, head.size)
     size = await anyio.to_thread.run_sync(lambda: runtime.s3.download(bucket, key, destination, max_bytes=limit))
     return replace(head, size=size)
 

@@ -102,7 +102,10 @@ class ServiceRuntime:
         self._owns_s3 = self.hooks.s3_source is None
         self.s3: S3Source = self.hooks.s3_source or S3Source(build_s3_client(settings))
         self.runner: IndexingRunner | None = None
-        self.scratch = ScratchSpace(settings.scratch_dir if settings.scratch_dir is not None else default_root())
+        self.scratch = ScratchSpace(
+            settings.scratch_dir if settings.scratch_dir is not None else default_root(),
+            max_bytes=settings.scratch_max_bytes,
+        )
         self._bootstrap_lock = anyio.Lock()
         # Set from the collection's manifest at bootstrap.
         self.multilingual_active = False

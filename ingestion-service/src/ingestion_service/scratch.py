@@ -6,6 +6,10 @@ directory for its lifetime (the kernel drops it when the process dies) and at st
 every sibling directory whose lock it can take: those belong to dead processes. Creating a
 directory and sweeping are serialized by a lock on the root, so a sweep never sees a live
 process's directory before it is locked. Works for several processes (or apps) sharing a root.
+
+A request reserves the bytes it will stage (``reserve``) before it reads them; the reservations of
+all live directories stay within SCRATCH_MAX_BYTES, so ingests waiting for a pipeline slot or
+queued as jobs cannot fill the disk.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anyio.to_thread
+
+from ingestion_service.errors import StagingFullError
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +65,35 @@ def _try_lock(path: Path) -> int | None:
 class ScratchSpace:
     """The staging area of one app. ``claim`` before serving, ``sweep`` at start-up, ``release`` at exit."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, max_bytes: int) -> None:
         self.root = root
+        self.max_bytes = max_bytes
         self._own: Path | None = None
         self._own_fd: int | None = None
+        # Bytes each live request directory may stage (touched on the event loop only).
+        self._reserved: dict[Path, int] = {}
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes reserved by the live request directories."""
+        return sum(self._reserved.values())
+
+    def reserve(self, workdir: Path, size: int) -> None:
+        """Let ``workdir`` stage up to ``size`` bytes (its largest reservation counts), or
+        STAGING_FULL when the directories' reservations would pass SCRATCH_MAX_BYTES."""
+        held = self._reserved.get(workdir, 0)
+        if size <= held:
+            return
+        others = self.reserved_bytes - held
+        if others + size > self.max_bytes:
+            logger.warning(
+                "ingest refused: staging %d bytes would pass SCRATCH_MAX_BYTES (%d; %d staged)",
+                size,
+                self.max_bytes,
+                others,
+            )
+            raise StagingFullError(wanted=size, reserved=others, limit=self.max_bytes)
+        self._reserved[workdir] = size
 
     def _claim(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -118,8 +149,10 @@ class ScratchSpace:
         own = self._own
         return Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="ingest-", dir=own)))
 
-    @staticmethod
-    async def remove_workdir(workdir: Path) -> None:
+    async def remove_workdir(self, workdir: Path) -> None:
         """Always called when a request ends; shielded so a cancelled request still cleans up."""
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(workdir, ignore_errors=True))
+            try:
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(workdir, ignore_errors=True))
+            finally:
+                self._reserved.pop(workdir, None)

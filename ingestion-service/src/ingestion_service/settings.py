@@ -84,6 +84,14 @@ class Settings(ContractSettings):
     scratch_dir: Path | None = Field(
         default=None, description="Where uploads are staged (default: <system temp>/ingestion-service)."
     )
+    scratch_max_bytes: int = Field(
+        # Half of compose's 2 GiB tmpfs /tmp and a quarter of the Kubernetes pod's 4 GiB emptyDir:
+        # room left for what engines write beside a document, HOME and the caches.
+        default=1024**3,
+        gt=0,
+        description="Bytes of documents staged at once (running, waiting for a slot, queued as jobs); "
+        "beyond it an ingest is refused with 503 STAGING_FULL before its body is read.",
+    )
     ingest_state_dir: Path = Field(
         default=Path(".data/ingestion-state"),
         description="Where reindex jobs keep their state so they resume after a restart; "
@@ -226,6 +234,14 @@ class Settings(ContractSettings):
             raise ContractConfigError("CHUNK_OVERLAP", f"must be smaller than CHUNK_SIZE ({self.chunk_size})")
         if self.chunk_min_size > self.chunk_size:
             raise ContractConfigError("CHUNK_MIN_SIZE", f"must lie in [0, CHUNK_SIZE={self.chunk_size}]")
+        return self
+
+    @model_validator(mode="after")
+    def _staging_fits_one_upload(self) -> Self:
+        if self.scratch_max_bytes < self.max_upload_bytes:
+            raise ContractConfigError(
+                "SCRATCH_MAX_BYTES", f"must be at least MAX_UPLOAD_BYTES ({self.max_upload_bytes}) to stage one upload"
+            )
         return self
 
     @property

@@ -71,6 +71,10 @@ CODE_HINTS: Mapping[ErrorCode, str] = {
         "after a restart, submit the ingest again."
     ),
     "JOB_QUEUE_FULL": "Retry later, or raise INGEST_JOBS_MAX on the ingestion service.",
+    "STAGING_FULL": (
+        "Retry later: documents waiting for a pipeline slot fill the staging area. Or raise SCRATCH_MAX_BYTES "
+        "on the ingestion service (with the disk or emptyDir under SCRATCH_DIR to match)."
+    ),
     "JOB_CANCELLED": (
         "The job was cancelled (DELETE on the job): submit the ingest again if the file is still wanted."
     ),

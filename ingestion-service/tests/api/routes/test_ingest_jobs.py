@@ -366,6 +366,43 @@ def test_full_of_unfinished_jobs_is_503_and_a_finished_job_makes_room(app_client
         assert poll(client, third)["state"] == "succeeded"
 
 
+def test_documents_waiting_for_the_pipeline_stage_at_most_scratch_max_bytes(
+    app_client: AppFactory, docs: Path, tmp_path: Path
+) -> None:
+    arrived, release = threading.Event(), threading.Event()
+    pdf = docs / "pdf/kreuzberg__searchable.pdf"  # 18.8 KB: each upload reserves its ~19.5 KB body
+
+    def hold(job: IngestJob) -> None:
+        if job.file_id == "stage1":
+            arrived.set()
+            assert release.wait(timeout=GUARD_SECONDS)
+
+    limits = {"max_upload_bytes": 20_000, "scratch_max_bytes": 45_000, "ingest_concurrency": 1}
+    with app_client(hooks=ServiceHooks(before_commit=hold), scratch_dir=tmp_path, **limits) as client:
+        try:
+            first = accepted(submit(client, pdf, "stage1"))
+            assert arrived.wait(timeout=GUARD_SECONDS)
+            second = accepted(submit(client, pdf, "stage2"))  # waits for the one slot, staged
+            refused = submit(client, pdf, "stage3")
+            assert refused.status_code == 503
+            body = flat(refused.json())
+            assert body["code"] == "STAGING_FULL"
+            staged = 2 * int(refused.request.headers["content-length"])
+            assert body["error"] == (
+                f"Documents waiting to be ingested hold {staged} bytes of the staging area and this one needs "
+                f"{staged // 2} more, over SCRATCH_MAX_BYTES (45000); retry later."
+            )
+            # A sync ingest is refused alike, before its body is read.
+            assert submit(client, pdf, "stage4", headers={}).json()["code"] == "STAGING_FULL"
+            [own] = tmp_path.glob("proc-*")
+            assert len(list(own.iterdir())) == 2  # the two staged documents; the refused left nothing
+        finally:
+            release.set()
+        assert [poll(client, job)["state"] for job in (first, second)] == ["succeeded", "succeeded"]
+        # Their room is given back when they end.
+        assert poll(client, accepted(submit(client, pdf, "stage3")))["state"] == "succeeded"
+
+
 def test_two_async_ingests_of_one_file_end_with_the_newest_version(
     app_client: AppFactory, docs: Path, points: Points
 ) -> None:

@@ -17,7 +17,7 @@ from ingestion_service.api.models import EngineError, EngineResult, ExtractedDoc
 from ingestion_service.api.openapi import EXTRACT_BODY
 from ingestion_service.api.uploads import parse_multipart
 from ingestion_service.errors import IngestionError, InvalidRequestError, UnsupportedMediaTypeError
-from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, upload_path
+from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
 from ingestion_service.runtime import ServiceRuntime
 
@@ -121,6 +121,7 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
         raise UnsupportedMediaTypeError(content_type)
     workdir = await make_workdir(runtime)
     try:
+        reserve_upload(runtime, workdir, request.headers.get("content-length"))
         form = await parse_multipart(request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes)
         if form.file_path is None:
             raise InvalidRequestError("Invalid request: the 'file' part is required.")

@@ -55,6 +55,7 @@ from ingestion_service.intake import (
     prepare_source,
     ready_runner,
     remove_workdir,
+    reserve_upload,
     run_job,
     upload_path,
 )
@@ -287,6 +288,7 @@ async def _stage(
         size = head.size
     elif content_type.startswith("multipart/form-data"):
         runner = await ready_runner(runtime)
+        reserve_upload(runtime, workdir, request.headers.get("content-length"))
         form = await parse_multipart(request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes)
         if form.file_path is None:
             raise InvalidRequestError("Invalid request: the 'file' part is required.")

@@ -25,7 +25,7 @@ from ingestion_service.api.models import check_filename
 from ingestion_service.api.openapi import LOADER_BODY
 from ingestion_service.api.uploads import save_raw_body
 from ingestion_service.errors import IngestionError, InvalidRequestError
-from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, upload_path
+from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
 
 router = APIRouter(tags=["open-webui loader"])
@@ -78,6 +78,7 @@ async def _load(request: Request, runtime: RuntimeDep) -> list[LoadedPage]:
     workdir = await make_workdir(runtime)
     try:
         path = upload_path(workdir, filename)
+        reserve_upload(runtime, workdir, request.headers.get("content-length"))
         size = await save_raw_body(request, path, max_bytes=settings.max_upload_bytes)
         if size == 0:
             raise InvalidRequestError("Invalid request: the body is empty; send the file's bytes as the body.")
