@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -367,6 +368,29 @@ async def test_optimize_keeps_every_point_and_the_ranking(tmp_path: Path) -> Non
         assert [hit.point_id for hit in await store.query(query)] == before
     finally:
         await close_store(store)
+
+
+async def test_writes_and_optimize_stop_with_a_typed_error_while_the_disk_is_short_of_room(tmp_path: Path) -> None:
+    # A write into a full disk through the engine's memory mappings kills the process (SIGBUS); the
+    # store refuses instead. "Short of room" is a floor above what the test disk has free.
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    await store.create_collection(bare_spec(settings))
+    await store.upsert([chunk("kept")])
+    await close_store(store)
+    unreachable = shutil.disk_usage(tmp_path).free + 1024**4
+    cramped = EdgeStore(settings.qdrant_path, settings.qdrant_index, min_free_bytes=unreachable)
+    try:
+        with pytest.raises(QdrantUnavailableError, match=r"upsert refused: \d+ MiB free on the disk of .*free space"):
+            await cramped.upsert([chunk("new")])
+        with pytest.raises(QdrantUnavailableError, match="optimize refused"):
+            cramped.optimize()
+        # Reads go on, and nothing of the refused write landed.
+        assert await cramped.count(None) == 1
+        [hit] = await cramped.query(models.QueryRequest(query=[1.0, 0.0, 0.0, 0.0], using="text-dense"))
+        assert hit.payload["id"] == "tenant-a/kept"
+    finally:
+        await close_store(cramped)
 
 
 @dataclasses.dataclass(frozen=True)

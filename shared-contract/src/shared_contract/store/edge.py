@@ -60,6 +60,11 @@ SHARD_DIR = "shard"
 STORE_IN_USE = "is in use by another process"
 # How qdrant-edge reports that WAL lock: a bare Exception naming the OS error.
 _WAL_LOCKED = "Kind(WouldBlock)"
+# The engine grows its WAL (32 MiB segments) and its segment files through memory mappings; a write
+# into a full disk through a mapping kills the whole process (SIGBUS) instead of failing the call.
+# So writes stop, with a typed error, while less than this is free on the store's disk.
+MIN_FREE_BYTES = 256 * 1024 * 1024
+_MIB = 1024 * 1024
 
 
 def collection_dir(root: Path, collection: str) -> Path:
@@ -88,11 +93,25 @@ def search_threads(configured: int) -> int:
     return max(1, cpus - 1)
 
 
+def _tree_bytes(directory: Path) -> int:
+    """Bytes of the files under ``directory``."""
+    return sum((Path(parent) / name).stat().st_size for parent, _, names in os.walk(directory) for name in names)
+
+
 class EdgeStore:
     """One collection as one qdrant-edge shard. Build it through :func:`open_store`."""
 
-    def __init__(self, root: Path, collection: str, *, temporary: bool = False, search_threads: int = 1) -> None:
+    def __init__(
+        self,
+        root: Path,
+        collection: str,
+        *,
+        temporary: bool = False,
+        search_threads: int = 1,
+        min_free_bytes: int = MIN_FREE_BYTES,
+    ) -> None:
         self._root = root
+        self._min_free_bytes = min_free_bytes
         self._collection = collection
         self._dir = collection_dir(root, collection)
         self._temporary = temporary
@@ -169,8 +188,18 @@ class EdgeStore:
                 missing_text_index=_is_text_index_problem(message),
             ) from exc
 
+    def _check_free_space(self, operation: str, needed: int) -> None:
+        free = shutil.disk_usage(self._dir).free
+        if free < needed:
+            raise QdrantUnavailableError(
+                f"embedded store {operation} refused: {free // _MIB} MiB free on the disk of {self._dir}, "
+                f"under the {needed // _MIB} MiB it needs (writing into a full disk would crash the process); "
+                "free space there and retry"
+            )
+
     def _update(self, operation: str, build: Callable[[], Any]) -> None:
         shard = self._open_shard()
+        self._check_free_space(operation, self._min_free_bytes)
         try:
             shard.update(build())
         except StoreRequestError:
@@ -356,6 +385,8 @@ class EdgeStore:
         optimizer rebuilds each segment whose config differs. True when any segment changed.
         """
         self._restate_layout()
+        # Rebuilt segments are written beside the old ones before those go: room for a second copy.
+        self._check_free_space("optimize", _tree_bytes(self._dir / SHARD_DIR) + self._min_free_bytes)
         return bool(self._read("optimize", lambda shard: shard.optimize()))
 
     def _restate_layout(self) -> None:
