@@ -393,6 +393,28 @@ async def test_writes_and_optimize_stop_with_a_typed_error_while_the_disk_is_sho
         await close_store(cramped)
 
 
+async def test_opening_a_store_removes_the_half_built_segments_of_a_killed_optimize(tmp_path: Path) -> None:
+    # An optimize killed mid-way (SIGTERM on `rag optimize`) leaves its segment builder in the
+    # shard's temp_segments, which the engine never clears: here a copy of a real segment stands in.
+    settings = directory_settings(tmp_path / "qdrant")
+    store = open_edge(settings)
+    await store.create_collection(bare_spec(settings))
+    await store.upsert([chunk(f"c{i}") for i in range(3)])
+    shard = store.path / "shard"
+    await close_store(store)
+    [segment, *_] = sorted(path for path in (shard / "segments").iterdir() if path.is_dir())
+    leftover = shard / "temp_segments" / "segment_builder_killed"
+    shutil.copytree(segment, leftover)
+
+    reopened = open_edge(settings)
+    try:
+        assert await reopened.count(None) == 3
+        assert not leftover.exists()
+        assert list((shard / "temp_segments").iterdir()) == []
+    finally:
+        await close_store(reopened)
+
+
 @dataclasses.dataclass(frozen=True)
 class Int8Case:
     """7,000 random vectors of 384 floats: past the engine's indexing threshold, so optimize builds

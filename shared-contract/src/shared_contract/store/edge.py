@@ -64,6 +64,8 @@ _WAL_LOCKED = "Kind(WouldBlock)"
 # into a full disk through a mapping kills the whole process (SIGBUS) instead of failing the call.
 # So writes stop, with a typed error, while less than this is free on the store's disk.
 MIN_FREE_BYTES = 256 * 1024 * 1024
+# Where the engine builds an optimize's new segments; it does not clear what a killed optimize left.
+_TEMP_SEGMENTS = "temp_segments"
 _MIB = 1024 * 1024
 
 
@@ -158,7 +160,26 @@ class EdgeStore:
                         f"embedded store at {self._dir} {STORE_IN_USE}: one process per directory ({exc})"
                     ) from exc
                 raise QdrantUnavailableError(f"embedded store at {self._dir} could not be opened: {exc}") from exc
+            self._drop_unfinished_builds()
         return self._shard
+
+    def _drop_unfinished_builds(self) -> None:
+        """Remove the half-built segments of an optimize that was killed (they would stay forever).
+        This process holds the shard's WAL lock and no optimize runs during a load, so whatever is
+        in the engine's build directory now is dead."""
+        temp = self._dir / SHARD_DIR / _TEMP_SEGMENTS
+        leftovers = list(temp.iterdir()) if temp.is_dir() else []
+        if not leftovers:
+            return
+        freed = _tree_bytes(temp)
+        for entry in leftovers:
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        logger.warning(
+            "embedded store at %s: removed %d MiB of segments an interrupted optimize left", self._dir, freed // _MIB
+        )
 
     def _load_config(self) -> Any:
         """The pool size to load with, or None. The engine takes no config without vectors in it and
