@@ -377,8 +377,13 @@ def test_documents_waiting_for_the_pipeline_stage_at_most_scratch_max_bytes(
             arrived.set()
             assert release.wait(timeout=GUARD_SECONDS)
 
-    limits = {"max_upload_bytes": 20_000, "scratch_max_bytes": 45_000, "ingest_concurrency": 1}
-    with app_client(hooks=ServiceHooks(before_commit=hold), scratch_dir=tmp_path, **limits) as client:
+    with app_client(
+        hooks=ServiceHooks(before_commit=hold),
+        scratch_dir=tmp_path,
+        max_upload_bytes=20_000,
+        scratch_max_bytes=45_000,
+        ingest_concurrency=1,
+    ) as client:
         try:
             first = accepted(submit(client, pdf, "stage1"))
             assert arrived.wait(timeout=GUARD_SECONDS)
