@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
+from typing import Any, TypeVar
 
-from ingestion_service.errors import IngestAbortedError, IngestTimeoutError
+import anyio
+
+from ingestion_service.errors import IngestAbortedError, IngestTimeoutError, ShuttingDownError
+
+T = TypeVar("T")
 
 
 class RunControl:
@@ -73,3 +78,31 @@ def checkpoint() -> None:
     control = _current.get()
     if control is not None:
         control.check()
+
+
+async def run_bounded(
+    work: Callable[[], T], *, timeout_seconds: float, limiter: anyio.CapacityLimiter | None = None
+) -> T:
+    """``work`` in a worker thread (holding ``limiter``) as a run of its own: its checkpoints stop it
+    past ``timeout_seconds`` from when it gets the thread, or when the caller is cancelled (the
+    thread is then waited for, so the slot is held until it has really ended). For extraction
+    outside the pipeline (``/api/v1/extract``, the loader), bounded like an ingest's."""
+    control = RunControl(timeout_seconds=timeout_seconds)
+
+    def bounded() -> T:
+        try:
+            control.start()
+            with active(control):
+                return work()
+        finally:
+            control.finished.set()
+
+    slot: AbstractAsyncContextManager[Any] = limiter if limiter is not None else nullcontext()
+    async with slot:
+        try:
+            return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            control.abort(ShuttingDownError("request cancelled"))
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(control.finished.wait)
+            raise

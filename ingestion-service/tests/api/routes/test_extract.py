@@ -152,6 +152,17 @@ def test_a_failing_engine_is_reported_in_its_row(
     assert vision["error"]["error"].startswith("Document extraction failed: the vision endpoint answered HTTP 503")
 
 
+def test_extraction_stops_at_ingest_timeout_seconds_like_an_ingest(app_client: AppFactory, docs: Path) -> None:
+    # The engine checks the run's deadline between pages; a deadline already past stops it at the first.
+    with app_client(ingest_timeout_seconds=1e-9) as client:
+        single = _extract(client, docs / "pdf/kreuzberg__searchable.pdf")
+        compared = _extract(client, docs / "pdf/kreuzberg__searchable.pdf", engines="kreuzberg,pypdf")
+    assert single.status_code == 504
+    assert single.json()["code"] == "INGEST_TIMEOUT"
+    assert compared.status_code == 200
+    assert compared.json()["results"][0]["error"]["code"] == "INGEST_TIMEOUT"
+
+
 def test_vision_engine_echoes_its_profile(
     app_client: AppFactory, docs: Path, vision_server: ScriptedVisionServer
 ) -> None:

@@ -95,6 +95,13 @@ def test_failures_are_counted_and_typed(client: TestClient, tmp_path: Path, docs
     assert 'loader_requests_total{code="UNSUPPORTED_CONTENT",outcome="error"} 1.0' in metrics
 
 
+def test_loading_stops_at_ingest_timeout_seconds_like_an_ingest(app_client: AppFactory, docs: Path) -> None:
+    with app_client(ingest_timeout_seconds=1e-9) as client:
+        response = open_webui_put(client, docs / "pdf/kreuzberg__searchable.pdf")
+    assert response.status_code == 504
+    assert response.json()["code"] == "INGEST_TIMEOUT"
+
+
 def test_a_body_over_the_upload_cap_is_413(app_client: AppFactory, docs: Path) -> None:
     with app_client(max_upload_bytes=1000) as client:
         response = open_webui_put(client, docs / "pdf/kreuzberg__searchable.pdf")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ from haystack import Document
 from ingestion_service.adapters.extractors import _errors, plain_text, tessdata
 from ingestion_service.adapters.extractors.base import SourceFile
 from ingestion_service.adapters.extractors.docx_package import DOCX_MIME_TYPE, restore_dropped_paragraphs
-from ingestion_service.adapters.extractors.email_attachments import document_attachments
+from ingestion_service.adapters.extractors.email_attachments import MAX_ATTACHMENT_DEPTH, document_attachments
 from ingestion_service.adapters.extractors.email_attachments import section as attachment_section
 from ingestion_service.adapters.extractors.languages import to_iso639_1
 from ingestion_service.adapters.extractors.page_split import (
@@ -35,6 +36,7 @@ from ingestion_service.adapters.extractors.page_split import (
 )
 from ingestion_service.adapters.extractors.pdf_survey import PdfSurvey, survey_pdf
 from ingestion_service.adapters.extractors.pdfium_lock import PDFIUM_LOCK
+from ingestion_service.adapters.extractors.rendering import render_page
 from ingestion_service.adapters.extractors.text_quality import word_quality
 from ingestion_service.errors import (
     UNSUPPORTED_REASON,
@@ -42,6 +44,7 @@ from ingestion_service.errors import (
     ExtractionError,
     UnsupportedContentError,
 )
+from ingestion_service.pipeline.run_control import checkpoint
 from ingestion_service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -56,6 +59,9 @@ GARBAGE_TEXT_BELOW = 0.97
 MIN_OCR_GAIN = 0.01
 # Tesseract reads best at about 300 DPI (kreuzberg's own target for scans).
 OCR_RENDER_DPI = 300
+# kreuzberg 4.10 refuses to decode an image above 64,000,000 pixels (an OCR failure, 500): below
+# 8000 pixels a side, a page rendered for OCR stays within it (PDFium rounds each side up).
+OCR_MAX_SIDE_PX = 7999
 # Formats whose pages (or slides) are meaningful for citations.
 _PAGED_PREFIXES = ("application/pdf", "image/")
 _PAGED_TYPES = frozenset(
@@ -216,21 +222,25 @@ class KreuzbergConverter:
             raise _errors.engine_fault(ENGINE, f"{type(exc).__name__}: {exc.message}") from exc
 
     def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:  # noqa: ARG002 - protocol signature; text engines take no profile
+        return self._convert_at(source, depth=0)
+
+    def _convert_at(self, source: SourceFile, *, depth: int) -> list[Document]:
+        """``source``, an upload (``depth`` 0) or an e-mail attachment ``depth`` levels down."""
         mime = source.mime_type or ""
         if source.path.suffix.lower() in _ODF_SUFFIXES or Path(source.filename).suffix.lower() in _ODF_SUFFIXES:
             try:
-                return self._convert(source, mime)
+                return self._convert(source, mime, depth=depth)
             except ExtractionError as exc:
                 if exc.reason != UNSUPPORTED_REASON:
                     raise
                 return self._opendocument_fallback(source, exc)
-        return self._convert(source, mime)
+        return self._convert(source, mime, depth=depth)
 
-    def _convert(self, source: SourceFile, mime: str) -> list[Document]:
+    def _convert(self, source: SourceFile, mime: str, *, depth: int = 0) -> list[Document]:
         reading = plain_text.reading_for(source.filename, source.path)
         if reading is not None:
             return self._verbatim(source, reading)
-        survey = survey_pdf(source.path) if mime == "application/pdf" else None
+        survey = survey_pdf(source.path, engine=ENGINE) if mime == "application/pdf" else None
         ocr_on = self._ocr_config is not None
         if not ocr_on and mime.startswith("image/"):
             # kreuzberg OCRs images even without an OCR config once language data is found.
@@ -262,7 +272,7 @@ class KreuzbergConverter:
         if result.mime_type == DOCX_MIME_TYPE:
             content = self._restore_docx_paragraphs(source, content, meta)
         elif result.mime_type == EMAIL_MIME_TYPE:
-            content = self._with_attachments(source, content, meta)
+            content = self._with_attachments(source, content, meta, depth=depth)
         extras, extras_error = self._office_extras(source, result.mime_type, content)
         if extras_error is not None:
             meta["office_extras_skipped"] = extras_error
@@ -293,12 +303,19 @@ class KreuzbergConverter:
             pdf = pdfium.PdfDocument(str(path))
         try:
             for number in page_numbers:
+                # Each page costs a render and an OCR run: a long PDF of text-less pages would hold
+                # the OCR slot far past INGEST_TIMEOUT_SECONDS.
+                checkpoint()
                 with PDFIUM_LOCK:
-                    page = pdf[number]
                     try:
-                        image = page.render(scale=OCR_RENDER_DPI / 72).to_pil()
-                    finally:
-                        page.close()
+                        page = pdf[number]
+                        try:
+                            # Capped as the vision engines' pages are: a poster page at 300 DPI is gigabytes.
+                            image = render_page(page, dpi=OCR_RENDER_DPI, max_side=OCR_MAX_SIDE_PX)
+                        finally:
+                            page.close()
+                    except pdfium.PdfiumError as exc:
+                        raise _errors.unparseable(ENGINE, f"PDFium cannot render page {number + 1}: {exc}") from exc
                 buffer = io.BytesIO()
                 image.save(buffer, format="PNG")
                 result = self._extract_png(buffer.getvalue())
@@ -367,32 +384,40 @@ class KreuzbergConverter:
             )
             return "", str(exc)
 
-    def _with_attachments(self, source: SourceFile, content: str, meta: dict[str, Any]) -> str:
+    def _with_attachments(self, source: SourceFile, content: str, meta: dict[str, Any], *, depth: int) -> str:
         """The message, then the text of each document attached to it (``email_attachments``).
 
         Each attachment passes the same content checks as an upload (executables refused, archive
         limits) and is read by this engine; one that cannot be read, or holds no text, is named in
-        ``meta.email_attachments_skipped`` and costs only its own text.
+        ``meta.email_attachments_skipped`` and costs only its own text. Attached messages are read
+        down to MAX_ATTACHMENT_DEPTH levels; what their own attachments skipped is named here too,
+        under ``<attachment> > ``.
         """
         from ingestion_service.content import inspect_source  # content imports the extractors package
 
         sections: list[str] = []
         read: list[str] = []
         skipped: list[str] = []
-        for index, attachment in enumerate(document_attachments(source.path)):
-            staged = source.path.with_name(f"{source.path.stem}.attachment-{index}{attachment.suffix}")
-            staged.write_bytes(attachment.data)
-            inspected: SourceFile | None = None
-            try:
-                inspected = inspect_source(staged, attachment.name, self._settings)
-                documents = self.convert(inspected)
-            except (ExtractionError, UnsupportedContentError, DocumentTooLargeError) as exc:
-                skipped.append(f"{attachment.name}: {exc}")
+        level = depth + 1
+        for index, attachment in enumerate(document_attachments(source.path, engine=ENGINE)):
+            if level > MAX_ATTACHMENT_DEPTH:
+                skipped.append(f"{attachment.name}: attached more than {MAX_ATTACHMENT_DEPTH} levels deep")
                 continue
-            finally:
-                staged.unlink(missing_ok=True)
-                if inspected is not None:
-                    inspected.path.unlink(missing_ok=True)
+            checkpoint()
+            # A fresh directory and a fixed name: a name built on the message's own grew with every
+            # nesting level until the file system refused it.
+            with tempfile.TemporaryDirectory(prefix="attachment-", dir=source.path.parent) as staging:
+                staged = Path(staging) / f"attachment-{index}{attachment.suffix}"
+                staged.write_bytes(attachment.data)
+                try:
+                    inspected = inspect_source(staged, attachment.name, self._settings)
+                    documents = self._convert_at(inspected, depth=level)
+                except (ExtractionError, UnsupportedContentError, DocumentTooLargeError) as exc:
+                    skipped.append(f"{attachment.name}: {exc}")
+                    continue
+            # An attached message's own skips would otherwise vanish with its metadata.
+            nested = documents[0].meta.get("email_attachments_skipped", []) if documents else []
+            skipped.extend(f"{attachment.name} > {entry}" for entry in nested)
             text = "\n\n".join(strip_markers(document.content or "") for document in documents).strip()
             if text:
                 sections.append(attachment_section(attachment.name, text))

@@ -8,14 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ingestion_service.adapters.extractors import _errors
 from ingestion_service.adapters.extractors.pdfium_lock import serialized
+from ingestion_service.pipeline.run_control import checkpoint
+
+if TYPE_CHECKING:
+    from pypdfium2 import PdfDocument
 
 # A page with fewer non-space characters than this has no usable text layer (page numbers,
 # stray marks and scanner stamps stay below it on the real scans in the eval set).
 MIN_TEXT_CHARS = 16
 # An image covering at least this share of the page makes it a scanned page.
 SCAN_IMAGE_SHARE = 0.5
+# Named in a damaged page's error when the caller names no engine (the router's scan check).
+DEFAULT_ENGINE = "pdfium"
 
 
 @dataclass(frozen=True)
@@ -53,11 +61,14 @@ class PdfSurvey:
 
 
 @serialized
-def survey_pdf(path: Path, *, max_pages: int | None = None) -> PdfSurvey | None:
+def survey_pdf(path: Path, *, max_pages: int | None = None, engine: str = DEFAULT_ENGINE) -> PdfSurvey | None:
     """The survey (of the first ``max_pages`` pages when given), or None when pypdfium2 cannot
-    open the file (the engine then reports why)."""
+    open the file (the engine then reports why).
+
+    A page PDFium cannot load or read (a cyclic page tree) is a damaged document (422);
+    ``engine`` names the engine in the message.
+    """
     import pypdfium2 as pdfium
-    import pypdfium2.raw as pdfium_c
 
     try:
         document = pdfium.PdfDocument(str(path))
@@ -67,24 +78,34 @@ def survey_pdf(path: Path, *, max_pages: int | None = None) -> PdfSurvey | None:
         pages: list[PageSurvey] = []
         count = len(document) if max_pages is None else min(len(document), max_pages)
         for index in range(count):
-            page = document[index]
+            checkpoint()
             try:
-                width, height = page.get_size()
-                area = max(width * height, 1.0)
-                textpage = page.get_textpage()
-                try:
-                    chars = len("".join(textpage.get_text_range().split()))
-                finally:
-                    textpage.close()
-                full = False
-                for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE]):
-                    left, bottom, right, top = obj.get_bounds()
-                    if (right - left) * (top - bottom) >= SCAN_IMAGE_SHARE * area:
-                        full = True
-                        break
-                pages.append(PageSurvey(text_chars=chars, full_page_image=full))
-            finally:
-                page.close()
+                pages.append(_survey_page(document, index))
+            except pdfium.PdfiumError as exc:
+                raise _errors.unparseable(engine, f"PDFium cannot read page {index + 1}: {exc}") from exc
         return PdfSurvey(tuple(pages))
     finally:
         document.close()
+
+
+def _survey_page(document: PdfDocument, index: int) -> PageSurvey:
+    import pypdfium2.raw as pdfium_c
+
+    page = document[index]
+    try:
+        width, height = page.get_size()
+        area = max(width * height, 1.0)
+        textpage = page.get_textpage()
+        try:
+            chars = len("".join(textpage.get_text_range().split()))
+        finally:
+            textpage.close()
+        full = False
+        for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE]):
+            left, bottom, right, top = obj.get_bounds()
+            if (right - left) * (top - bottom) >= SCAN_IMAGE_SHARE * area:
+                full = True
+                break
+        return PageSurvey(text_chars=chars, full_page_image=full)
+    finally:
+        page.close()

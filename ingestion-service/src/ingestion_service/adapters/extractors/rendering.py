@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING
 
 from ingestion_service.adapters.extractors import _errors
 from ingestion_service.adapters.extractors.pdfium_lock import serialized
+from ingestion_service.pipeline.run_control import checkpoint
 
 if TYPE_CHECKING:
     from PIL.Image import Image
+    from pypdfium2 import PdfPage
 
 DEFAULT_ENGINE = "vision-llm"
 # Longest side of a page image in pixels. A poster-sized page at the configured DPI (or a huge
-# photo) would otherwise cost hundreds of megabytes here and be downscaled by the model anyway.
+# photo) would otherwise cost hundreds of megabytes here (gigabytes for a 100-inch page) and be
+# downscaled by the model anyway. The OCR of a mixed PDF's pages renders with it too (``render_page``).
 MAX_SIDE_PX = 8192
 _PNG_MODES = frozenset({"1", "L", "LA", "RGB", "RGBA", "P"})
 # Formats whose extra frames are pages; GIF/WebP frames are animation, so only the first is kept.
@@ -61,12 +64,10 @@ def render_pdf_pages(pdf: bytes | Path, *, dpi: int, max_pages: int, engine: str
             raise _errors.unparseable(engine, "the PDF has no pages")
         images: list[bytes] = []
         for index in range(min(total, max_pages)):
+            checkpoint()
             page = document[index]
             try:
-                width, height = page.get_size()
-                scale = min(dpi / 72, MAX_SIDE_PX / max(width, height, 1.0))
-                bitmap = page.render(scale=scale)
-                images.append(_png(bitmap.to_pil()))
+                images.append(_png(render_page(page, dpi=dpi)))
             except pdfium.PdfiumError as exc:
                 raise _errors.unparseable(engine, f"PDFium cannot render page {index + 1}: {exc}") from exc
             finally:
@@ -74,6 +75,17 @@ def render_pdf_pages(pdf: bytes | Path, *, dpi: int, max_pages: int, engine: str
     finally:
         document.close()
     return RenderedPages(images=images, total_pages=total)
+
+
+def render_page(page: PdfPage, *, dpi: int, max_side: int = MAX_SIDE_PX) -> Image:
+    """``page`` at ``dpi``, scaled down so that its longer side is at most ``max_side`` pixels.
+
+    The caller holds :data:`PDFIUM_LOCK`; PDFium's errors (``PdfiumError``) are the caller's to map.
+    """
+    width, height = page.get_size()
+    scale = min(dpi / 72, max_side / max(width, height, 1.0))
+    image: Image = page.render(scale=scale).to_pil()
+    return image
 
 
 def image_pages(path: Path, max_pages: int, *, engine: str = DEFAULT_ENGINE) -> RenderedPages:
@@ -90,6 +102,7 @@ def image_pages(path: Path, max_pages: int, *, engine: str = DEFAULT_ENGINE) -> 
             total = int(getattr(image, "n_frames", 1)) if paged else 1
             images: list[bytes] = []
             for index in range(min(total, max_pages)):
+                checkpoint()
                 image.seek(index)
                 frame = ImageOps.exif_transpose(image)
                 if max(frame.size) > MAX_SIDE_PX:

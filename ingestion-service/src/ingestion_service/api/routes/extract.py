@@ -6,7 +6,6 @@ import functools
 import time
 from collections.abc import Mapping, Sequence
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from haystack import Document
 
@@ -19,6 +18,7 @@ from ingestion_service.api.uploads import parse_multipart
 from ingestion_service.errors import IngestionError, InvalidRequestError, UnsupportedMediaTypeError
 from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
+from ingestion_service.pipeline.run_control import run_bounded
 from ingestion_service.runtime import ServiceRuntime
 
 router = APIRouter(prefix="/api/v1", tags=["extract"])
@@ -92,10 +92,11 @@ async def _compare(
     for converter in converters:
         started = time.perf_counter()
         try:
-            documents = await anyio.to_thread.run_sync(
+            documents = await run_bounded(
                 functools.partial(
                     convert_checked, converter, source, profile=profile, max_chars=runtime.settings.max_extracted_chars
                 ),
+                timeout_seconds=runtime.settings.ingest_timeout_seconds,
                 limiter=runtime.limiter,
             )
         except IngestionError as exc:
@@ -145,10 +146,11 @@ async def extract(request: Request, runtime: RuntimeDep) -> ExtractResponse:
         if len(converters) == 1:
             # One engine: its failure is the response's error, as on ingest.
             started = time.perf_counter()
-            documents = await anyio.to_thread.run_sync(
+            documents = await run_bounded(
                 lambda: convert_checked(
                     converters[0], source, profile=profile, max_chars=runtime.settings.max_extracted_chars
                 ),
+                timeout_seconds=runtime.settings.ingest_timeout_seconds,
                 limiter=runtime.limiter,
             )
             results = [_result(converters[0], documents, time.perf_counter() - started, profile)]

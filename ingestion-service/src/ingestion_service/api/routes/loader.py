@@ -16,7 +16,6 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 from urllib.parse import unquote
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
@@ -27,6 +26,7 @@ from ingestion_service.api.uploads import save_raw_body
 from ingestion_service.errors import IngestionError, InvalidRequestError
 from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
+from ingestion_service.pipeline.run_control import run_bounded
 
 router = APIRouter(tags=["open-webui loader"])
 
@@ -84,8 +84,9 @@ async def _load(request: Request, runtime: RuntimeDep) -> list[LoadedPage]:
             raise InvalidRequestError("Invalid request: the body is empty; send the file's bytes as the body.")
         source = await prepare_source(runtime, path, filename)
         converter = runtime.registry.get(settings.extraction_engine)
-        documents = await anyio.to_thread.run_sync(
+        documents = await run_bounded(
             functools.partial(convert_checked, converter, source, max_chars=settings.max_extracted_chars),
+            timeout_seconds=settings.ingest_timeout_seconds,
             limiter=runtime.limiter,
         )
     finally:
