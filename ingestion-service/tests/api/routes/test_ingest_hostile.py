@@ -225,6 +225,23 @@ def test_truncated_pdf_is_422(
     assert_kept(client, "h", previous)
 
 
+# A catalog whose page tree lists itself as its own kid: PDFium cannot load its page.
+CYCLIC_PAGE_TREE_PDF = (
+    b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n"
+    b"2 0 obj\n<< /Type /Pages /Kids [2 0 R] /Count 1 >>\nendobj\n"
+    b"xref\n0 3\n0000000000 65535 f \n0000000009 00000 n \n0000000058 00000 n \n"
+    b"trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n115\n%%EOF\n"
+)
+
+
+def test_a_pdf_whose_page_tree_is_a_cycle_is_422(
+    client: TestClient, ingest_bytes: IngestBytes, assert_kept: AssertKept, previous: list[PointRecord]
+) -> None:
+    response = ingest_bytes(client, CYCLIC_PAGE_TREE_PDF, "cycle.pdf", "h")
+    assert _error(response) == (422, "EXTRACTION_FAILED")
+    assert_kept(client, "h", previous)
+
+
 def test_encrypted_pdf_is_422(
     client: TestClient,
     ingest_bytes: IngestBytes,
