@@ -7,6 +7,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+import pytest
+
+from ingestion_service.scratch import ScratchSpace
+from shared_contract import ContractConfigError
+
 if TYPE_CHECKING:
     from .conftest import AppFactory, Upload  # noqa: TID252
 
@@ -47,3 +53,12 @@ def test_request_directories_are_removed_after_success_and_failure(
         )
         [own] = tmp_path.glob("proc-*")
         assert list(own.iterdir()) == []
+
+
+def test_a_scratch_dir_that_is_a_file_is_a_setting_error(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "file"
+    in_the_way.write_text("x")
+    space = ScratchSpace(in_the_way, max_bytes=1)
+    with pytest.raises(ContractConfigError, match=r"^SCRATCH_DIR: ") as caught:
+        anyio.run(space.claim)
+    assert caught.value.variable == "SCRATCH_DIR"

@@ -157,8 +157,9 @@ async def ready_runner(runtime: ServiceRuntime) -> IndexingRunner:
     """The pipeline runner once models are warm and the collection is bootstrapped (503 before)."""
     if not runtime.readiness.collection_ready and not await runtime.ensure_collection():
         raise NotReadyError(runtime.readiness.collection_error or "collection not ready")
-    if runtime.runner is None:
+    if runtime.runner is None and not await runtime.ensure_pipeline():
         raise NotReadyError(runtime.readiness.pipeline_error or "pipeline warming up")
+    assert runtime.runner is not None  # ensure_pipeline() is true only once the runner is built
     return runtime.runner
 
 

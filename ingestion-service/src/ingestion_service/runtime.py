@@ -107,6 +107,8 @@ class ServiceRuntime:
             max_bytes=settings.scratch_max_bytes,
         )
         self._bootstrap_lock = anyio.Lock()
+        # One warm-up retry at a time; probes arriving meanwhile report the last failure.
+        self._warm_up_lock = anyio.Lock()
         # Set from the collection's manifest at bootstrap.
         self.multilingual_active = False
         self.jobs = JobRegistry(
@@ -119,8 +121,11 @@ class ServiceRuntime:
 
     # -- start-up --------------------------------------------------------------------------
 
-    def warm_up(self) -> None:
-        """Load models and assemble the pipeline (blocking: runs in a worker thread)."""
+    def warm_up(self, *, retry: bool = False) -> None:
+        """Load models and assemble the pipeline (blocking: runs in a worker thread).
+
+        A failure is recorded for /health/ready; ``retry`` logs it in one line (probes retry often).
+        """
         try:
             self.embedder.warm_up()
             counter = load_token_counter(self.settings, self.embedder)
@@ -155,11 +160,32 @@ class ServiceRuntime:
                 before_commit=self.hooks.before_commit,
             )
         except Exception as exc:  # recorded for /health/ready and logged; the service stays up, unready
-            logger.exception("pipeline warm-up failed")
+            if retry:
+                logger.warning("pipeline warm-up failed again: %s", exc)
+            else:
+                logger.exception("pipeline warm-up failed")
             self.readiness.pipeline_error = f"pipeline warm-up failed: {exc}"
             return
+        if retry:
+            logger.info("pipeline warm-up succeeded on retry; the service is ready")
         self.readiness.pipeline_ready = True
         self.readiness.pipeline_error = None
+
+    async def ensure_pipeline(self) -> bool:
+        """Whether the pipeline is warm; after a failed warm-up, retry it first (an embedding
+        endpoint that came up later makes the service ready without a restart).
+
+        The retry runs in a worker thread, one at a time: a caller arriving while one runs does
+        not wait for it and gets the last failure. While the first warm-up runs nothing is retried.
+        """
+        if self.readiness.pipeline_ready:
+            return True
+        if self.readiness.pipeline_error is None or self._warm_up_lock.locked():
+            return False
+        async with self._warm_up_lock:
+            # The worker thread is not abandoned on cancellation, so the lock covers the whole retry.
+            await anyio.to_thread.run_sync(lambda: self.warm_up(retry=True))
+        return self.readiness.pipeline_ready
 
     async def ensure_collection(self) -> bool:
         """Bootstrap the collection if that has not succeeded yet, else verify it.
@@ -224,6 +250,8 @@ class ServiceRuntime:
         await self.jobs.shutdown(
             grace_seconds=self.settings.shutdown_grace_seconds, abort_wait_seconds=ABORT_WAIT_SECONDS
         )
+        # A request still downloading from S3 is a worker thread the server's cancellation cannot end.
+        self.s3.abort()
         if self.runner is not None and self.runner.abort_all():
             logger.warning("shutting down: aborting running ingests; their previous versions are kept")
             if not await self.runner.wait_idle(ABORT_WAIT_SECONDS):

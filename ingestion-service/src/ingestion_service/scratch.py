@@ -26,6 +26,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from ingestion_service.errors import StagingFullError
+from shared_contract import ContractConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -96,12 +97,18 @@ class ScratchSpace:
         self._reserved[workdir] = size
 
     def _claim(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with _root_locked(self.root):
-            own = Path(tempfile.mkdtemp(prefix=_PROCESS_PREFIX, dir=self.root))
-            fd = _try_lock(own)
-            if fd is None:  # pragma: no cover - a fresh mkdtemp directory is never locked by anyone else
-                raise RuntimeError(f"could not lock the new scratch directory {own}")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with _root_locked(self.root):
+                own = Path(tempfile.mkdtemp(prefix=_PROCESS_PREFIX, dir=self.root))
+                fd = _try_lock(own)
+        except OSError as exc:
+            # A file in the way, no permission, a read-only mount: the operator's setting to fix.
+            raise ContractConfigError(
+                "SCRATCH_DIR", f"cannot use {self.root} as the staging directory ({exc.strerror or exc})"
+            ) from exc
+        if fd is None:  # pragma: no cover - a fresh mkdtemp directory is never locked by anyone else
+            raise RuntimeError(f"could not lock the new scratch directory {own}")
         self._own, self._own_fd = own, fd
 
     def _sweep(self) -> int:
@@ -128,7 +135,8 @@ class ScratchSpace:
         self._own, self._own_fd = None, None
 
     async def claim(self) -> None:
-        """Create and lock this app's directory (in a thread: file-system calls)."""
+        """Create and lock this app's directory (in a thread: file-system calls); ContractConfigError
+        naming SCRATCH_DIR when the root cannot hold it."""
         await anyio.to_thread.run_sync(self._claim)
 
     async def sweep(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,13 +11,15 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ingestion_service.errors import PayloadTooLargeError, S3FetchError
+from ingestion_service.errors import PayloadTooLargeError, S3FetchError, ShuttingDownError
 from ingestion_service.settings import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-CHUNK_BYTES = 1024 * 1024
+# A read blocks until its piece is complete, and the abort flag is checked between pieces: small
+# pieces keep a shutdown prompt even when the endpoint trickles.
+CHUNK_BYTES = 16 * 1024
 
 
 def build_s3_client(settings: Settings) -> S3Client:
@@ -63,6 +66,12 @@ class S3Source:
 
     def __init__(self, client: S3Client) -> None:
         self._client = client
+        self._aborted = threading.Event()
+
+    def abort(self) -> None:
+        """Stop every running and later download with SHUTTING_DOWN (the runtime calls it at shutdown):
+        a download is a worker thread that neither the server's cancellation nor its grace can end."""
+        self._aborted.set()
 
     def close(self) -> None:
         """Close the client's connection pool (the runtime calls it at shutdown)."""
@@ -78,17 +87,31 @@ class S3Source:
         return ObjectHead(size=int(head["ContentLength"]), etag=str(head.get("ETag") or "") or None, metadata=metadata)
 
     def download(self, bucket: str, key: str, destination: Path, *, max_bytes: int) -> int:
-        """Stream the object into ``destination`` in 1 MiB pieces; the cap holds even if it grew."""
+        """Stream the object into ``destination`` piece by piece; the cap holds even if it grew.
+
+        ``abort`` stops it between pieces with ShuttingDownError; a failed download leaves no file.
+        """
         written = 0
         try:
+            if self._aborted.is_set():
+                raise ShuttingDownError("shutting down: S3 download not started")
             response = self._client.get_object(Bucket=bucket, Key=key)
             body = response["Body"]
-            with destination.open("wb") as handle:
-                for piece in body.iter_chunks(CHUNK_BYTES):
-                    written += len(piece)
-                    if written > max_bytes:
-                        raise PayloadTooLargeError(max_bytes)
-                    handle.write(piece)
+            try:
+                with destination.open("wb") as handle:
+                    for piece in body.iter_chunks(CHUNK_BYTES):
+                        if self._aborted.is_set():
+                            raise ShuttingDownError("shutting down: S3 download aborted")
+                        written += len(piece)
+                        if written > max_bytes:
+                            raise PayloadTooLargeError(max_bytes)
+                        handle.write(piece)
+            finally:
+                body.close()  # an abandoned body's connection must not go back to the pool
         except (ClientError, BotoCoreError) as exc:
+            destination.unlink(missing_ok=True)
             raise S3FetchError(f"get_object failed: {_describe(exc)}") from exc
+        except BaseException:
+            destination.unlink(missing_ok=True)
+            raise
         return written

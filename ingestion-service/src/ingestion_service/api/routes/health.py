@@ -25,9 +25,11 @@ async def ready(runtime: RuntimeDep) -> JSONResponse:
     """
     readiness = runtime.readiness
     collection_ok = await runtime.ensure_collection()
+    # A failed warm-up is retried here, as the bootstrap is (an endpoint that came up late).
+    pipeline_ok = await runtime.ensure_pipeline()
     problems: dict[str, str] = {}
     ocr = runtime.ocr.report()
-    if not readiness.pipeline_ready:
+    if not pipeline_ok:
         problems["pipeline"] = readiness.pipeline_error or "warming up"
     if not collection_ok:
         problems["qdrant"] = readiness.collection_error or "not ready"
