@@ -11,12 +11,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from rich.console import Console
 
 from rag_cli.commands import run_ingest, run_search
 from rag_cli.config import Endpoint
+from rag_cli.dev import DevOptions, server_configs
+from retrieval_agent.main import SHUTDOWN_GRACE_SECONDS
 
 from .conftest import INGESTION_KEY, RETRIEVAL_KEY  # noqa: TID252
 
@@ -162,3 +165,12 @@ def test_dev_fails_fast_when_another_process_holds_the_store(tmp_path: Path) -> 
     assert f"rag dev: start-up failed: the embedded store at {tmp_path / 'qdrant'} is in use by another process" in (
         stderr
     )
+
+
+def test_both_servers_bound_their_graceful_shutdown(tmp_path: Path) -> None:
+    # Without a bound on the retrieval server, a chat stream that never ends kept SIGTERM waiting.
+    options = DevOptions("127.0.0.1", 8001, 8002, tmp_path / "qdrant", ready_timeout=5, log_level="warning")
+    ingestion_app = SimpleNamespace(state=SimpleNamespace(settings=SimpleNamespace(shutdown_grace_seconds=7.0)))
+    ingestion, retrieval = server_configs(options, ingestion_app, object())
+    assert (ingestion.port, ingestion.timeout_graceful_shutdown) == (8001, 7.0)
+    assert (retrieval.port, retrieval.timeout_graceful_shutdown) == (8002, SHUTDOWN_GRACE_SECONDS)

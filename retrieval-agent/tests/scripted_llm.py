@@ -2,7 +2,8 @@
 
 A script is a function of the request body (``{"model", "messages", "tools", ...}``) returning a
 completion dict (``tool_call(...)``, ``text(...)``), a ``Hang`` (sleep, then answer), a ``Status``
-(an HTTP error) or ``Garbage`` (a 200 whose body is not a completion). Every request is recorded
+(an HTTP error), ``Garbage`` (a 200 whose body is not a completion), ``Cut`` (a stream that stops
+mid-answer) or ``Drip`` (a stream that goes on until the test releases it). Every request is recorded
 with its Authorization header. A request with ``"stream": true`` gets its completion as SSE chunks
 (``stream_chunks``: the text in pieces, each tool call's arguments in two deltas; with
 ``stream_options.include_usage``, a last chunk with ``usage`` and no choices, as OpenAI sends). ``models``, when
@@ -13,7 +14,8 @@ request with the whole JSON completion, as some upstreams do whatever ``stream``
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +49,25 @@ class Garbage:
     body: str = "<html>this is not a completion</html>"
 
 
-Reply = dict[str, Any] | Hang | Status | Garbage
+@dataclass(frozen=True)
+class Cut:
+    """A stream of ``answer`` whose connection closes after ``deltas`` text deltas: no finish_reason, no [DONE]."""
+
+    answer: dict[str, Any]
+    deltas: int
+
+
+@dataclass(frozen=True)
+class Drip:
+    """A stream sending one text delta every ``every`` seconds until ``release`` is set (or after
+    ``limit`` deltas, so that a client that never gives up does not hang the test), then a finish."""
+
+    release: threading.Event
+    every: float = 0.05
+    limit: int = 400
+
+
+Reply = dict[str, Any] | Hang | Status | Garbage | Cut | Drip
 Script = Callable[[dict[str, Any]], Reply | Awaitable[Reply]]
 
 
@@ -162,7 +182,7 @@ class ScriptedLLM:
         self.requests.append(body)
         self.authorizations.append(request.headers.get("authorization"))
         reply = self.script(body)
-        if not isinstance(reply, dict | Hang | Status | Garbage):
+        if not isinstance(reply, dict | Hang | Status | Garbage | Cut | Drip):
             reply = await reply
         if isinstance(reply, Hang):
             await anyio.sleep(reply.seconds)
@@ -171,11 +191,16 @@ class ScriptedLLM:
             return Response(reply.body, status_code=reply.code, media_type="application/json")
         if isinstance(reply, Garbage):
             return PlainTextResponse(reply.body)
+        if isinstance(reply, Cut):
+            head = stream_chunks(reply.answer)[: 1 + reply.deltas]  # the role chunk, then the text deltas
+            return StreamingResponse(iter([_sse(chunk) for chunk in head]), media_type="text/event-stream")
+        if isinstance(reply, Drip):
+            return StreamingResponse(_drip(reply), media_type="text/event-stream")
         if body.get("stream") and not self.ignores_stream:
             chunks = stream_chunks(reply)
             if (body.get("stream_options") or {}).get("include_usage"):
                 chunks.append({**chunks[-1], "choices": [], "usage": reply["usage"]})
-            events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
+            events = "".join(_sse(chunk) for chunk in chunks)
             return StreamingResponse(iter([events, "data: [DONE]\n\n"]), media_type="text/event-stream")
         return JSONResponse(reply)
 
@@ -191,3 +216,19 @@ class ScriptedLLM:
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
+
+
+def _sse(chunk: dict[str, Any]) -> str:
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+async def _drip(reply: Drip) -> AsyncIterator[str]:
+    chunks = stream_chunks(text("tick "))
+    yield _sse(chunks[0])
+    for _ in range(reply.limit):
+        if reply.release.is_set():
+            break
+        yield _sse(chunks[1])
+        await anyio.sleep(reply.every)
+    yield _sse(chunks[-1])
+    yield "data: [DONE]\n\n"

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
+from retrieval_agent.main import SHUTDOWN_GRACE_SECONDS, create_app, server_config
 from shared_contract.embedding.fastembed_internals import onnx_session
 from shared_contract.store import ChunkStore
 
-from .conftest import AUTH, make_settings  # noqa: TID252
+from .conftest import API_KEY, AUTH, make_settings  # noqa: TID252
 
 SEARCH = {"queries": ["When was the Eiffel Tower completed?"], "collection_names": ["kb-a"], "k": 3}
 
@@ -39,3 +44,40 @@ def test_with_memory_on_the_service_loads_bm42s_network_for_the_facts(
     assert sparse is not None
     assert not sparse.tokenizer_only
     assert onnx_session(sparse.model) is not None
+
+
+def _run_service(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    # In an empty folder: no .env of the checkout is read.
+    environment = {**os.environ, "API_KEY": API_KEY, **env}
+    command = [sys.executable, "-m", "retrieval_agent"]
+    return subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        ({"CHAT_TIMEOUT": "0"}, "CHAT_TIMEOUT"),
+        ({"ENABLE_AGENTIC_RAG": "true", "AGENT_API_BASE_URL": ""}, "AGENT_API_BASE_URL"),
+        (
+            {
+                "ENABLE_MEMORY": "true",
+                "MEMORY_MODEL": "anthropic/claude-sonnet-4-5",
+                "CHAT_UPSTREAM_BASE_URL": "http://127.0.0.1:9/v1",
+            },
+            "MEMORY_MODEL",
+        ),
+    ],
+    ids=["settings", "agentic", "memory-model"],
+)
+def test_an_invalid_setting_stops_the_service_with_one_line_naming_it(
+    tmp_path: Path, env: dict[str, str], variable: str
+) -> None:
+    result = _run_service(tmp_path, **env)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith(f"{variable}: ")
+
+
+def test_the_server_bounds_its_graceful_shutdown() -> None:
+    config = server_config(create_app(make_settings()), make_settings())
+    assert config.timeout_graceful_shutdown == SHUTDOWN_GRACE_SECONDS

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from retrieval_agent.search.relevance import DEFAULT_MODELS, RRF_HYBRID_MODELS, PlattModel
@@ -106,4 +108,23 @@ def test_int8_queries_beside_an_http_embedding_provider_are_refused(monkeypatch:
     monkeypatch.setenv("EMBEDDING_PROVIDER", "tei")
     monkeypatch.setenv("EMBEDDING_API_BASE_URL", "http://127.0.0.1:9")
     with pytest.raises(ContractConfigError, match="QUERY_EMBEDDING_QUANTIZATION"):
+        load_settings(Settings)
+
+
+def test_log_level_takes_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_KEY", API_KEY)
+    monkeypatch.setenv("LOG_LEVEL", "info")
+    assert load_settings(Settings).log_level == "INFO"
+
+
+def test_a_memory_path_that_is_no_directory_is_refused_when_memory_is_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    a_file = tmp_path / "passwd"
+    a_file.write_text("root:x:0:0\n")
+    monkeypatch.setenv("API_KEY", API_KEY)
+    monkeypatch.setenv("MEMORY_PATH", str(a_file))
+    assert load_settings(Settings).memory_path == a_file  # memory off: not used, not checked
+    monkeypatch.setenv("ENABLE_MEMORY", "true")
+    with pytest.raises(ContractConfigError, match=r"^MEMORY_PATH: .* is not a directory"):
         load_settings(Settings)

@@ -121,6 +121,31 @@ def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> t
     )
 
 
+def server_configs(options: DevOptions, ingestion_app: Any, retrieval_app: Any) -> list[uvicorn.Config]:
+    """uvicorn's configuration of the ingestion server, then the retrieval server. Both bound their
+    graceful shutdown, so SIGTERM stops ``rag dev`` even while a request runs on."""
+    from retrieval_agent.main import SHUTDOWN_GRACE_SECONDS as RETRIEVAL_GRACE_SECONDS
+
+    return [
+        uvicorn.Config(
+            ingestion_app,
+            host=options.host,
+            port=options.ingestion_port,
+            log_level=options.log_level,
+            # Running ingests get SHUTDOWN_GRACE_SECONDS, then abort and keep their previous version.
+            timeout_graceful_shutdown=ingestion_app.state.settings.shutdown_grace_seconds,
+        ),
+        uvicorn.Config(
+            retrieval_app,
+            host=options.host,
+            port=options.retrieval_port,
+            log_level=options.log_level,
+            # A chat stream that never ends would otherwise hold the process after SIGTERM.
+            timeout_graceful_shutdown=RETRIEVAL_GRACE_SECONDS,
+        ),
+    ]
+
+
 async def _wait_ready(
     urls: dict[str, str], servers: list[asyncio.Task[None]], timeout: float, qdrant_path: Path
 ) -> None:
@@ -173,21 +198,7 @@ async def serve(options: DevOptions, out: Any = sys.stdout) -> int:
     except ContractConfigError as exc:
         _say(f"rag dev: invalid configuration: {exc}", sys.stderr)
         return 1
-    servers = [
-        _Server(
-            uvicorn.Config(
-                ingestion_app,
-                host=options.host,
-                port=options.ingestion_port,
-                log_level=options.log_level,
-                # Running ingests get SHUTDOWN_GRACE_SECONDS, then abort and keep their previous version.
-                timeout_graceful_shutdown=ingestion_app.state.settings.shutdown_grace_seconds,
-            )
-        ),
-        _Server(
-            uvicorn.Config(retrieval_app, host=options.host, port=options.retrieval_port, log_level=options.log_level)
-        ),
-    ]
+    servers = [_Server(config) for config in server_configs(options, ingestion_app, retrieval_app)]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from typing import Final
 
 import anyio.to_thread
 import httpx
+import uvicorn
 from fastapi import FastAPI
 from prometheus_client import ProcessCollector
 from pydantic_ai.models import Model
@@ -22,7 +24,7 @@ from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.openai_errors import install_openai_errors
 from retrieval_agent.api.routes import chat, health, memory, metrics, search
 from retrieval_agent.chat.service import ChatService
-from retrieval_agent.chat.upstream import ChatUpstream
+from retrieval_agent.chat.upstream import ChatUpstream, import_litellm, provider_names, routed_to_provider
 from retrieval_agent.mcp.http import mount_mcp
 from retrieval_agent.memory.index import MemoryIndex
 from retrieval_agent.memory.reconcile import Reconciler
@@ -36,6 +38,14 @@ from shared_contract import ContractConfigError, ContractEmbedder
 from shared_contract.store import ChunkStore, close_store, open_store
 
 logger = logging.getLogger("retrieval_agent")
+
+# After SIGTERM, requests still running (a chat stream, an agent run) get this long, then are
+# cancelled: an upstream that streams forever must not keep the process alive.
+SHUTDOWN_GRACE_SECONDS: Final = 10
+_MEMORY_MODEL_RULE: Final = (
+    "must be a model served at CHAT_UPSTREAM_BASE_URL (no LiteLLM provider prefix): "
+    "facts are reconciled with PydanticAI over the OpenAI-compatible API"
+)
 
 
 def build_memory(
@@ -56,11 +66,7 @@ def build_memory(
     if upstream is not None:
         route = upstream.route(settings.effective_memory_model)
         if route.api_base is None:
-            raise ContractConfigError(
-                "MEMORY_MODEL",
-                "must be a model served at CHAT_UPSTREAM_BASE_URL (no LiteLLM provider prefix): "
-                "facts are reconciled with PydanticAI over the OpenAI-compatible API",
-            )
+            raise ContractConfigError("MEMORY_MODEL", _MEMORY_MODEL_RULE)
         model = build_memory_model(settings, route.model, http_client)
         reconciler = Reconciler(model, max_operations=settings.memory_max_operations, timeout=settings.memory_timeout)
     else:
@@ -71,6 +77,39 @@ def build_memory(
         index=MemoryIndex(store, embedder, settings),
         reconciler=reconciler,
         metrics=metrics_,
+    )
+
+
+def check_startup(settings: Settings) -> None:
+    """The lifespan's start-up refusals that need no store or model, made before serving, so that
+    ``python -m retrieval_agent`` reports them in one line: ContractConfigError naming the variable."""
+    if settings.enable_memory:
+        find_git()
+    if settings.enable_agentic_rag and settings.agent_api_base_url is None:
+        raise _agent_endpoint_required()
+    if settings.enable_memory and settings.chat_upstream_base_url is not None:
+        providers = provider_names(import_litellm())
+        if routed_to_provider(settings.effective_memory_model, providers):
+            raise ContractConfigError("MEMORY_MODEL", _MEMORY_MODEL_RULE)
+
+
+def _agent_endpoint_required() -> ContractConfigError:
+    return ContractConfigError(
+        "AGENT_API_BASE_URL", "is required when ENABLE_AGENTIC_RAG=true (the agent's OpenAI-compatible endpoint)"
+    )
+
+
+def server_config(app: FastAPI, settings: Settings) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: on SIGTERM it stops accepting, waits SHUTDOWN_GRACE_SECONDS
+    for running requests, then cancels them."""
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        # uvicorn's loggers (access lines too) go to the root handler, with request ids.
+        log_config=None,
     )
 
 
@@ -109,10 +148,7 @@ def create_app(
             # Checked before any model loads: a misconfigured agentic deployment fails at once.
             model = query_model if query_model is not None else build_query_model(settings, llm_client)
             if settings.enable_agentic_rag and model is None:
-                raise ContractConfigError(
-                    "AGENT_API_BASE_URL",
-                    "is required when ENABLE_AGENTIC_RAG=true (the agent's OpenAI-compatible endpoint)",
-                )
+                raise _agent_endpoint_required()
             active_reranker = reranker if reranker is not None else build_reranker(settings)
             active_embedder = embedder
             if active_embedder is None:

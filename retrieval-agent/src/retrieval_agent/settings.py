@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, Self
@@ -316,6 +317,12 @@ class Settings(ContractSettings):
                     raise ContractConfigError("CHAT_KNOWLEDGE_BASES", str(exc)) from exc
         return value
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _log_level(cls, value: object) -> object:
+        # `rag dev --log-level info` and Python's logging take any case.
+        return value.upper() if isinstance(value, str) else value
+
     @field_validator("api_key")
     @classmethod
     def _long_key(cls, value: SecretStr) -> SecretStr:
@@ -343,6 +350,17 @@ class Settings(ContractSettings):
     def _check_reranker(self) -> Self:
         if self.enable_reranking and self.reranker_provider == "http" and self.reranker_api_base_url is None:
             raise ContractConfigError("RERANKER_API_BASE_URL", "is required when ENABLE_RERANKING=true with http")
+        return self
+
+    @model_validator(mode="after")
+    def _check_memory_path(self) -> Self:
+        # Refused at start-up: else the service runs ready and every memory write fails.
+        path = self.memory_path
+        if self.enable_memory and path.exists():
+            if not path.is_dir():
+                raise ContractConfigError("MEMORY_PATH", f"{path} is not a directory")
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise ContractConfigError("MEMORY_PATH", f"{path} is not writable")
         return self
 
     @model_validator(mode="after")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,8 @@ from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, BrokenStore, add_chunk, chunk_meta  # noqa: TID252
 from ..scripted_llm import (  # noqa: TID252
+    Cut,
+    Drip,
     Garbage,
     Script,
     ScriptedLLM,
@@ -487,6 +490,40 @@ def test_failure_after_the_stream_started_is_an_error_event(chat_api: ChatApi) -
     assert (
         'chat_requests_total{outcome="upstream_error",stream="true"} 1.0' in client.get("/metrics", headers=AUTH).text
     )
+
+
+def test_a_stream_cut_off_mid_answer_ends_with_an_error_event_not_a_finish(chat_api: ChatApi) -> None:
+    # The upstream's connection closes after three deltas: no finish_reason, no [DONE].
+    client, llm = chat_api(lambda body: Cut(text("Hello from the other side."), deltas=3))
+    events = sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text)
+    assert "[DONE]" not in events
+    error = json.loads(events[-1])["error"]
+    assert error["code"] == "upstream_error"
+    assert "ended without a finish_reason" in error["message"]
+    parsed = [json.loads(event) for event in events[:-1]]
+    assert streamed_text(parsed) == "Hello fro"  # three 3-character deltas
+    assert not any(choice.get("finish_reason") for chunk in parsed for choice in chunk["choices"])
+    assert not any("rag_sources" in chunk for chunk in parsed)
+    assert len(llm.requests) == 1  # not re-asked: the stream did carry an answer
+    metrics = client.get("/metrics", headers=AUTH).text
+    assert 'chat_requests_total{outcome="upstream_error",stream="true"} 1.0' in metrics
+    assert 'chat_requests_total{outcome="ok",stream="true"}' not in metrics
+
+
+def test_chat_timeout_bounds_a_stream_that_never_ends(chat_api: ChatApi) -> None:
+    release = threading.Event()
+    client, _ = chat_api(lambda body: Drip(release), chat_timeout=0.5)
+    try:
+        events = sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text)
+    finally:
+        release.set()
+    assert "[DONE]" not in events
+    error = json.loads(events[-1])["error"]
+    assert error["code"] == "upstream_timeout"
+    assert "CHAT_TIMEOUT" in error["message"]
+    assert streamed_text([json.loads(event) for event in events[:-1]]).startswith("tic")
+    metrics = client.get("/metrics", headers=AUTH).text
+    assert 'chat_requests_total{outcome="upstream_error",stream="true"} 1.0' in metrics
 
 
 def test_a_lone_surrogate_in_a_message_is_replaced_before_search_and_upstream(chat_api: ChatApi) -> None:

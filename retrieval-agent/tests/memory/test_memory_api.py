@@ -124,6 +124,14 @@ def test_errors_are_typed(memory_api: MemoryApi) -> None:
     assert client.get("/api/v1/memory/alice/facts", headers=AUTH).json()["facts"] == []
 
 
+def test_a_user_folder_that_cannot_be_created_is_memory_failed(memory_api: MemoryApi) -> None:
+    client, root = memory_api()
+    root.mkdir()
+    (root / "alice").write_text("a file where alice's folder goes")
+    response = client.post("/api/v1/memory/alice/facts", json={"text": "Likes tea."}, headers=AUTH)
+    assert (response.status_code, response.json()["code"]) == (500, "MEMORY_FAILED")
+
+
 def test_the_fact_routes_declare_their_404(memory_api: MemoryApi) -> None:
     client, _ = memory_api()
     paths = client.get("/openapi.json").json()["paths"]

@@ -78,7 +78,10 @@ class GitRepository:
 
     async def ensure(self) -> None:
         """The folder, as a repository (created on first use)."""
-        await anyio.Path(self.path).mkdir(parents=True, exist_ok=True)
+        try:
+            await anyio.Path(self.path).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file in the way, no permission
+            raise MemoryStorageError(f"the memory folder {self.path} could not be created: {exc}") from exc
         if not await anyio.Path(self.path / ".git").exists():
             await self._run("init", "--quiet", "--initial-branch=main")
 

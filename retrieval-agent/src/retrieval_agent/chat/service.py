@@ -7,7 +7,8 @@ after a tool call started is held until the round proves final. ``rag_sources`` 
 before ``data: [DONE]``, with ``usage`` summed over the rounds when the client sent
 ``stream_options.include_usage`` (as OpenAI's last chunk). A round whose stream carried neither text
 nor a tool call is asked once more without streaming: some upstreams answer ``stream: true`` with a
-whole JSON completion, which LiteLLM reads as an empty stream.
+whole JSON completion, which LiteLLM reads as an empty stream. A round whose stream carried an answer
+but ended without a finish_reason was cut off: an error event, never a finished answer.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from retrieval_agent.chat.models import (
     Usage,
 )
 from retrieval_agent.chat.tools import RagTools, tool_schemas
-from retrieval_agent.chat.upstream import ChatUpstream
+from retrieval_agent.chat.upstream import ChatUpstream, unfinished_stream
 from retrieval_agent.memory.service import MemoryService, Speaker
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
@@ -433,6 +434,9 @@ class ChatService:
                     asked_whole = True
                     stream = await self._whole_round(turn, rounds)
                     continue
+                if streamed.finish is None and not asked_whole:
+                    # The connection closed mid-answer: what was sent is not the whole answer.
+                    raise unfinished_stream()
                 asked_whole = False
                 held, finish = streamed.held, streamed.finish
                 kind, calls = turn.decide(streamed.tool_calls(), rounds)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 
 from retrieval_agent.chat.errors import (
@@ -51,6 +52,17 @@ def import_litellm() -> Any:
     return litellm
 
 
+def provider_names(litellm: Any) -> frozenset[str]:
+    """The provider prefixes LiteLLM routes to a provider of its own."""
+    return frozenset(str(getattr(provider, "value", provider)) for provider in litellm.provider_list)
+
+
+def routed_to_provider(model: str, providers: Collection[str]) -> bool:
+    """Whether ``model`` names a LiteLLM provider (``anthropic/...``) instead of CHAT_UPSTREAM_BASE_URL."""
+    prefix, slash, _ = model.partition("/")
+    return bool(slash) and prefix in providers and prefix != _OPENAI_PROVIDER
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     """Where one model name goes: LiteLLM's model string, and the endpoint and key for the OpenAI path."""
@@ -72,7 +84,7 @@ class ChatUpstream:
         import openai
 
         self._openai: Any = openai
-        self._providers = {str(getattr(provider, "value", provider)) for provider in self._litellm.provider_list}
+        self._providers = provider_names(self._litellm)
         self._base_url = settings.chat_upstream_base_url
         key = settings.chat_upstream_api_key
         self._api_key = key.get_secret_value() if key is not None else None
@@ -85,9 +97,9 @@ class ChatUpstream:
 
     def route(self, model: str) -> Route:
         """LiteLLM's routing of ``model`` (module docstring)."""
-        prefix, slash, name = model.partition("/")
-        if slash and prefix in self._providers and prefix != _OPENAI_PROVIDER:
+        if routed_to_provider(model, self._providers):
             return Route(model=model, api_base=None, api_key=None)
+        prefix, slash, name = model.partition("/")
         bare = name if slash and prefix == _OPENAI_PROVIDER else model
         return Route(model=f"{_OPENAI_PROVIDER}/{bare}", api_base=self._base_url, api_key=self._api_key or _NO_KEY)
 
@@ -155,22 +167,44 @@ class ChatUpstream:
         params: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """A streamed completion's chunks (dicts). The request is sent here, so an HTTP error is raised
-        (as ChatError) before the first chunk is asked for; a failure mid-stream raises from the iterator."""
+        (as ChatError) before the first chunk is asked for; a failure mid-stream raises from the iterator,
+        as does a stream going on past CHAT_TIMEOUT. A chunk's ``finish_reason`` is the upstream's own:
+        a stream that ended without one has none."""
         arguments = self._arguments(model, messages, tools, tool_choice, params or {})
         arguments["stream"] = True
+        # LiteLLM's timeout bounds each read, so an upstream that keeps sending never times out:
+        # CHAT_TIMEOUT bounds the whole call, from the request to the last chunk.
+        deadline = anyio.current_time() + self._timeout
         try:
             response = await self._litellm.acompletion(**arguments)
         except Exception as exc:
             raise self.error(exc) from exc
-        return self._chunks(response)
+        return self._chunks(response, deadline)
 
-    async def _chunks(self, response: Any) -> AsyncIterator[dict[str, Any]]:
+    async def _chunks(self, response: Any, deadline: float) -> AsyncIterator[dict[str, Any]]:
         try:
-            async for chunk in response:
+            while True:
+                # The scope covers the read only, never a yield (a cancel scope must not span one).
+                with anyio.CancelScope(deadline=deadline) as scope:
+                    chunk = await anext(response, None)
+                if scope.cancelled_caught:
+                    raise upstream_timeout(f"the stream went on past CHAT_TIMEOUT ({self._timeout:g} s)")
+                if chunk is None:
+                    return
                 data: dict[str, Any] = chunk.model_dump()
+                if not upstream_sent_finish(response):
+                    # LiteLLM ends a stream that closed without a finish_reason with an invented "stop":
+                    # keep it unfinished, so that an answer cut off is not passed on as whole.
+                    for choice in data.get("choices") or []:
+                        choice["finish_reason"] = None
                 yield data
+        except ChatError:
+            raise
         except Exception as exc:
             raise self.error(exc) from exc
+        finally:
+            # Release the upstream connection now, also when the stream is left early.
+            await response.aclose()
 
     async def list_models(self) -> list[str] | None:
         """The ids GET {CHAT_UPSTREAM_BASE_URL}/models lists; None when it is down or has no list."""
@@ -203,12 +237,7 @@ class ChatUpstream:
         # LiteLLM reports a refused connection as its InternalServerError (500): the cause chain tells.
         causes = list(_chain(exc))
         if any(isinstance(cause, self._openai.APITimeoutError) for cause in causes):
-            return ChatError(
-                504,
-                f"The upstream model did not answer in time: {detail}",
-                code=UPSTREAM_TIMEOUT,
-                outcome="upstream_error",
-            )
+            return upstream_timeout(detail)
         status = getattr(exc, "status_code", None)
         unreachable = any(isinstance(cause, self._openai.APIConnectionError | ConnectionError) for cause in causes)
         if unreachable or not isinstance(status, int) or not 400 <= status < 600:
@@ -245,6 +274,37 @@ def unreadable_answer(why: str) -> ChatError:
     return ChatError(
         502,
         f"The upstream model's answer could not be read as a chat completion ({why}).",
+        code=UPSTREAM_ERROR,
+        outcome="upstream_error",
+    )
+
+
+def upstream_sent_finish(stream: Any) -> bool:
+    """Whether the upstream itself sent a finish_reason on LiteLLM's stream so far.
+
+    LiteLLM has no public way to tell its own "stop" from the upstream's: its stream wrapper
+    (``CustomStreamWrapper``, litellm 1.83) records the upstream's in ``received_finish_reason`` or
+    ``intermittent_finish_reason``. Read only here; a LiteLLM without them fails every stream with
+    an AttributeError (typed as an upstream error), which the chat tests catch.
+    """
+    return bool(stream.received_finish_reason or stream.intermittent_finish_reason)
+
+
+def upstream_timeout(detail: str) -> ChatError:
+    """No (whole) answer within CHAT_TIMEOUT."""
+    return ChatError(
+        504,
+        f"The upstream model did not answer in time: {detail}",
+        code=UPSTREAM_TIMEOUT,
+        outcome="upstream_error",
+    )
+
+
+def unfinished_stream() -> ChatError:
+    """A stream that carried an answer but ended without a finish_reason: the answer may be cut off."""
+    return ChatError(
+        502,
+        "The upstream model's answer was cut off: the upstream stream ended without a finish_reason.",
         code=UPSTREAM_ERROR,
         outcome="upstream_error",
     )
