@@ -81,3 +81,13 @@ def test_vision_is_configured_by_a_base_url_or_a_provider_model(make_test_settin
     )
     assert make_test_settings(vision_llm_api_base_url="http://vllm:8000/v1").vision_configured is True
     assert make_test_settings(vision_llm_model="anthropic/claude-sonnet-4-5").vision_configured is True
+
+
+@pytest.mark.parametrize("spelling", ["info", "Info", " INFO "])
+def test_log_level_is_case_insensitive(make_test_settings: MakeSettings, spelling: str) -> None:
+    assert make_test_settings(log_level=spelling).log_level == "INFO"
+
+
+def test_unknown_log_level_names_the_variable(make_test_settings: MakeSettings) -> None:
+    with pytest.raises(ContractConfigError, match=r"^LOG_LEVEL"):
+        make_test_settings(log_level="verbose")

@@ -4,7 +4,8 @@ Engines pick a parser by file name, so a PDF named ``.txt`` was indexed as raw b
 bytes or an executable as garbage. Here: executables are refused whatever their name; a file
 named like text (or not named at all) must look like text, or carry a document signature we
 can extract (then it is extracted as that type); ZIP-based documents are checked against the
-unpack limits before extraction, since a few KB can inflate to gigabytes. Text that is not UTF-8
+unpack limits before extraction, since a few KB can inflate to gigabytes, and every document
+against the structural limits (``structure_limits``: table cells, XML depth). Text that is not UTF-8
 (a UTF-16 byte-order mark, Windows-1252) is rewritten as UTF-8, which is how engines read it.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from ingestion_service.adapters.extractors import SourceFile, plain_text
 from ingestion_service.errors import DocumentTooLargeError, UnsupportedContentError
 from ingestion_service.settings import Settings
+from ingestion_service.structure_limits import check_structure
 
 # Text heuristics: start, middle and end of the file, so binary tails behind a text header count.
 _HEAD_BYTES = 64 * 1024
@@ -245,15 +247,24 @@ def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
 
     A recognised document named like text is renamed to its real suffix, and text no engine has a
     parser for (no suffix, configuration, source code) to ``.txt``, since engines choose their parser
-    by suffix; ``filename`` (what users see) is kept.
+    by suffix; ``filename`` (what users see) is kept. The structural limits are checked on the file
+    as engines will read it (its final suffix); too deep XML is EXTRACTION_FAILED (unparseable).
     """
+    source = _staged(path, filename, settings)
+    check_structure(source.path, settings)
+    return source
+
+
+def _staged(path: Path, filename: str, settings: Settings) -> SourceFile:
     size = path.stat().st_size
     samples = _samples(path, size)
     head = samples[0]
     executable = _executable(head)
     if executable is not None:
         raise UnsupportedContentError(f"The file is {executable}, not a document.")
-    if head.startswith(b"PK\x03\x04"):
+    # Engines open a ZIP behind leading junk too (they find its end record), so the limits apply to
+    # any file holding one, not only to those starting with a ZIP header; only the tail is read.
+    if zipfile.is_zipfile(path):
         check_zip_limits(path, settings)
     detected = _signature(path, head)
     if not _claims_text(filename):

@@ -59,6 +59,13 @@ class Settings(ContractSettings):
     max_compression_ratio: float = Field(
         default=100.0, gt=1, description="Uncompressed/compressed ratio of any ZIP member above 1 MiB."
     )
+    max_table_cells: int = Field(
+        default=2_000_000,
+        gt=0,
+        description="Cells a document's tables may span, all sheets together (rows × columns up to the last value; "
+        "HTML, CSV: rows × the widest row); checked before extraction, as engines build each grid in full. "
+        "2 M cells peak at 0.2-0.6 GB in the engine, and a table that full prints about MAX_EXTRACTED_CHARS.",
+    )
     max_extracted_chars: int = Field(default=5_000_000, gt=0, description="Characters extraction may return.")
     max_chunks_per_document: int = Field(default=5_000, gt=0, description="Chunks one document may produce.")
     ingest_timeout_seconds: float = Field(
@@ -204,6 +211,12 @@ class Settings(ContractSettings):
     def _engine_case(cls, value: object) -> object:
         # Engine names are case-insensitive (EXTRACTION_ENGINE=Kreuzberg is a common spelling).
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _log_level_case(cls, value: object) -> object:
+        # LOG_LEVEL=info is as common as INFO (``rag dev`` takes both).
+        return value.strip().upper() if isinstance(value, str) else value
 
     @field_validator("s3_endpoint_url", "kreuzberg_url", "tika_url")
     @classmethod

@@ -1,4 +1,4 @@
-"""Per-document limits: unpack size, compression ratio, extracted text, chunk count, wall time.
+"""Per-document limits: unpack size, compression ratio, table cells, XML depth, extracted text, chunk count, wall time.
 
 Each refusal has its code, writes nothing, and leaves the file's previous version live.
 """
@@ -18,10 +18,13 @@ from fastapi.testclient import TestClient
 from haystack import Document
 
 from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.errors import CORRUPT_REASON
 from ingestion_service.runtime import ServiceHooks
 from shared_contract.http import hint_for
 
 if TYPE_CHECKING:
+    import httpx2
+
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
     from ..conftest import AssertKept, IngestBytes  # noqa: TID252
 
@@ -41,6 +44,8 @@ _DOCX_RELS = (
     '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
     'Target="word/document.xml"/></Relationships>'
 )
+_PACKAGE_RELS = _DOCX_RELS.replace("word/document.xml", "xl/workbook.xml")
+_OFFICE_RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
 def docx_bomb(paragraphs: int = 200_000) -> bytes:
@@ -68,6 +73,43 @@ def xlsx_bomb() -> bytes:
         archive.writestr("xl/workbook.xml", "<workbook/>")
         archive.writestr("xl/worksheets/sheet1.xml", "<sheetData>" + "0" * 20_000_000 + "</sheetData>")
     return buffer.getvalue()
+
+
+def sparse_xlsx_bomb() -> bytes:
+    """A 1.2 KB XLSX whose only cells, A1 and IP10000, span a 250 × 10,000 grid (2.5 M cells, over the
+    default MAX_TABLE_CELLS); the audit's IP100000 is ten times that, too much to risk should the check fail."""
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    worksheet = f"{_OFFICE_RELS}/worksheet"
+    cells = "".join(
+        f'<row r="{row}"><c r="{ref}" t="inlineStr"><is><t>zebra</t></is></c></row>'
+        for row, ref in (("1", "A1"), ("10000", "IP10000"))
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("_rels/.rels", _PACKAGE_RELS)
+        archive.writestr(
+            "xl/workbook.xml",
+            f'<workbook xmlns="{main}" xmlns:r="{_OFFICE_RELS}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
+        )
+        archive.writestr(
+            "xl/_rels/workbook.xml.rels",
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            f'<Relationship Id="rId1" Type="{worksheet}" Target="worksheets/sheet1.xml"/></Relationships>',
+        )
+        archive.writestr(
+            "xl/worksheets/sheet1.xml", f'<worksheet xmlns="{main}"><sheetData>{cells}</sheetData></worksheet>'
+        )
+    return buffer.getvalue()
+
+
+def deep_xml(depth: int = 1000) -> bytes:
+    """Nested far past the XML readers' cap (the engine's memory grows with the square of the depth)."""
+    return ('<?xml version="1.0"?>' + "<a>" * depth + "x" + "</a>" * depth).encode()
+
+
+def _extract_bytes(client: TestClient, data: bytes, filename: str) -> httpx2.Response:
+    return client.post("/api/v1/extract", files={"file": (filename, data)})
 
 
 @pytest.fixture
@@ -121,6 +163,56 @@ def test_archive_above_max_unpacked_bytes_is_413(app_client: AppFactory, docs: P
         "error": "The document unpacks to 119254 bytes, more than MAX_UNPACKED_BYTES (100000).",
         "request_id": response.headers["x-request-id"],
     }
+
+
+def test_zip_behind_leading_junk_is_checked_against_max_unpacked_bytes(
+    app_client: AppFactory,
+    upload: Upload,
+    docs: Path,
+    points: Points,
+    ingest_bytes: IngestBytes,
+    assert_kept: AssertKept,
+    shared_index: str,
+) -> None:
+    # The engines find a ZIP by its end record, so junk before its first header hid it from the check.
+    data = b"JUNK" * 4 + (docs / "docx/docling__word_tables.docx").read_bytes()  # unpacks to 119,254 bytes
+    message = "The document unpacks to 119254 bytes, more than MAX_UNPACKED_BYTES (100000)."
+    limited, before = _ingest_good_then(app_client, upload, docs, points, shared_index, max_unpacked_bytes=100_000)
+    with limited as client:
+        for response in (ingest_bytes(client, data, "tables.docx", "f"), _extract_bytes(client, data, "tables.docx")):
+            assert response.status_code == 413, response.text
+            assert response.json()["code"] == "DOCUMENT_TOO_LARGE"
+            assert response.json()["error"] == message
+        assert_kept(client, "f", before)
+
+
+def test_sparse_spreadsheet_over_max_table_cells_is_413_before_extraction(
+    client: TestClient, upload: Upload, docs: Path, points: Points, ingest_bytes: IngestBytes, assert_kept: AssertKept
+) -> None:
+    assert upload(client, docs / WIKI, file_id="cells").status_code == 200
+    before = points(client, file_id="cells")
+    data = sparse_xlsx_bomb()
+    assert len(data) < 2000
+    for response in (ingest_bytes(client, data, "sheet.xlsx", "cells"), _extract_bytes(client, data, "sheet.xlsx")):
+        assert response.status_code == 413, response.text
+        body = response.json()
+        assert body["code"] == "DOCUMENT_TOO_LARGE"
+        assert body["hint"] == hint_for("DOCUMENT_TOO_LARGE")
+        assert "more than MAX_TABLE_CELLS (2000000) cells" in body["error"]
+    assert_kept(client, "cells", before)
+
+
+def test_xml_nested_past_the_cap_is_422_unparseable(
+    client: TestClient, upload: Upload, docs: Path, points: Points, ingest_bytes: IngestBytes, assert_kept: AssertKept
+) -> None:
+    assert upload(client, docs / WIKI, file_id="deep").status_code == 200
+    before = points(client, file_id="deep")
+    data = deep_xml()
+    for response in (ingest_bytes(client, data, "deep.xml", "deep"), _extract_bytes(client, data, "deep.xml")):
+        assert response.status_code == 422, response.text
+        assert response.json()["code"] == "EXTRACTION_FAILED"
+        assert response.json()["error"] == CORRUPT_REASON
+    assert_kept(client, "deep", before)
 
 
 def test_extracted_text_above_max_extracted_chars_is_413(
