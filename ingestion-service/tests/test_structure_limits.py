@@ -17,50 +17,19 @@ from ingestion_service.adapters.extractors.docx_package import MAX_DEPTH
 from ingestion_service.errors import CORRUPT_REASON, DocumentTooLargeError, ExtractionError
 from ingestion_service.structure_limits import check_structure, check_xml_depth, table_cells
 
+from .workbooks import value, xlsx  # noqa: TID252
+
 if TYPE_CHECKING:
     from ingestion_service.settings import Settings
 
     from .conftest import MakeSettings  # noqa: TID252
 
-_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
-_OFFICE_RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-_WORKSHEET = f"{_OFFICE_RELS}/worksheet"
-_PACKAGE_RELS = (
-    f'<Relationships xmlns="{_RELS}">'
-    f'<Relationship Id="rId1" Type="{_OFFICE_RELS}/officeDocument" Target="xl/workbook.xml"/></Relationships>'
-)
 _ODS_MIMETYPE = "application/vnd.oasis.opendocument.spreadsheet"
 # LibreOffice ends every sheet with its empty rest: rows and columns repeated to the sheet's edge.
 _LIBREOFFICE_TAIL = (
     '<table:table-row table:style-name="ro1" table:number-rows-repeated="1048553">'
     '<table:table-cell table:number-columns-repeated="16384"/></table:table-row>'
 )
-
-
-def xlsx(sheet_data: str, *, sheet: str = "xl/worksheets/sheet1.xml", target: str = "worksheets/sheet1.xml") -> bytes:
-    """A workbook whose one sheet (``sheet``, reached by the relationship ``target``) holds ``sheet_data``."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("[Content_Types].xml", "<Types/>")
-        archive.writestr("_rels/.rels", _PACKAGE_RELS)
-        archive.writestr(
-            "xl/workbook.xml",
-            f'<workbook xmlns="{_MAIN}" xmlns:r="{_OFFICE_RELS}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
-        )
-        archive.writestr(
-            "xl/_rels/workbook.xml.rels",
-            f'<Relationships xmlns="{_RELS}"><Relationship Id="rId1" Type="{_WORKSHEET}" Target="{target}"/>'
-            "</Relationships>",
-        )
-        archive.writestr(
-            sheet, f'<?xml version="1.0"?><worksheet xmlns="{_MAIN}"><sheetData>{sheet_data}</sheetData></worksheet>'
-        )
-    return buffer.getvalue()
-
-
-def value(ref: str) -> str:
-    return f'<c r="{ref}" t="inlineStr"><is><t>zebra</t></is></c>'
 
 
 # The audit's bomb: two cells, A1 and IP100000; the engine builds the 250 × 100,000 grid between them (5.9 GB).

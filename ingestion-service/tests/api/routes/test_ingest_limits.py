@@ -22,6 +22,8 @@ from ingestion_service.errors import CORRUPT_REASON
 from ingestion_service.runtime import ServiceHooks
 from shared_contract.http import hint_for
 
+from ...workbooks import value, xlsx  # noqa: TID252
+
 if TYPE_CHECKING:
     import httpx2
 
@@ -44,8 +46,6 @@ _DOCX_RELS = (
     '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
     'Target="word/document.xml"/></Relationships>'
 )
-_PACKAGE_RELS = _DOCX_RELS.replace("word/document.xml", "xl/workbook.xml")
-_OFFICE_RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
 def docx_bomb(paragraphs: int = 200_000) -> bytes:
@@ -78,29 +78,7 @@ def xlsx_bomb() -> bytes:
 def sparse_xlsx_bomb() -> bytes:
     """A 1.2 KB XLSX whose only cells, A1 and IP10000, span a 250 × 10,000 grid (2.5 M cells, over the
     default MAX_TABLE_CELLS); the audit's IP100000 is ten times that, too much to risk should the check fail."""
-    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-    worksheet = f"{_OFFICE_RELS}/worksheet"
-    cells = "".join(
-        f'<row r="{row}"><c r="{ref}" t="inlineStr"><is><t>zebra</t></is></c></row>'
-        for row, ref in (("1", "A1"), ("10000", "IP10000"))
-    )
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("[Content_Types].xml", "<Types/>")
-        archive.writestr("_rels/.rels", _PACKAGE_RELS)
-        archive.writestr(
-            "xl/workbook.xml",
-            f'<workbook xmlns="{main}" xmlns:r="{_OFFICE_RELS}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
-        )
-        archive.writestr(
-            "xl/_rels/workbook.xml.rels",
-            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            f'<Relationship Id="rId1" Type="{worksheet}" Target="worksheets/sheet1.xml"/></Relationships>',
-        )
-        archive.writestr(
-            "xl/worksheets/sheet1.xml", f'<worksheet xmlns="{main}"><sheetData>{cells}</sheetData></worksheet>'
-        )
-    return buffer.getvalue()
+    return xlsx(f'<row r="1">{value("A1")}</row><row r="10000">{value("IP10000")}</row>')
 
 
 def deep_xml(depth: int = 1000) -> bytes:

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from ingestion_service.runtime import ServiceHooks
+from ingestion_service.settings import Settings
 from shared_contract import ContractEmbedder
 from shared_contract.embedding.dense import TeiDenseEmbedder
 
@@ -36,6 +37,20 @@ class ScriptedTei(LoopbackServer):
         return 200, "application/json", body, 0.0
 
 
+def tei_hooks(settings: Settings, tei: ScriptedTei) -> ServiceHooks:
+    """The service's embedder on the scripted TEI endpoint (no retries: each probe asks once)."""
+    dense = TeiDenseEmbedder(
+        settings.embedding_model,
+        base_url=tei.url,
+        api_key=None,
+        timeout=5,
+        max_retries=0,
+        batch_size=8,
+        max_tokens=512,
+    )
+    return ServiceHooks(embedder=ContractEmbedder(settings, dense_backend=dense))
+
+
 def _wait_for_failed_warm_up(client: TestClient) -> None:
     """Until the background warm-up has recorded its failure (it runs once, in the lifespan)."""
     assert isinstance(client.app, FastAPI)
@@ -52,17 +67,7 @@ def test_failed_warm_up_is_retried_until_the_endpoint_answers(
 ) -> None:
     settings = make_test_settings(enable_sparse_embeddings=False)
     with ScriptedTei(settings.dense_dim) as tei:
-        dense = TeiDenseEmbedder(
-            settings.embedding_model,
-            base_url=tei.url,
-            api_key=None,
-            timeout=5,
-            max_retries=0,
-            batch_size=8,
-            max_tokens=512,
-        )
-        embedder = ContractEmbedder(settings, dense_backend=dense)
-        hooks = ServiceHooks(embedder=embedder)
+        hooks = tei_hooks(settings, tei)
         with app_client(hooks=hooks, ready=False, enable_sparse_embeddings=False) as client:
             _wait_for_failed_warm_up(client)
             failed = client.get("/health/ready")
@@ -84,16 +89,7 @@ def test_an_ingest_retries_a_failed_warm_up_itself(
 ) -> None:
     settings = make_test_settings(enable_sparse_embeddings=False)
     with ScriptedTei(settings.dense_dim) as tei:
-        dense = TeiDenseEmbedder(
-            settings.embedding_model,
-            base_url=tei.url,
-            api_key=None,
-            timeout=5,
-            max_retries=0,
-            batch_size=8,
-            max_tokens=512,
-        )
-        hooks = ServiceHooks(embedder=ContractEmbedder(settings, dense_backend=dense))
+        hooks = tei_hooks(settings, tei)
         with app_client(hooks=hooks, ready=False, enable_sparse_embeddings=False) as client:
             _wait_for_failed_warm_up(client)
             tei.up.set()
