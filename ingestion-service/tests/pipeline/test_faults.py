@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import boto3
 import pytest
 from fastapi import FastAPI
 from haystack import Document, component
@@ -215,7 +216,11 @@ class FailingDownload(S3Source):
     """Writes part of the object, then the connection drops."""
 
     def __init__(self) -> None:
-        pass
+        # A real client that is never called (head and download are scripted below): the runtime
+        # still aborts and closes its S3 source like any other at shutdown.
+        super().__init__(
+            boto3.client("s3", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+        )
 
     def head(self, bucket: str, key: str) -> ObjectHead:
         return ObjectHead(size=10, etag='"partial"')
