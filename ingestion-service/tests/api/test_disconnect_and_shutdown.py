@@ -8,6 +8,7 @@ gives up after 60 s and the test fails.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
 from shared_contract import ContractEmbedder
+from shared_contract.http import EDGE_HINTS
 
 from .served import GUARD_SECONDS, StallingWriter, served_overrides, serving, stored_points  # noqa: TID252
 
@@ -119,5 +121,21 @@ def test_shutdown_aborts_a_running_ingest_after_the_grace_period(
         # The server stops within the grace period plus the abort, long before the stall would end.
         served.thread.join(timeout=GUARD_SECONDS / 2)
         assert not served.thread.is_alive()
+        answer = _read_until_closed(sock)
+    # The cancelled request is answered in the error shape, not with uvicorn's plain-text 500.
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0] == b"HTTP/1.1 503 Service Unavailable"
+    error = json.loads(body)
+    assert (error["code"], error["status"]) == ("SHUTTING_DOWN", False)
+    assert error["hint"] == EDGE_HINTS["SHUTTING_DOWN"]
+    assert f"x-request-id: {error['request_id']}".encode() in head.lower()
     assert not list(overrides["scratch_dir"].glob("proc-*"))
     _assert_previous_version_only(settings, before)
+
+
+def _read_until_closed(sock: socket.socket) -> bytes:
+    sock.settimeout(GUARD_SECONDS)
+    received = b""
+    while chunk := sock.recv(65536):
+        received += chunk
+    return received

@@ -51,7 +51,7 @@ def test_every_code_the_service_emits_has_a_hint(code: str) -> None:
 
 def test_the_code_table_covers_exactly_the_codes_only_this_service_has() -> None:
     # The shared codes (INVALID_REQUEST, EMBEDDING_FAILED, ...) keep their one hint in shared_contract.
-    shared = {"INVALID_REQUEST", "EMBEDDING_FAILED", "SPARSE_EMBEDDING_FAILED", "PAYLOAD_TOO_LARGE"}
+    shared = {"INVALID_REQUEST", "EMBEDDING_FAILED", "SPARSE_EMBEDDING_FAILED", "PAYLOAD_TOO_LARGE", "SHUTTING_DOWN"}
     assert set(CODE_HINTS) | shared == set(get_args(ErrorCode))
 
 

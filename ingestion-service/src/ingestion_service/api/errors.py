@@ -28,8 +28,8 @@ from shared_contract.http import error_response, install_framework_error_handler
 
 CLEANUP_NOTE = " Removing this run's partial chunks failed too; the next ingest of this file removes them."
 
-# The codes only this service emits. INVALID_REQUEST, EMBEDDING_FAILED, SPARSE_EMBEDDING_FAILED and
-# PAYLOAD_TOO_LARGE have their hints in shared_contract.http (both services report them).
+# The codes only this service emits. INVALID_REQUEST, EMBEDDING_FAILED, SPARSE_EMBEDDING_FAILED,
+# PAYLOAD_TOO_LARGE and SHUTTING_DOWN have their hints in shared_contract.http (both services report them).
 CODE_HINTS: Mapping[ErrorCode, str] = {
     "EXTRACTION_FAILED": (
         "Check that the file opens in its own application (not encrypted, not damaged); compare engines "
@@ -65,7 +65,6 @@ CODE_HINTS: Mapping[ErrorCode, str] = {
         "The client closed the connection before the answer: raise its timeout (Open WebUI: "
         "EXTERNAL_INGESTION_TIMEOUT) and send the file again."
     ),
-    "SHUTTING_DOWN": "The service was stopping: send the request again (another replica, or once it is back).",
     "JOB_NOT_FOUND": (
         "Poll the job on the replica that accepted it, within INGEST_JOB_TTL_SECONDS of its end; "
         "after a restart, submit the ingest again."

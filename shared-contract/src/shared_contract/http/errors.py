@@ -32,6 +32,8 @@ UNAUTHORIZED = "UNAUTHORIZED"
 NOT_FOUND = "NOT_FOUND"
 METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
 PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+# A request the server cancelled when its shutdown grace ran out (answered by the edge, 503).
+SHUTTING_DOWN = "SHUTTING_DOWN"
 
 # Failures of the contract layer (the store and the embedder), which both services report with the
 # same code: their hints live here, once, so the two services cannot give one code two hints.
@@ -59,6 +61,7 @@ INVALID_JSON_MESSAGE = "Invalid request: the body is not valid JSON."
 INVALID_BODY_MESSAGE = "Invalid request: the body could not be decoded."
 # Also sent when no key came at all: "invalid" alone sent operators looking for a typo.
 UNAUTHORIZED_MESSAGE = "Missing or wrong API key."
+SHUTTING_DOWN_MESSAGE = "The service was shutting down and stopped this request before it finished."
 
 # For a code nobody registered (``HTTP_<status>``): still somewhere to look.
 FALLBACK_HINT = "The service's request_failed log line with this request_id has the cause."
@@ -78,6 +81,7 @@ EDGE_HINTS: Mapping[str, str] = {
         "retrieval's is POST /search); a base URL variable with a wrong path is the usual cause."
     ),
     METHOD_NOT_ALLOWED: "Use one of the methods the Allow response header lists.",
+    SHUTTING_DOWN: "The service was stopping: send the request again (another replica, or once it is back).",
     PAYLOAD_TOO_LARGE: (
         "Send a smaller body, or raise the variable the error names on the service "
         "(MAX_UPLOAD_BYTES for uploads, MAX_REQUEST_BYTES for other routes)."

@@ -8,6 +8,7 @@ arrives and refused with 413 once over its route's cap (never buffered here).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import Callable, Collection
@@ -21,6 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared_contract.http.errors import (
     PAYLOAD_TOO_LARGE,
+    SHUTTING_DOWN,
+    SHUTTING_DOWN_MESSAGE,
     UNAUTHORIZED,
     UNAUTHORIZED_MESSAGE,
     error_content,
@@ -172,6 +175,13 @@ class EdgeMiddleware:
             if started:
                 raise
             await _send_error(scope, send_with_id, 413, PAYLOAD_TOO_LARGE, limit.message(), request_id)
+        except asyncio.CancelledError:
+            # Only the server cancels a request's task: uvicorn, when its graceful-shutdown timeout ran
+            # out. The app's own clean-up has run on the way here; the client gets the error shape,
+            # not uvicorn's plain-text 500 (and no "Exception in ASGI application" traceback).
+            if started:
+                raise
+            await _send_error(scope, send_with_id, 503, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, request_id)
 
 
 async def _send_error(
