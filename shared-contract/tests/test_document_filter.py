@@ -121,6 +121,16 @@ def test_an_undeclared_attribute_is_refused_naming_it_and_the_declared_ones() ->
         filter_conditions(DocumentFilter.model_validate({"attributes": {"dept": "x"}}), {})
 
 
+def test_a_long_undeclared_key_is_named_cut_short() -> None:
+    key = "k\n" + "x" * 2_000_000
+    with pytest.raises(UnknownFilterKeyError) as caught:
+        conditions(attributes={key: 1})
+    message = str(caught.value)
+    assert len(message) < 300
+    assert "filter.attributes.'k\\nxxx" in message
+    assert "(2000002 characters)" in message
+
+
 @pytest.mark.parametrize(
     ("attributes", "message"),
     [

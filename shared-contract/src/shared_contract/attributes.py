@@ -25,8 +25,18 @@ MAX_ATTRIBUTE_CHARS: Final = 512
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 
+# How much of a submitted key an error message repeats (a key may be megabytes long).
+MAX_SHOWN_KEY_CHARS: Final = 64
+
 AttributeScalar = str | int | float | bool
 AttributeValue = AttributeScalar | list[AttributeScalar]
+
+
+def shown_key(key: str) -> str:
+    """``key`` quoted for an error message, cut to MAX_SHOWN_KEY_CHARS (control characters escaped)."""
+    if len(key) <= MAX_SHOWN_KEY_CHARS:
+        return repr(key)
+    return f"{key[:MAX_SHOWN_KEY_CHARS]!r}… ({len(key)} characters)"
 
 
 def parse_indexed_attributes(spec: str) -> dict[str, AttributeType]:
@@ -38,11 +48,11 @@ def parse_indexed_attributes(spec: str) -> dict[str, AttributeType]:
         key, _, kind = part.partition(":")
         key, kind = key.strip(), (kind.strip() or "keyword").lower()
         if not _KEY.match(key):
-            raise ValueError(f"attribute key {key!r} must match {ATTRIBUTE_KEY_PATTERN}")
+            raise ValueError(f"attribute key {shown_key(key)} must match {ATTRIBUTE_KEY_PATTERN}")
         if kind not in ATTRIBUTE_TYPES:
-            raise ValueError(f"attribute {key!r} has type {kind!r}; use one of {', '.join(ATTRIBUTE_TYPES)}")
+            raise ValueError(f"attribute {shown_key(key)} has type {kind!r}; use one of {', '.join(ATTRIBUTE_TYPES)}")
         if key in declared:
-            raise ValueError(f"attribute {key!r} is declared twice")
+            raise ValueError(f"attribute {shown_key(key)} is declared twice")
         declared[key] = kind  # type: ignore[assignment]  # checked against ATTRIBUTE_TYPES above
     return declared
 
@@ -56,13 +66,15 @@ def storable_number(value: int | float) -> bool:
 
 def _check_scalar(key: str, value: object, kind: AttributeType | None) -> AttributeScalar:
     if isinstance(value, int | float) and not isinstance(value, bool) and not storable_number(value):
-        raise ValueError(f"attribute {key!r} must be a finite number, an integer within 64 bits")
+        raise ValueError(f"attribute {shown_key(key)} must be a finite number, an integer within 64 bits")
     if kind is None:
         if isinstance(value, bool | int | float):
             return value
         if isinstance(value, str) and len(value) <= MAX_ATTRIBUTE_CHARS:
             return value
-        raise ValueError(f"attribute {key!r} must be a string of at most {MAX_ATTRIBUTE_CHARS} characters or a number")
+        raise ValueError(
+            f"attribute {shown_key(key)} must be a string of at most {MAX_ATTRIBUTE_CHARS} characters or a number"
+        )
     if kind == "integer":
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -79,7 +91,7 @@ def _check_scalar(key: str, value: object, kind: AttributeType | None) -> Attrib
                 return value
     elif isinstance(value, str) and len(value) <= MAX_ATTRIBUTE_CHARS:
         return value
-    raise ValueError(f"attribute {key!r} must be a {kind} (INDEXED_ATTRIBUTES)")
+    raise ValueError(f"attribute {shown_key(key)} must be a {kind} (INDEXED_ATTRIBUTES)")
 
 
 def check_attributes(values: Mapping[str, object], declared: Mapping[str, AttributeType]) -> dict[str, AttributeValue]:
@@ -89,11 +101,11 @@ def check_attributes(values: Mapping[str, object], declared: Mapping[str, Attrib
     checked: dict[str, AttributeValue] = {}
     for key, value in values.items():
         if not _KEY.match(key):
-            raise ValueError(f"attribute key {key!r} must match {ATTRIBUTE_KEY_PATTERN}")
+            raise ValueError(f"attribute key {shown_key(key)} must match {ATTRIBUTE_KEY_PATTERN}")
         kind = declared.get(key)
         if isinstance(value, list):
             if len(value) > MAX_ATTRIBUTE_VALUES:
-                raise ValueError(f"attribute {key!r} has more than {MAX_ATTRIBUTE_VALUES} values")
+                raise ValueError(f"attribute {shown_key(key)} has more than {MAX_ATTRIBUTE_VALUES} values")
             checked[key] = [_check_scalar(key, item, kind) for item in value]
         else:
             checked[key] = _check_scalar(key, value, kind)

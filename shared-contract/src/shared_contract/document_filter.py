@@ -8,16 +8,18 @@ narrow: callers AND them with the tenant filter, which they never replace.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 from qdrant_client import models
 
-from shared_contract.attributes import AttributeType, storable_number
+from shared_contract.attributes import ATTRIBUTE_KEY_PATTERN, AttributeType, shown_key, storable_number
 from shared_contract.schema import MetaKey, meta_path
 
 MAX_FILTER_VALUES = 1000
+_KEY = re.compile(ATTRIBUTE_KEY_PATTERN)
 
 
 class UnknownFilterKeyError(ValueError):
@@ -26,7 +28,8 @@ class UnknownFilterKeyError(ValueError):
     def __init__(self, key: str, declared: Sequence[str]) -> None:
         known = ", ".join(sorted(declared)) or "none are declared"
         super().__init__(
-            f"filter.attributes.{key} is not an indexed attribute (INDEXED_ATTRIBUTES: {known}); "
+            f"filter.attributes.{key if _KEY.match(key) else shown_key(key)} is not an indexed attribute "
+            f"(INDEXED_ATTRIBUTES: {known}); "
             "filtering on it would scan every chunk"
         )
         self.key = key

@@ -5,6 +5,7 @@ Also the one ``request_failed`` line each failed request writes (:func:`log_requ
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import sys
@@ -36,6 +37,9 @@ LOGGED_REQUEST_FIELDS = ("file_id", "collection_name")
 _NOTED_FIELDS = "log_fields"  # the key in the request's scope["state"]
 _MAX_FIELD_CHARS = 200
 _MAX_CAUSE_CHARS = 2000
+_MAX_ERROR_CHARS = 2000
+# HTTP clients' INFO lines name every request's URL, credentials in an endpoint setting included.
+QUIET_LOGGERS = ("httpx", "httpx2", "httpcore")
 
 failure_logger = logging.getLogger("shared_contract.http.failures")
 
@@ -79,6 +83,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
+def _escaped(text: str) -> str:
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def _text_value(value: object) -> str:
     text = str(value)
     if text and text.isprintable() and not any(char.isspace() or char in "\"'=\\" for char in text):
@@ -95,6 +103,11 @@ class TextFormatter(logging.Formatter):
         super().__init__(TEXT_FORMAT)
 
     def formatMessage(self, record: logging.LogRecord) -> str:
+        if not record.message.isprintable():
+            # A line break or control character in a message (from a value it names) would start a
+            # forged line; a traceback is appended after this, with its own line breaks.
+            record = copy.copy(record)
+            record.message = _escaped(record.message)
         line = super().formatMessage(record)
         fields = " ".join(f"{key}={_text_value(value)}" for key, value in record_extras(record).items())
         return f"{line} {fields}" if fields else line
@@ -118,6 +131,8 @@ def configure_logging(level: str, log_format: LogFormat) -> None:
         root.removeHandler(existing)
     root.addHandler(log_handler(log_format))
     root.setLevel(level)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def note_request_fields(request: Request, **fields: str | None) -> None:
@@ -172,7 +187,7 @@ def log_request_failed(
         "path": _route_path(scope),
         "status": status,
         "code": code,
-        "error": message,
+        "error": message[:_MAX_ERROR_CHARS],
         **_carried_fields(scope),
     }
     if cause is not None:
