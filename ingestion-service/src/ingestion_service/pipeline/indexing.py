@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -445,29 +444,14 @@ class IndexingRunner:
     async def _run_worker(
         self, job: IngestJob, control: RunControl, limiter: anyio.CapacityLimiter | None
     ) -> dict[str, Any]:
-        # The concurrency slot is held until the worker thread has really ended, also when the
-        # caller is cancelled (the thread cannot be, it stops at its next checkpoint).
-        slot: AbstractAsyncContextManager[Any] = limiter if limiter is not None else nullcontext()
-        async with slot:
-            try:
-                return await anyio.to_thread.run_sync(self._run_pipeline, job, control, abandon_on_cancel=True)
-            except anyio.get_cancelled_exc_class():
-                control.abort(ShuttingDownError("request cancelled"))
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(control.finished.wait)
-                raise
-
-    def _run_pipeline(self, job: IngestJob, control: RunControl) -> dict[str, Any]:
-        try:
-            control.start()
-            with run_control.active(control):
-                result: dict[str, Any] = self.pipeline.run(
-                    {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
-                    include_outputs_from={"finalizer"},
-                )
+        def run_pipeline() -> dict[str, Any]:
+            result: dict[str, Any] = self.pipeline.run(
+                {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
+                include_outputs_from={"finalizer"},
+            )
             return result
-        finally:
-            control.finished.set()
+
+        return await run_control.run_in_worker(control, run_pipeline, limiter=limiter)
 
     async def _after_cancel(self, job: IngestJob, control: RunControl) -> None:
         if control.commit_started:

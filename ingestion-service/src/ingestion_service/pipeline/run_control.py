@@ -80,16 +80,15 @@ def checkpoint() -> None:
         control.check()
 
 
-async def run_bounded(
-    work: Callable[[], T], *, timeout_seconds: float, limiter: anyio.CapacityLimiter | None = None
+async def run_in_worker(
+    control: RunControl, work: Callable[[], T], *, limiter: anyio.CapacityLimiter | None = None
 ) -> T:
-    """``work`` in a worker thread (holding ``limiter``) as a run of its own: its checkpoints stop it
-    past ``timeout_seconds`` from when it gets the thread, or when the caller is cancelled (the
-    thread is then waited for, so the slot is held until it has really ended). For extraction
-    outside the pipeline (``/api/v1/extract``, the loader), bounded like an ingest's."""
-    control = RunControl(timeout_seconds=timeout_seconds)
+    """``work`` in a worker thread (holding ``limiter``) as the run ``control`` governs: its clock
+    starts when the run gets the thread, and its checkpoints stop it. A cancelled caller aborts the
+    run and waits for the thread, so the slot is held until the thread has really ended (it cannot
+    be interrupted; it stops at its next checkpoint)."""
 
-    def bounded() -> T:
+    def governed() -> T:
         try:
             control.start()
             with active(control):
@@ -100,9 +99,18 @@ async def run_bounded(
     slot: AbstractAsyncContextManager[Any] = limiter if limiter is not None else nullcontext()
     async with slot:
         try:
-            return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(governed, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
             control.abort(ShuttingDownError("request cancelled"))
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(control.finished.wait)
             raise
+
+
+async def run_bounded(
+    work: Callable[[], T], *, timeout_seconds: float, limiter: anyio.CapacityLimiter | None = None
+) -> T:
+    """``work`` as a run of its own, stopped past ``timeout_seconds`` or when the caller is cancelled
+    (:func:`run_in_worker`). For extraction outside the pipeline (``/api/v1/extract``, the loader),
+    bounded like an ingest's."""
+    return await run_in_worker(RunControl(timeout_seconds=timeout_seconds), work, limiter=limiter)
