@@ -225,6 +225,21 @@ def test_html_grid_is_rows_by_the_widest_row_spans_included(tmp_path: Path) -> N
     assert table_cells(write(tmp_path, "b.html", spanning + nested)) == 2 * 3 + 1 + 1
 
 
+def test_html_cells_are_read_as_the_tokenizer_reads_them(tmp_path: Path) -> None:
+    # Unquoted, upper-case and entity-coded spans count; an apostrophe in an unquoted value hides
+    # nothing; cells inside comments, scripts and styles are no cells.
+    spans = "<table><TR><TD COLSPAN=4>a<td title=it's colspan='&#51;'>b</table>"
+    hidden = "<table><tr><td>x<!-- <td colspan=1000> --><script>'<td colspan=1000>'</script><style>td{}</style></table>"
+    assert table_cells(write(tmp_path, "a.html", spans)) == 4 + 3
+    assert table_cells(write(tmp_path, "b.html", hidden)) == 1
+
+
+def test_html_self_closing_rows_are_empty_rows_and_a_self_closing_table_stays_open(tmp_path: Path) -> None:
+    # <tr/> is a row with nothing in it; HTML ignores the slash of <table/>, so its cells still count.
+    assert table_cells(write(tmp_path, "a.html", "<table><tr/><td>a</td><td>b</td></table>")) == 2 * 2
+    assert table_cells(write(tmp_path, "b.html", '<table/><tr><td colspan="500">a</td></tr>')) == 500
+
+
 # --- CSV --------------------------------------------------------------------------------------------
 
 

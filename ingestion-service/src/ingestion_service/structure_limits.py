@@ -30,7 +30,6 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import BinaryIO
 
@@ -677,64 +676,102 @@ class _HtmlTable:
                 self.freed[self.rows + rowspan] = self.freed.get(self.rows + rowspan, 0) + colspan
 
 
-_SPAN = re.compile(r"\s*\+?(\d{1,12})")
-_ROW_GROUPS = frozenset({"thead", "tbody", "tfoot", "caption", "colgroup"})
+_SPAN = re.compile(rb"\s*\+?(\d{1,12})")
+_ROW_GROUPS = frozenset({b"thead", b"tbody", b"tfoot", b"caption", b"colgroup"})
+_HTML_TABLE_TAGS = (b"table", b"tr", b"td", b"th", *sorted(_ROW_GROUPS))
+# A tag's attributes as the HTML tokenizer reads them: a quote only opens a value right after "=",
+# so the apostrophe in an unquoted value (title=it's) does not swallow the markup after it.
+_HTML_ATTRS = rb"(?:[\s/]++|=?[^\s/>=]++(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'|[^\s>]*+))?|=)*+"
+_HTML_ATTRIBUTE = re.compile(rb"(=?[^\s/>=]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]*)))?")
+_HTML_NAME = rb"(?:" + b"|".join(_HTML_TABLE_TAGS) + rb")(?=[\s/>])"
+# A cell's end changes nothing (the next cell or row closes it): skipped in the pattern.
+_HTML_END_NAME = rb"(?:" + b"|".join(name for name in _HTML_TABLE_TAGS if name not in (b"td", b"th")) + rb")(?=[\s/>])"
+_RAW_TEXT_NAMES = (b"script", b"style")
+_RAW_TEXT = rb"(?:" + b"|".join(_RAW_TEXT_NAMES) + rb")(?=[\s/>])"
+# Tables, rows, cells, row groups and their ends; comments, declarations, script and style bodies
+# (raw text: a "<td>" in a script is no cell) and all other markup are passed over in the pattern.
+_HTML_TABLES = re.compile(
+    _pattern(
+        (
+            rb"<!--.*?-->",
+            rb"<[!?][^>]*+>",
+            *(
+                rb"<" + name + rb"(?=[\s/>])" + _HTML_ATTRS + rb">.*?</" + name + rb"[\s/]*+>"
+                for name in _RAW_TEXT_NAMES
+            ),
+            rb"[^<]++",
+            rb"<(?!" + _HTML_NAME + rb"|" + _RAW_TEXT + rb")[A-Za-z][^\s/>]*+" + _HTML_ATTRS + rb">",
+            rb"</(?!" + _HTML_END_NAME + rb")[^>]*+>",
+        ),
+        (
+            # A cell is the common case: its own group, its attributes looked at only when they span.
+            rb"(?P<cell><t[dh](?=[\s/>])" + _HTML_ATTRS + rb">)",
+            rb"<(?P<start>" + _HTML_NAME + rb")" + _HTML_ATTRS + rb">",
+            rb"</(?P<end>" + _HTML_END_NAME + rb")[^>]*+>",
+        ),
+    ).pattern,
+    re.DOTALL | re.IGNORECASE,
+)
+_SPANNING = re.compile(rb"span", re.IGNORECASE)
 
 
-def _span(value: str | None, *, cap: int, zero: int) -> int:
+def _span(value: bytes | None, *, cap: int, zero: int) -> int:
     """HTML's rules for a span attribute: leading digits, else 1; 0 means ``zero``; at most ``cap``."""
-    match = _SPAN.match(value or "")
+    match = _SPAN.match(value or b"")
     if match is None:
         return 1
     number = int(match.group(1))
     return min(number, cap) if number else zero
 
 
-class _HtmlTables(HTMLParser):
-    """Counts the grid of every <table>, nested ones on their own."""
-
-    def __init__(self, tally: _Tally) -> None:
-        super().__init__(convert_charrefs=False)
-        self.tally = tally
-        self.tables: list[_HtmlTable] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self.tables.append(_HtmlTable())
-        elif self.tables and tag == "tr":
-            self.tables[-1].start_row()
-        elif self.tables and tag in _ROW_GROUPS:
-            self.tables[-1].end_row()  # a cell after a new section starts a new row
-        elif self.tables and tag in ("td", "th"):
-            values = dict(attrs)
-            colspan = _span(values.get("colspan"), cap=_MAX_COLSPAN, zero=1)
-            rowspan = _span(values.get("rowspan"), cap=_MAX_ROWSPAN, zero=0)
-            self.tables[-1].add_cell(colspan, rowspan)
-            self.tally.check(sum(table.cells for table in self.tables))
-
-    def handle_endtag(self, tag: str) -> None:
-        if self.tables and (tag == "tr" or tag in _ROW_GROUPS):
-            self.tables[-1].end_row()
-        elif self.tables and tag == "table":
-            self.tally.add(self.tables.pop().cells)
-
-    def finish(self) -> None:
-        self.close()
-        while self.tables:
-            self.tally.add(self.tables.pop().cells)
+def _cell_spans(tag: bytes) -> tuple[int, int]:
+    """A cell's (colspan, rowspan); of a repeated attribute the tokenizer keeps the first."""
+    values: dict[bytes, bytes] = {}
+    for match in _HTML_ATTRIBUTE.finditer(tag, 3):  # after "<td"
+        value = next((part for part in match.groups()[1:] if part is not None), b"")
+        if b"&" in value:
+            value = html.unescape(value.decode("utf-8", "replace")).encode()
+        values.setdefault(match[1].lower(), value)
+    colspan = _span(values.get(b"colspan"), cap=_MAX_COLSPAN, zero=1)
+    rowspan = _span(values.get(b"rowspan"), cap=_MAX_ROWSPAN, zero=0)
+    return colspan, rowspan
 
 
 def _html_cells(path: Path, tally: _Tally) -> None:
+    """The grid of every <table>, nested ones on their own; the tally is checked at each row."""
     if not _contains(path, b"<table"):
-        return  # no table: the parser (a few MB/s) need not run
-    parser = _HtmlTables(tally)
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        return  # no table: nothing to scan
+    tables: list[_HtmlTable] = []
+    done = 0  # cells of the tables already ended
     with path.open("rb") as handle:
-        # Large pieces: the parser searches an unterminated comment from its start on every feed.
-        while piece := handle.read(8 * _CHUNK):
-            parser.feed(decoder.decode(piece))
-    parser.feed(decoder.decode(b"", final=True))
-    parser.finish()
+        for match in _matches(_xml_chunks(handle), _HTML_TABLES):
+            cell = match["cell"]
+            if cell is not None:
+                if not tables:
+                    continue  # a cell outside any table
+                table = tables[-1]
+                if _SPANNING.search(cell) is None and table.row_open:
+                    table.row_width += 1
+                else:
+                    table.add_cell(*_cell_spans(cell))
+                continue
+            start = match["start"]
+            tag = (start if start is not None else match["end"]).lower()
+            if not tables and (start is None or tag != b"table"):
+                continue  # rows and ends outside any table
+            if tag == b"table":
+                if start is not None:
+                    tables.append(_HtmlTable())
+                    continue
+                done += tables.pop().cells
+            elif start is not None and tag == b"tr":
+                tables[-1].start_row()
+                if match.string[match.end() - 2] == ord("/"):
+                    tables[-1].end_row()  # <tr/>: an empty row (<table/> stays open, as HTML has it)
+            else:  # a row group's start or end, a row's end: a cell after it starts a new row
+                tables[-1].end_row()
+            tally.check(done + sum(table.cells for table in tables))
+    tally.add(done + sum(table.cells for table in tables))
 
 
 def _contains(path: Path, needle: bytes) -> bool:
