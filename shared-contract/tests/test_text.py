@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from shared_contract.text import chunk_origin, overlap_length, stitch
@@ -95,3 +97,16 @@ def test_chunk_origin_is_the_page_and_heading_path() -> None:
 def test_origins_must_match_the_chunks() -> None:
     with pytest.raises(ValueError, match="2 origins for 1 chunks"):
         stitch(["one"], [1, 2])
+
+
+def test_overlap_is_what_a_search_of_every_suffix_finds() -> None:
+    def every_suffix(previous: str, following: str) -> int:
+        longest = min(len(previous), len(following)) - 1
+        return next((size for size in range(longest, 0, -1) if previous.endswith(following[:size])), 0)
+
+    generator = random.Random(7)
+    for _ in range(5000):
+        alphabet = generator.choice(["a", "ab", "abc", "abcdefgh"])
+        previous = "".join(generator.choice(alphabet) for _ in range(generator.randint(0, 14)))
+        following = "".join(generator.choice(alphabet) for _ in range(generator.randint(0, 14)))
+        assert overlap_length(previous, following) == every_suffix(previous, following), (previous, following)
