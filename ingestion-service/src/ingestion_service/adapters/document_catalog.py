@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import anyio
 from qdrant_client import models
 
 from ingestion_service.errors import TooManyDocumentsError
@@ -340,14 +341,15 @@ class DocumentCatalog:
         version = await read_newest_version(self.store, file_id, collection_name, with_payload=_TEXT_FIELDS)
         if not version:
             return None
+        contents = [str(record.payload.get(PAYLOAD_CONTENT) or "") for record in version]
+        origins = [chunk_origin(_meta(record)) for record in version]
+        # Up to MAX_EXTRACTED_CHARS of text: joined in a thread, not on the event loop.
+        text = await anyio.to_thread.run_sync(stitch, contents, origins)
         return DocumentText(
             file_id=file_id,
             collection_name=collection_name,
             name=_str(_meta(version[0]).get(MetaKey.NAME)),
-            text=stitch(
-                [str(record.payload.get(PAYLOAD_CONTENT) or "") for record in version],
-                [chunk_origin(_meta(record)) for record in version],
-            ),
+            text=text,
             chunks=len(version),
         )
 

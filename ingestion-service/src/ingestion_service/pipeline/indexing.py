@@ -557,7 +557,9 @@ class IndexingRunner:
                 # The twin was replaced or deleted since it was found: embed as usual.
                 return await self._ingest(job, control, limiter, job.engine or self.default_engine, requested)
             now = datetime.now(UTC).isoformat()
-            points = [copied_point(record, job, indexed_at=now) for record in records]
+            points = await anyio.to_thread.run_sync(
+                lambda: [copied_point(record, job, indexed_at=now) for record in records]
+            )
             for start in range(0, len(points), COPY_BATCH_SIZE):
                 control.check()
                 await self.index.write(points[start : start + COPY_BATCH_SIZE])

@@ -318,8 +318,13 @@ class EdgeStore:
         manifest = await self.read_manifest()
         for point in points:
             _check_dims(point, manifest)
-        edge_points = [edge.Point(point.point_id, _vectors(point), dict(point.payload)) for point in points]
-        await self._write("upsert", lambda: edge.UpdateOperation.upsert_points(edge_points))
+        # Built in the write's thread: converting a batch's vectors is Python work the loop need not do.
+        await self._write(
+            "upsert",
+            lambda: edge.UpdateOperation.upsert_points(
+                [edge.Point(point.point_id, _vectors(point), dict(point.payload)) for point in points]
+            ),
+        )
 
     async def _index_lexical_fields(self, points: Sequence[ChunkPoint]) -> None:
         """Create the BM25 index of each lexical field this batch writes for the first time."""
@@ -377,16 +382,23 @@ class EdgeStore:
             with_payload=to_edge_with_payload(with_payload if isinstance(with_payload, bool) else list(with_payload)),
             with_vector=with_vectors,
         )
-        records, next_offset = self._read("scroll", lambda shard: shard.scroll(request))
-        page = [
-            PointRecord(
-                point_id=str(record.id),
-                payload=record.payload or {},
-                vectors=_read_vectors(record.vector) if with_vectors else None,
-            )
-            for record in records
-        ]
-        return page, None if next_offset is None else str(next_offset)
+
+        def read_page() -> tuple[list[PointRecord], str | None]:
+            records, next_offset = self._read("scroll", lambda shard: shard.scroll(request))
+            page = [
+                PointRecord(
+                    point_id=str(record.id),
+                    payload=record.payload or {},
+                    vectors=_read_vectors(record.vector) if with_vectors else None,
+                )
+                for record in records
+            ]
+            return page, None if next_offset is None else str(next_offset)
+
+        if with_vectors:
+            # A page of vectors becomes Python floats: hundreds of milliseconds, in a thread.
+            return await anyio.to_thread.run_sync(read_page)
+        return read_page()
 
     async def count(self, selector: models.Filter | None) -> int:
         request = edge.CountRequest(filter=to_edge_filter(selector), exact=True)

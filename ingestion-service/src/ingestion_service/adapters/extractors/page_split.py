@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 # Letters and digits only: kreuzberg's Markdown output escapes punctuation in what it inserts.
 PAGE_MARKER_FORMAT = "\n\nRAGPAGEMARK{page_num}X\n\n"
+_MARKER_WORD = "RAGPAGEMARK"
 _MARKER = re.compile(r"\s*RAGPAGEMARK(\d+)X\s*")
 # Characters of a page's start looked for in the Markdown; long enough to be unique on a page.
 _ANCHOR_CHARS = 24
@@ -30,6 +31,8 @@ class Page:
 
 def split_markers(markdown: str) -> list[Page] | None:
     """Pages from inserted markers, or None when there are none."""
+    if _MARKER_WORD not in markdown:
+        return None  # the pattern, tried at every white space, is slow on tens of MB
     parts = _MARKER.split(markdown)
     if len(parts) < 3:
         return None
@@ -50,6 +53,8 @@ def split_markers(markdown: str) -> list[Page] | None:
 
 def strip_markers(markdown: str) -> str:
     """The Markdown without page markers."""
+    if _MARKER_WORD not in markdown:
+        return markdown.strip()
     return _MARKER.sub("\n\n", markdown).strip()
 
 
