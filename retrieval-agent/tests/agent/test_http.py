@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from collections.abc import Callable
@@ -16,7 +17,18 @@ from shared_contract import ContractConfigError, ContractEmbedder
 from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, make_settings  # noqa: TID252
-from ..scripted_llm import Garbage, Hang, Script, ScriptedLLM, Status, text, tool_call, tool_results, turn  # noqa: TID252
+from ..scripted_llm import (  # noqa: TID252
+    Garbage,
+    Hang,
+    Script,
+    ScriptedLLM,
+    Status,
+    completion,
+    text,
+    tool_call,
+    tool_results,
+    turn,
+)
 
 AGENT_KEY = "agent-secret-key-do-not-log-0123456789"
 QUESTION = "When was the Eiffel Tower completed?"
@@ -244,3 +256,122 @@ def test_linear_mode_sends_no_agent_headers(api: TestClient) -> None:
     response = api.post("/search", json=body(), headers={**AUTH, "X-RAG-Debug": "steps"})
     assert response.status_code == 200
     assert not {"X-RAG-Agent-Outcome", "X-RAG-Agent-Steps"} & set(response.headers)
+
+
+def raw_tool_call(name: str, arguments: str) -> dict[str, Any]:
+    """The model calls ``name`` with ``arguments`` exactly as given (not necessarily JSON)."""
+    return completion(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_raw", "type": "function", "function": {"name": name, "arguments": arguments}}],
+        },
+        "tool_calls",
+    )
+
+
+@pytest.mark.parametrize("arguments", ["[" * 50_000, "[" * 5_000, '{"queries": ' + "[" * 5_000])
+def test_deeply_nested_tool_arguments_fall_back_like_other_invalid_arguments(
+    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]], arguments: str
+) -> None:
+    api, llm = agent_api(lambda _: raw_tool_call("retrieve", arguments))
+    response = api.post("/search", json=body(), headers=AUTH)
+    assert response.status_code == 200, response.text
+    assert response.headers["X-RAG-Agent-Fallback"] == "model_bad_output"
+    assert "Eiffel Tower in Paris" in response.json()["documents"][0][0]
+    assert len(llm.requests) == 3  # the first answer and two retries, each told what was wrong
+
+
+def test_text_nested_past_the_stack_is_no_query_and_the_question_is_searched(
+    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]],
+) -> None:
+    api, _ = agent_api(lambda _: text("[" * 5_000))
+    response = api.post("/search", json=body(), headers=AUTH)
+    assert response.status_code == 200, response.text
+    assert response.headers["X-RAG-Agent-Outcome"] == "plain_text"
+    assert any("Eiffel Tower in Paris" in document for document in response.json()["documents"][0])
+
+
+def test_an_ingested_before_of_the_last_representable_date_searches(
+    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]],
+) -> None:
+    def script(payload: dict[str, Any]) -> dict[str, Any]:
+        if turn(payload) == 0:
+            filters = {"ingested_after": "0001-01-01", "ingested_before": "9999-12-31"}
+            return tool_call("retrieve", {"queries": ["Eiffel Tower completion"], "filters": filters})
+        return text("DONE")
+
+    api, _ = agent_api(script)
+    response = api.post("/search", json=body(), headers=AUTH)
+    assert response.status_code == 200, response.text
+    assert response.headers["X-RAG-Agent-Outcome"] == "answered"
+    assert "Eiffel Tower in Paris" in response.json()["documents"][0][0]
+
+
+def test_a_refused_long_key_keeps_the_log_line_and_the_steps_header_short(
+    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]], caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "collection" + "x" * 20_000
+
+    def script(payload: dict[str, Any]) -> dict[str, Any]:
+        if turn(payload) == 0:
+            return tool_call("retrieve", {"queries": ["Eiffel Tower completion"], key: "kb-b"})
+        return text("DONE")
+
+    api, _ = agent_api(script)
+    with caplog.at_level(logging.WARNING):
+        response = api.post("/search", json=body(), headers={**AUTH, "X-RAG-Debug": "steps"})
+    assert response.status_code == 200, response.text
+    steps = json.loads(response.headers["X-RAG-Agent-Steps"])
+    assert [step["tool"] for step in steps] == ["refused", "retrieve"]
+    assert steps[0]["reason"].startswith("argument collectionxxx")
+    assert len(steps[0]["reason"]) < 100
+    refusals = [record.getMessage() for record in caplog.records if "refused" in record.getMessage()]
+    assert refusals
+    assert all(len(message) < 300 for message in refusals)
+
+
+def test_steps_over_the_header_budget_are_left_out_whole(
+    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]],
+) -> None:
+    # The second round's step is ~20 KB of file names full of the "},{" a cut would look for.
+    names = ["no such file },{ " * 60] * 20
+
+    def script(payload: dict[str, Any]) -> dict[str, Any]:
+        if turn(payload) == 0:
+            return tool_call("retrieve", {"queries": ["Eiffel Tower completion"]})
+        if turn(payload) == 1:
+            return tool_call("retrieve", {"queries": ["Eiffel"], "filters": {"file_names": names}})
+        return text("DONE")
+
+    api, _ = agent_api(script)
+    response = api.post("/search", json=body(), headers={**AUTH, "X-RAG-Debug": "steps"})
+    assert response.status_code == 200, response.text
+    header = response.headers["X-RAG-Agent-Steps"]
+    assert len(header.encode()) <= 16_000
+    steps = json.loads(header)
+    assert [step.get("tool") for step in steps] == ["retrieve", None]
+    assert steps[0]["round"] == 1
+    assert steps[1] == {"truncated": True, "omitted": 1}
+
+
+def test_an_upstream_error_body_is_not_logged_at_warning(
+    agent_api: Callable[..., tuple[TestClient, ScriptedLLM]], caplog: pytest.LogCaptureFixture
+) -> None:
+    echoed = json.dumps(
+        {"error": {"message": f"ECHOED-PROMPT {QUESTION} Authorization: Bearer sk-upstream-0123456789abcdef"}}
+    )
+    api, _ = agent_api(lambda _: Status(500, echoed))
+    with caplog.at_level(logging.DEBUG, logger="retrieval_agent"):
+        response = api.post("/search", json=body(), headers=AUTH)
+    assert response.status_code == 200
+    assert response.headers["X-RAG-Agent-Fallback"] == "model_error"
+    ours = [record for record in caplog.records if record.name.startswith("retrieval_agent")]
+    warnings = [record.getMessage() for record in ours if record.levelno >= logging.WARNING]
+    assert "agent model failed (model_error): ModelServerError (HTTP 500)" in warnings
+    assert not [message for message in warnings if "ECHOED-PROMPT" in message]
+    details = [
+        record.getMessage() for record in ours if record.levelno == logging.DEBUG and "ECHOED" in record.getMessage()
+    ]
+    assert details, "the body is kept at DEBUG"
+    assert all("sk-upstream" not in message and len(message) <= 600 for message in details)

@@ -12,6 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.test import TestModel
 
 from retrieval_agent.agent.loop import AgenticSearch, AgentResult
+from retrieval_agent.agent.tools import AgentStep
 from retrieval_agent.search.queries import ChatMessage
 from shared_contract import ContractEmbedder
 from shared_contract.store import ChunkStore
@@ -296,3 +297,18 @@ def test_steps_serialise_for_the_debug_header(seeded: ChunkStore, embedder: Cont
     decoded = json.loads(encoded)
     assert decoded[0]["tool"] == "retrieve"
     assert decoded[0]["queries"][0] == "Ærø ferry"
+
+
+def test_steps_over_a_budget_end_with_how_many_were_left_out() -> None:
+    steps = [AgentStep("retrieve", {"round": n, "queries": ["x" * 300 + '"},{"']}, 3, 1.0) for n in range(1, 11)]
+    result = AgentResult(result_sets=[[]], outcome="answered", steps=steps)
+    whole = json.loads(result.steps_json())
+    assert len(whole) == 10
+    assert json.loads(result.steps_json(max_chars=len(result.steps_json()))) == whole
+    for budget in (100, 1_000, 2_000):
+        encoded = result.steps_json(max_chars=budget)
+        assert len(encoded) <= budget
+        decoded = json.loads(encoded)
+        kept = decoded[:-1]
+        assert kept == whole[: len(kept)]
+        assert decoded[-1] == {"truncated": True, "omitted": 10 - len(kept)}

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from pydantic_ai import ModelRetry
 from qdrant_client import models
 
 from retrieval_agent.adapters.llm import model_name
-from retrieval_agent.agent.filters import DocumentFilters, filter_conditions, name_matches, seq_at
-from retrieval_agent.agent.loop import strip_tenant_args
-from retrieval_agent.agent.plain_text import parse_queries
+from retrieval_agent.agent.filters import DocumentFilters, filter_conditions, ingested_on, name_matches, seq_at
+from retrieval_agent.agent.loop import MAX_TOOL_ARGS_CHARS, strip_tenant_args
+from retrieval_agent.agent.plain_text import MAX_QUERY_CHARS, parse_queries
 from retrieval_agent.agent.prompt import DEFAULT_SYSTEM_PROMPT, system_prompt, user_prompt
 from retrieval_agent.search.queries import ChatMessage
 from retrieval_agent.search.query import scoped_filter
@@ -41,6 +42,13 @@ def test_plain_text_queries(text: str, expected: list[str]) -> None:
     assert parse_queries(text) == expected
 
 
+def test_text_nested_past_the_stack_holds_no_query() -> None:
+    # json.loads raises RecursionError (not ValueError) on it: read as a line, like any other non-JSON text.
+    assert parse_queries("[" * 5_000) == ["[" * MAX_QUERY_CHARS]
+    # Parseable but deeper than any tool-call shape: no query.
+    assert parse_queries("[" * 500 + '"deep"' + "]" * 500) == []
+
+
 def test_prose_is_not_a_query() -> None:
     prose = " ".join(["word"] * 60)
     assert parse_queries(prose) == []
@@ -56,6 +64,15 @@ def test_tenant_keys_are_stripped_at_any_level() -> None:
     assert named == ["knowledge_base"]
     assert strip_tenant_args('{"queries": ["q"]}') == ('{"queries": ["q"]}', [])
     assert strip_tenant_args("not json") == ("not json", [])
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [("[" * 5_000, "nested too deeply"), ('{"queries": ["' + "q" * MAX_TOOL_ARGS_CHARS + '"]}', "too long")],
+)
+def test_unreadable_tool_arguments_go_back_to_the_model(raw: str, problem: str) -> None:
+    with pytest.raises(ModelRetry, match=problem):
+        strip_tenant_args(raw)
 
 
 def test_filters_narrow_the_tenants_never_widen_them() -> None:
@@ -84,6 +101,15 @@ def test_filters_narrow_the_tenants_never_widen_them() -> None:
     assert filter_conditions(DocumentFilters(file_names=["x"]), file_ids=[]) == [
         models.FieldCondition(key="meta.file_id", match=models.MatchAny(any=[]))
     ]
+
+
+def test_dates_at_the_ends_of_the_calendar() -> None:
+    (dates,) = filter_conditions(DocumentFilters(ingested_after=date.min, ingested_before=date.max))
+    assert isinstance(dates, models.FieldCondition)
+    assert dates.range == models.Range(gte=seq_at(date.min), lt=None)  # nothing is added after date.max
+    # A seq past year 9999 (or the platform's time_t) is malformed, not a crash of the listing.
+    assert ingested_on(10**20) is None
+    assert ingested_on(10**40) is None
 
 
 def test_filters_refuse_unknown_keys() -> None:

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import pytest
+from fastapi.testclient import TestClient
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
@@ -20,6 +24,10 @@ from retrieval_agent.search.queries import (
     render_prompt,
     resolve_queries,
 )
+from shared_contract.store import ChunkStore
+
+from ..conftest import AUTH, make_settings  # noqa: TID252
+from ..scripted_llm import ScriptedLLM, Status  # noqa: TID252
 
 CHAT = [ChatMessage(role="user", content="Hvad koster en billet?"), ChatMessage(role="assistant", content="Hvilken?")]
 LAST = ChatMessage(role="user", content="Til Aarhus museum")
@@ -193,3 +201,59 @@ def test_open_webui_middletruncate_keeps_both_ends() -> None:
     chat = [ChatMessage(role="user", content=f"turn {index}") for index in range(5)]
     assert render_prompt("{{MESSAGES:MIDDLETRUNCATE:2}}", chat) == "USER: turn 0\nUSER: turn 4"
     assert render_prompt("{{MESSAGES}}", chat[:2]) == "USER: turn 0\nUSER: turn 1"
+
+
+# Query generation over HTTP: the app in linear mode, its LLM a scripted OpenAI-compatible server.
+
+ECHO = "ECHOED-PROMPT Hvad koster en billet? Authorization: Bearer sk-upstream-0123456789abcdef"
+SEARCH_BODY = {
+    "queries": ["What is the powerhouse of the cell?"],
+    "messages": [{"role": "user", "content": "What is the powerhouse of the cell?"}],
+    "collection_names": ["kb-a"],
+    "k": 1,
+}
+
+
+def query_generation_api(
+    serve: Callable[[Any], str], app_factory: Callable[..., TestClient], store: ChunkStore, reply: Status
+) -> tuple[TestClient, ScriptedLLM]:
+    llm = ScriptedLLM(lambda _: reply)
+    settings = make_settings(
+        enable_query_generation=True, agent_api_base_url=f"{serve(llm.app())}/v1", agent_api_key="k"
+    )
+    return app_factory(settings, store), llm
+
+
+def test_a_failing_llm_gets_one_sdk_retry_then_the_search_falls_back(
+    serve: Callable[[Any], str], app_factory: Callable[..., TestClient], seeded: ChunkStore
+) -> None:
+    api, llm = query_generation_api(serve, app_factory, seeded, Status(503))
+    response = api.post("/search", json=SEARCH_BODY, headers=AUTH)
+    assert response.status_code == 200, response.text
+    assert "Mitochondria" in response.json()["documents"][0][0]
+    assert len(llm.requests) == 2  # the request and one SDK retry, as for the agent
+    assert 'query_generation_fallbacks_total{reason="llm_error"} 1.0' in api.get("/metrics", headers=AUTH).text
+
+
+def test_an_llm_error_body_is_logged_only_at_debug_capped_and_redacted(
+    serve: Callable[[Any], str],
+    app_factory: Callable[..., TestClient],
+    seeded: ChunkStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api, _ = query_generation_api(
+        serve, app_factory, seeded, Status(400, json.dumps({"error": {"message": ECHO + " x" * 2_000}}))
+    )
+    with caplog.at_level(logging.DEBUG, logger="retrieval_agent"):
+        response = api.post("/search", json=SEARCH_BODY, headers=AUTH)
+    assert response.status_code == 200, response.text
+    ours = [record for record in caplog.records if record.name.startswith("retrieval_agent")]
+    warnings = [record.getMessage() for record in ours if record.levelno >= logging.WARNING]
+    assert warnings == [
+        "query generation fell back to the last user message (llm_error): "
+        "query generation failed: ModelRequestRejectedError (HTTP 400)"
+    ]
+    details = [record.getMessage() for record in ours if "ECHOED-PROMPT" in record.getMessage()]
+    assert details
+    assert all(record.levelno == logging.DEBUG for record in ours if "ECHOED-PROMPT" in record.getMessage())
+    assert all("sk-upstream" not in message and len(message) <= 600 for message in details)

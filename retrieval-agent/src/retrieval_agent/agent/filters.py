@@ -57,7 +57,10 @@ def ingested_on(seq: object) -> date | None:
     """The UTC date an ``ingest_seq`` was taken on (None for a missing or malformed seq)."""
     if not isinstance(seq, int) or isinstance(seq, bool) or seq <= 0:
         return None
-    return datetime.fromtimestamp(seq / _SEQ_PER_MS / 1000, tz=UTC).date()
+    try:
+        return datetime.fromtimestamp(seq / _SEQ_PER_MS / 1000, tz=UTC).date()
+    except (OverflowError, ValueError, OSError):
+        return None  # past year 9999 or the platform's time_t: malformed, not a date
 
 
 def _clean(values: Sequence[str] | None) -> list[str]:
@@ -93,7 +96,10 @@ def filter_conditions(
         )
     if filters.ingested_after is not None or filters.ingested_before is not None:
         after = seq_at(filters.ingested_after) if filters.ingested_after is not None else None
-        before = seq_at(filters.ingested_before + timedelta(days=1)) if filters.ingested_before is not None else None
+        before = None
+        # date.max has no next day (OverflowError); nothing is added after it, so no upper bound.
+        if filters.ingested_before is not None and filters.ingested_before < date.max:
+            before = seq_at(filters.ingested_before + timedelta(days=1))
         conditions.append(
             models.FieldCondition(key=meta_path(MetaKey.INGEST_SEQ), range=models.Range(gte=after, lt=before))
         )

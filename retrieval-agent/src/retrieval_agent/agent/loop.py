@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic_ai import Agent, RunContext, Tool
+from pydantic_ai import Agent, ModelRetry, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import RawToolArgs, WrapModelRequestHandler
 from pydantic_ai.exceptions import (
@@ -62,7 +62,7 @@ from retrieval_agent.agent.tools import (
 from retrieval_agent.metrics import SearchPath
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.postprocess import Hit, newest_versions, top_k
-from retrieval_agent.search.queries import ChatMessage, last_user_message
+from retrieval_agent.search.queries import ChatMessage, last_user_message, log_failure_detail, model_failure
 from retrieval_agent.settings import Settings
 from shared_contract import MetaKey
 from shared_contract.store import match
@@ -75,6 +75,13 @@ FallbackReason = Literal["model_unreachable", "model_error", "model_bad_output",
 _TENANT_KEYS = ("collection", "tenant", "knowledge")
 # Explicit queries read from the request (as in the linear pipeline).
 _MAX_REQUEST_QUERIES = 10
+# A tool call's JSON arguments: a legitimate one (a few queries, filters of 20 values) is a few KiB;
+# more is refused before parsing, so the model's output cannot cost the service more than this.
+MAX_TOOL_ARGS_CHARS = 32_000
+# A key name the model made up, as it appears in the refusal's log line and step.
+_MAX_KEY_CHARS = 64
+# The steps' marker when some did not fit the byte budget (the header's size limit).
+_TRUNCATED_MARKER_RESERVE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,21 +95,58 @@ class AgentResult:
     iterations: int = 0
     paths: list[SearchPath] = field(default_factory=lambda: list[SearchPath]())
 
-    def steps_json(self) -> str:
-        """The steps as compact ASCII JSON (a header value)."""
-        return json.dumps([step.as_json() for step in self.steps], ensure_ascii=True, separators=(",", ":"))
+    def steps_json(self, max_chars: int | None = None) -> str:
+        """The steps as compact ASCII JSON (a header value), always a valid JSON list.
+
+        With ``max_chars``: the first steps that fit, then ``{"truncated":true,"omitted":N}`` naming
+        how many were left out (each step is encoded whole, never cut inside a string).
+        """
+        encoded = [_compact(step.as_json()) for step in self.steps]
+        if max_chars is None or len(encoded) + sum(map(len, encoded)) + 1 <= max_chars:
+            return "[" + ",".join(encoded) + "]"
+        budget = max_chars - _TRUNCATED_MARKER_RESERVE
+        kept: list[str] = []
+        used = 1  # the opening bracket
+        for item in encoded:
+            if used + len(item) + 1 > budget:
+                break
+            kept.append(item)
+            used += len(item) + 1
+        kept.append(_compact({"truncated": True, "omitted": len(encoded) - len(kept)}))
+        return "[" + ",".join(kept) + "]"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def _tenant_keys(args: dict[str, Any]) -> list[str]:
     return [key for key in args if any(part in key.casefold() for part in _TENANT_KEYS)]
 
 
+def _shown_key(key: str) -> str:
+    """A model-chosen key name, short enough for a log line and the steps header."""
+    return key if len(key) <= _MAX_KEY_CHARS else key[:_MAX_KEY_CHARS] + "..."
+
+
 def strip_tenant_args(args: RawToolArgs) -> tuple[RawToolArgs, list[str]]:
-    """``args`` without any key naming a collection (top level or inside ``filters``), and those keys."""
+    """``args`` without any key naming a collection (top level or inside ``filters``), and those keys.
+
+    Raises ModelRetry (the model is asked again; after the retries the run falls back as
+    ``model_bad_output``) for arguments over MAX_TOOL_ARGS_CHARS or nested too deeply to parse.
+    """
     decoded: object = args
     if isinstance(args, str):
+        if len(args) > MAX_TOOL_ARGS_CHARS:
+            raise ModelRetry(
+                f"The arguments are too long ({len(args)} characters, at most {MAX_TOOL_ARGS_CHARS}); "
+                "send a short JSON object."
+            )
         try:
             decoded = json.loads(args) if args.strip() else {}
+        except RecursionError as exc:
+            # json.loads recurses per nesting level: "[[[[..." exhausts the stack, not a ValueError.
+            raise ModelRetry("The arguments are nested too deeply; send a flat JSON object.") from exc
         except ValueError:
             return args, []  # validation reports the broken JSON to the model
     if not isinstance(decoded, dict):
@@ -156,7 +200,8 @@ class RunObserver(AbstractCapability[AgentDeps]):
         # dropping it instead searches the request's collections, and the attempt is counted.
         cleaned, named = strip_tenant_args(args)
         if named:
-            ctx.deps.tenant_violation(tool_def.name, f"argument {', '.join(named)} ignored")
+            shown = ", ".join(_shown_key(key) for key in named)
+            ctx.deps.tenant_violation(tool_def.name, f"argument {shown} ignored")
         return cleaned
 
 
@@ -260,8 +305,9 @@ class AgenticSearch:
             outcome, reason = "timeout", "timeout"
         except AgentRunError as exc:
             outcome, reason = "model_error", fallback_reason(exc)
-            # The type and message say what failed; neither carries the API key.
-            logger.warning("agent model failed (%s): %s: %s", reason, type(exc).__name__, exc)
+            # Type and status only: an upstream error's text can echo the prompt and the user's words.
+            logger.warning("agent model failed (%s): %s", reason, model_failure(exc))
+            log_failure_detail(logger, "agent model failure", exc)
         else:
             if deps.rounds or deps.documents:
                 outcome = "answered"

@@ -17,6 +17,8 @@ MAX_QUERIES = 3
 MAX_QUERY_CHARS = 2000
 # A "query" longer than this is an explanation, not a search.
 _MAX_QUERY_WORDS = 40
+# The shapes above nest a few levels (a list of calls, a call, its arguments, the queries); deeper is not queries.
+_MAX_DEPTH = 8
 _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.DOTALL)
 _CALL = re.compile(r"retrieve\s*\((.*)\)", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*\s*:)\s*", re.IGNORECASE)
@@ -25,26 +27,30 @@ _QUOTED = re.compile(r'"((?:[^"\\]|\\.)+)"')
 _NOT_QUERIES = frozenset({"done", "ok", "okay", "none", "n/a", "stop", "finished", "færdig", "ferdig", "yes", "no"})
 
 
-def _strings(value: Any) -> Iterator[str]:
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
     """The query strings inside a decoded JSON value of any of the shapes above."""
+    if depth > _MAX_DEPTH:
+        return
     if isinstance(value, str):
         yield value
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from _strings(item, depth + 1)
     elif isinstance(value, dict):
         for key in ("queries", "query", "arguments", "parameters", "args", "input"):
             if key in value:
                 inner = value[key]
                 if isinstance(inner, str) and key in ("arguments", "parameters", "args", "input"):
                     inner = _loads(inner)
-                yield from _strings(inner)
+                yield from _strings(inner, depth + 1)
                 return
 
 
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)
+    except RecursionError:
+        return None  # "[[[[..." nested past the stack: not queries (json.loads recurses per level)
     except ValueError:
         return None
 

@@ -30,12 +30,22 @@ from retrieval_agent.memory.reconcile import (
 )
 from retrieval_agent.memory.repository import FactListing, FactRepository, Signature
 from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.search.queries import log_failure_detail, model_failure
 from retrieval_agent.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 ReconcileOutcome = Literal["applied", "no_facts", "no_change", "malformed", "model_error", "error"]
 API_REASON = "written through the memory API"
+
+
+def _failure(exc: ReconcileError) -> str:
+    """What failed, fit for a WARNING: the error's type and the model error's type and HTTP status.
+
+    Not the text: it carries the upstream's error body or the model's output (the user's words).
+    """
+    cause = exc.__cause__
+    return type(exc).__name__ if cause is None else f"{type(exc).__name__} from {model_failure(cause)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +159,12 @@ class MemoryService:
                 outcome = await self._reconcile_locked(speaker, message, context)
         except MalformedDecisionError as exc:
             outcome = "malformed"
-            logger.warning("memory: the model's decision was refused, nothing changed: %s", exc)
+            logger.warning("memory: the model's decision was refused, nothing changed: %s", _failure(exc))
+            log_failure_detail(logger, "memory: refused decision", exc)
         except ReconcileError as exc:
             outcome = "model_error"
-            logger.warning("memory: reconciliation skipped, the model failed: %s", exc)
+            logger.warning("memory: reconciliation skipped, the model failed: %s", _failure(exc))
+            log_failure_detail(logger, "memory: model failure", exc)
         except Exception:
             # A background task has no caller to raise to: log it whole and count it.
             logger.exception("memory: reconciliation failed")

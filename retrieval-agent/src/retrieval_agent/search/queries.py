@@ -29,12 +29,35 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
 from retrieval_agent.errors import QueryGenerationError
 from retrieval_agent.metrics import SearchMetrics
+from shared_contract.redact import redact_secrets
 
 logger = logging.getLogger(__name__)
+
+# How much of a failed model call's own text a DEBUG line keeps.
+_DETAIL_CHARS = 500
+
+
+def model_failure(exc: BaseException) -> str:
+    """A failed model call in words fit for a WARNING: the error's type and, for an HTTP error, its status.
+
+    Never the error's text: an upstream's error body can echo the prompt, the user's words or headers.
+    """
+    if isinstance(exc, ModelHTTPError):
+        return f"{type(exc).__name__} (HTTP {exc.status_code})"
+    return type(exc).__name__
+
+
+def log_failure_detail(log: logging.Logger, what: str, exc: BaseException) -> None:
+    """The failure's own text, at DEBUG only: secrets masked, at most _DETAIL_CHARS characters."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s: %s", what, redact_secrets(str(exc))[:_DETAIL_CHARS], stacklevel=2)
+
 
 DEFAULT_TEMPLATE = """### Task
 Write search queries that retrieve the documents needed to answer the user's latest message.
@@ -278,16 +301,20 @@ class QueryGenerator:
             instructions="You write search queries for a document retrieval system. Answer only with the queries.",
             retries=1,
         )
+        # One SDK retry, as for the agent: a flaky proxy gets a second chance, a dead one falls back fast.
+        self.model_settings = ModelSettings(max_retries=1)
 
     async def generate(self, prompt: str) -> list[str]:
         """Queries for ``prompt``; QueryGenerationError(reason) on any failure or an empty answer."""
         try:
             with anyio.fail_after(self.timeout):
-                result = await self.agent.run(prompt)
+                result = await self.agent.run(prompt, model_settings=self.model_settings)
         except TimeoutError as exc:
             raise QueryGenerationError("timeout", f"query generation timed out after {self.timeout}s") from exc
         except Exception as exc:  # any model/transport/validation failure: the caller falls back
-            raise QueryGenerationError("llm_error", f"query generation failed: {type(exc).__name__}: {exc}") from exc
+            # The message is logged at WARNING: type and status only, the error's text at DEBUG.
+            log_failure_detail(logger, "query generation failure", exc)
+            raise QueryGenerationError("llm_error", f"query generation failed: {model_failure(exc)}") from exc
         queries = _clean(result.output.queries, self.max_queries)
         if not queries:
             raise QueryGenerationError("empty", "the LLM returned no usable query")

@@ -27,6 +27,7 @@ AGENT_FALLBACK_HEADER = "X-RAG-Agent-Fallback"
 # steps as JSON in a response header, so the body keeps Open WebUI's shape.
 DEBUG_HEADER = "X-RAG-Debug"
 AGENT_STEPS_HEADER = "X-RAG-Agent-Steps"
+# ASCII JSON, so characters are bytes: well within the 32 KiB header limits of common proxies.
 _MAX_STEPS_HEADER = 16_000
 
 
@@ -35,12 +36,6 @@ def public_meta(meta: dict[str, Any], fields: frozenset[str] | None) -> dict[str
     if fields is None:
         return meta
     return {key: value for key, value in meta.items() if key in fields}
-
-
-def _steps_header(steps_json: str) -> str:
-    if len(steps_json) <= _MAX_STEPS_HEADER:
-        return steps_json
-    return steps_json[: _MAX_STEPS_HEADER - 20].rsplit("},{", 1)[0] + '},{"truncated":true}]'
 
 
 async def search(
@@ -84,7 +79,7 @@ async def search(
         if run.fallback_reason is not None:
             response.headers[AGENT_FALLBACK_HEADER] = run.fallback_reason
         if x_rag_debug is not None and "steps" in x_rag_debug.casefold():
-            response.headers[AGENT_STEPS_HEADER] = _steps_header(run.steps_json())
+            response.headers[AGENT_STEPS_HEADER] = run.steps_json(max_chars=_MAX_STEPS_HEADER)
         description = f"agent {run.outcome}, {run.iterations} rounds, paths={','.join(run.paths) or '-'}"
     else:
         outcome = await search.search(
