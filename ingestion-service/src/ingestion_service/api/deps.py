@@ -10,6 +10,7 @@ from ingestion_service.errors import InvalidRequestError
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
+from shared_contract.attributes import shown_key
 
 
 def get_runtime(request: Request) -> ServiceRuntime:
@@ -34,7 +35,7 @@ def reject_repeated_query_params(request: Request) -> None:
     keys = [key for key, _ in request.query_params.multi_items()]
     repeated = sorted({key for key in keys if keys.count(key) > 1})
     if repeated:
-        names = ", ".join(repr(key) for key in repeated)
+        names = ", ".join(shown_key(key) for key in repeated[:10])
         raise InvalidRequestError(f"Invalid request: query parameter(s) {names} given more than once.")
 
 

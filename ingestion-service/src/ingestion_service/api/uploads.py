@@ -17,6 +17,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect
 
 from ingestion_service.errors import ClientDisconnectedError, InvalidRequestError, PayloadTooLargeError
+from shared_contract.attributes import shown_key
 
 FLUSH_BYTES = 1024 * 1024
 MAX_FIELD_BYTES = 64 * 1024
@@ -94,7 +95,7 @@ class _FormCollector:
         if self.part.name != self.file_field:
             self.fail(
                 InvalidRequestError(
-                    f"Unexpected file field {self.part.name!r}; send the upload as {self.file_field!r}."
+                    f"Unexpected file field {shown_key(self.part.name)}; send the upload as {self.file_field!r}."
                 )
             )
         elif self.handle is not None:
@@ -119,12 +120,12 @@ class _FormCollector:
         else:
             self.part.data += piece
             if len(self.part.data) > MAX_FIELD_BYTES:
-                self.fail(InvalidRequestError(f"Form field {self.part.name!r} is too long."))
+                self.fail(InvalidRequestError(f"Form field {shown_key(self.part.name)} is too long."))
 
     def on_part_end(self) -> None:
         if self.error is None and not self.part.is_file:
             if self.part.name in self.form.fields:
-                self.fail(InvalidRequestError(f"Form field {self.part.name!r} is repeated."))
+                self.fail(InvalidRequestError(f"Form field {shown_key(self.part.name)} is repeated."))
                 return
             self.form.fields[self.part.name] = self.part.data.decode("utf-8", "replace")
 

@@ -180,7 +180,7 @@ def test_multipart_field_rules(client: TestClient, docs: Path) -> None:
     cases = [
         ({**base, "user_id": "   "}, "'user_id' is required"),
         ({k: v for k, v in base.items() if k != "file_id"}, "'file_id' is required"),
-        ({**base, "surprise": "1"}, "unknown form field(s) surprise"),
+        ({**base, "surprise": "1"}, "unknown form field(s) 'surprise'"),
     ]
     for data, fragment in cases:
         response = client.put("/api/v1/ingest", data=data, files={"file": ("t.md", path.read_bytes())})

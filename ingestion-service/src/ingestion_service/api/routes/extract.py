@@ -20,6 +20,7 @@ from ingestion_service.intake import make_workdir, prepare_source, remove_workdi
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
 from ingestion_service.pipeline.run_control import run_bounded
 from ingestion_service.runtime import ServiceRuntime
+from shared_contract.attributes import shown_key
 
 router = APIRouter(prefix="/api/v1", tags=["extract"])
 
@@ -34,14 +35,16 @@ def _choices(query: Sequence[tuple[str, str]], form: Mapping[str, str]) -> dict[
     what people type), each given once."""
     unknown = sorted(set(form) - _FIELDS)
     if unknown:
-        raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(unknown)}.")
+        raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(map(shown_key, unknown))}.")
     names = [name for name, _ in query]
     unknown = sorted(set(names) - _FIELDS)
     if unknown:
-        raise InvalidRequestError(f"Invalid request: unknown query parameter(s) {', '.join(unknown)}.")
+        raise InvalidRequestError(
+            f"Invalid request: unknown query parameter(s) {', '.join(map(shown_key, unknown[:10]))}."
+        )
     repeated = sorted(name for name in set(names) if names.count(name) > 1 or name in form)
     if repeated:
-        raise InvalidRequestError(f"Invalid request: {', '.join(repeated)} given more than once.")
+        raise InvalidRequestError(f"Invalid request: {', '.join(map(shown_key, repeated))} given more than once.")
     return {**form, **dict(query)}
 
 

@@ -66,6 +66,7 @@ from ingestion_service.pipeline.indexing import DocumentLabels, IndexingRunner, 
 from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.runtime import ServiceRuntime
+from shared_contract.attributes import shown_key
 from shared_contract.http import error_content, note_request_fields, request_id_of
 
 logger = logging.getLogger(__name__)
@@ -174,7 +175,7 @@ def _form_json_object(name: str, value: str) -> dict[str, object]:
 def _form_fields(fields: dict[str, str]) -> IngestFields:
     unknown = sorted(set(fields) - _FORM_FIELDS)
     if unknown:
-        raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(unknown)}.")
+        raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(map(shown_key, unknown))}.")
     values: dict[str, object] = {name: value for name, value in fields.items() if name not in ("overwrite", "force")}
     for required in ("file_id", "filename", "collection_name", "user_id"):
         if not str(values.get(required, "")).strip():
