@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ingestion_service.errors import PayloadTooLargeError, S3FetchError, ShuttingDownError
 from ingestion_service.settings import Settings
+from shared_contract.redact import redact_secrets
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 # A read blocks until its piece is complete, and the abort flag is checked between pieces: small
 # pieces keep a shutdown prompt even when the endpoint trickles.
 CHUNK_BYTES = 16 * 1024
+_DESCRIPTION_CHARS = 300
 
 
 def build_s3_client(settings: Settings) -> S3Client:
@@ -45,11 +47,13 @@ def build_s3_client(settings: Settings) -> S3Client:
 
 
 def _describe(exc: Exception) -> str:
-    # ClientError text names the operation and S3's error code; it never contains credentials.
+    """What failed, for logs: S3's error code, or botocore's text with the endpoint URL redacted
+    (S3_ENDPOINT_URL may carry ``user:pass@``)."""
     if isinstance(exc, ClientError):
         error: Any = exc.response.get("Error", {})
         return f"{type(exc).__name__}: {error.get('Code', 'unknown')}"
-    return type(exc).__name__
+    text = redact_secrets(" ".join(str(exc).split()))[:_DESCRIPTION_CHARS]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ class S3Source:
         try:
             head = self._client.head_object(Bucket=bucket, Key=key)
         except (ClientError, BotoCoreError) as exc:
-            raise S3FetchError(f"head_object failed: {_describe(exc)}") from exc
+            # Not chained: botocore's error names the endpoint URL unredacted; _describe keeps it redacted.
+            raise S3FetchError(f"head_object failed: {_describe(exc)}") from None
         metadata = {str(name).lower(): str(value) for name, value in (head.get("Metadata") or {}).items()}
         return ObjectHead(size=int(head["ContentLength"]), etag=str(head.get("ETag") or "") or None, metadata=metadata)
 
@@ -110,7 +115,7 @@ class S3Source:
                 body.close()  # an abandoned body's connection must not go back to the pool
         except (ClientError, BotoCoreError) as exc:
             destination.unlink(missing_ok=True)
-            raise S3FetchError(f"get_object failed: {_describe(exc)}") from exc
+            raise S3FetchError(f"get_object failed: {_describe(exc)}") from None  # not chained: see head
         except BaseException:
             destination.unlink(missing_ok=True)
             raise

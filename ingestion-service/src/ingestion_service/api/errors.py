@@ -21,6 +21,7 @@ from ingestion_service.errors import (
     NotReadyError,
     PayloadTooLargeError,
     PipelineFailedError,
+    S3FetchError,
     UnsupportedMediaTypeError,
 )
 from shared_contract import ContractError
@@ -133,6 +134,11 @@ CLASS_HINTS: Mapping[type[IngestionError], str] = {
 }
 
 
+# Typed dependency failures whose message is the whole story: logged with their cause, no traceback
+# (docs/contract.md, "One log line per failure").
+CAUSE_ONLY: tuple[type[IngestionError], ...] = (S3FetchError,)
+
+
 def error_message(exc: IngestionError, *, debug: bool) -> str:
     """The body's ``error``. Only DEBUG=true appends the exception's own text."""
     message = exc.detail()
@@ -187,7 +193,7 @@ def install_error_handlers(app: FastAPI) -> None:
             hint=hint_of(exc),
             cause=exc,
             # Expected 5xx outcomes (timeout, shutdown) need no traceback; the route says what happened.
-            log_traceback=status >= 500 and exc.server_fault,
+            log_traceback=status >= 500 and exc.server_fault and not isinstance(exc, CAUSE_ONLY),
         )
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -156,6 +156,9 @@ def test_error_status_is_named(
     with _extraction_failure() as caught:
         vision().convert(_source(docs / TWO_PAGES))
     assert str(caught.value).startswith(f"vision-llm: vision endpoint {vision_server.base_url} {says}")
+    # The body keeps the status and a fixed phrase; what the endpoint said is for the log only.
+    assert caught.value.detail().startswith(f"Document extraction failed: the vision endpoint {says}")
+    assert "scripted failure" not in caught.value.detail()
     assert len(vision_server.requests) == 1  # no retries
 
 

@@ -33,6 +33,7 @@ from ingestion_service.adapters.extractors.vision_profiles import PROFILES, prom
 from ingestion_service.adapters.gotenberg import GotenbergClient, GotenbergError
 from ingestion_service.errors import InvalidRequestError
 from ingestion_service.settings import Settings
+from shared_contract.redact import redact_secrets, redact_url
 
 if TYPE_CHECKING:
     import httpx2
@@ -92,16 +93,19 @@ class VisionLlmConverter:
         self._gotenberg = GotenbergClient(settings) if settings.gotenberg_url else None
 
     def _route(self, settings: Settings) -> tuple[str | None, str, bool]:
-        """(LiteLLM model name, or None when unconfigured; the endpoint as errors name it; OpenAI path?)."""
+        """(LiteLLM model name, or None when unconfigured; the endpoint as errors name it; OpenAI path?).
+
+        The name is redacted: the URL may carry credentials (``http://user:pass@host``).
+        """
         model = settings.vision_llm_model
         base_url = settings.vision_llm_api_base_url
         prefix, slash, _ = model.partition("/")
         providers = {str(getattr(provider, "value", provider)) for provider in self._litellm.provider_list}
         if slash and prefix in providers:
-            return model, base_url or f"{prefix} (provider default)", prefix == _OPENAI_PROVIDER
+            return model, redact_url(base_url) or f"{prefix} (provider default)", prefix == _OPENAI_PROVIDER
         if not base_url:
             return None, "(not configured)", False
-        return f"{_OPENAI_PROVIDER}/{model}", base_url, True
+        return f"{_OPENAI_PROVIDER}/{model}", redact_url(base_url), True
 
     def close(self) -> None:
         """Close the HTTP clients (the registry calls it at shutdown)."""
@@ -220,18 +224,21 @@ class VisionLlmConverter:
         try:
             return self._litellm.completion(**kwargs)
         except openai.OpenAIError as exc:  # every LiteLLM exception derives from it
-            failure = self._failure(exc)
+            problem, failure = self._failure(exc)
+            # Not chained: the SDKs' errors repeat the request URL, credentials included; what
+            # they say is in ``internal``, redacted.
             raise _errors.dependency_fault(
                 ENGINE,
                 "the vision endpoint",
-                failure,
+                problem,
                 setting="VISION_LLM_API_BASE_URL, VISION_LLM_API_KEY and VISION_LLM_MODEL",
                 internal=f"vision endpoint {self._endpoint} {failure}",
-            ) from exc
+            ) from None
 
-    def _failure(self, exc: BaseException) -> str:
-        """What happened, read from the exception chain: LiteLLM reports refused connections and
-        TLS failures as HTTP 500, and only the chained transport error tells them apart."""
+    def _failure(self, exc: BaseException) -> tuple[str, str]:
+        """(what the body says: a fixed phrase with the status; the same with the upstream's text,
+        redacted and capped, for logs), read from the exception chain: LiteLLM reports refused
+        connections and TLS failures as HTTP 500, and only the chained transport error tells them apart."""
         import httpx2
         import openai
 
@@ -241,21 +248,23 @@ class VisionLlmConverter:
             isinstance(item, (openai.APITimeoutError, httpx.TimeoutException, httpx2.TimeoutException, TimeoutError))
             for item in chain
         ):
-            return (
+            timed_out = (
                 f"timed out (VISION_LLM_CONNECT_TIMEOUT {settings.vision_llm_connect_timeout:g} s, "
                 f"VISION_LLM_READ_TIMEOUT {settings.vision_llm_read_timeout:g} s)"
             )
+            return timed_out, timed_out
         if any(
             isinstance(item, (openai.APIConnectionError, httpx.TransportError, httpx2.TransportError, OSError))
             for item in chain
         ):
-            return f"is unreachable ({type(chain[-1]).__name__}: {_short(chain[-1])})"
+            return "is unreachable", f"is unreachable ({type(chain[-1]).__name__}: {_short(chain[-1])})"
         status = getattr(exc, "status_code", None)
         if status == 401:
-            return "rejected the API key (HTTP 401; check VISION_LLM_API_KEY)"
+            rejected = "rejected the API key (HTTP 401; check VISION_LLM_API_KEY)"
+            return rejected, f"{rejected}: {_short(exc)}"
         if isinstance(status, int):
-            return f"answered HTTP {status}: {_short(exc)}"
-        return f"failed: {_short(exc)}"
+            return f"answered HTTP {status}", f"answered HTTP {status}: {_short(exc)}"
+        return "failed", f"failed: {_short(exc)}"
 
 
 def _import_litellm() -> Any:
@@ -344,5 +353,6 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:_ERROR_SNIPPET]
+    """``exc``'s text for logs: upstream errors echo URLs and authorization headers, so redacted
+    (before the cut, which could leave a key too short to be recognised)."""
+    return redact_secrets(" ".join(str(exc).split()))[:_ERROR_SNIPPET]
