@@ -68,6 +68,19 @@ def test_unreachable_gotenberg_is_named(make_test_settings: MakeSettings, docs: 
     client.close()
 
 
+def test_credentials_in_the_url_never_reach_a_message(
+    make_test_settings: MakeSettings, gotenberg_server: GotenbergStandIn, docs: Path
+) -> None:
+    gotenberg_server.status = 503
+    host = gotenberg_server.url.removeprefix("http://")
+    client = GotenbergClient(make_test_settings(gotenberg_url=f"http://convert:s3cret@{host}"))
+    with pytest.raises(GotenbergError) as caught:
+        client.to_pdf(docs / DOCX, "report.docx")
+    client.close()
+    assert str(caught.value).startswith(f"Gotenberg at http://***@{host} answered HTTP 503")
+    assert "s3cret" not in str(caught.value)
+
+
 def test_read_timeout_applies(make_test_settings: MakeSettings, gotenberg_server: GotenbergStandIn, docs: Path) -> None:
     gotenberg_server.delay = 5.0
     client = GotenbergClient(make_test_settings(gotenberg_url=gotenberg_server.url, gotenberg_read_timeout=0.3))

@@ -14,6 +14,7 @@ import httpx
 
 from ingestion_service.errors import ExtractionDependencyError
 from ingestion_service.settings import Settings
+from shared_contract.redact import redact_secrets, redact_url
 
 CONVERT_PATH = "/forms/libreoffice/convert"
 _ERROR_SNIPPET = 300
@@ -38,6 +39,8 @@ class GotenbergClient:
         if not settings.gotenberg_url:
             raise GotenbergError("GOTENBERG_URL is not set", problem="is not configured")
         self.url = settings.gotenberg_url.rstrip("/")
+        # How messages name it: GOTENBERG_URL may carry user:pass@.
+        self._shown_url = redact_url(self.url)
         self._client = httpx.Client(
             base_url=self.url,
             timeout=httpx.Timeout(settings.gotenberg_read_timeout, connect=settings.gotenberg_connect_timeout),
@@ -57,22 +60,23 @@ class GotenbergClient:
                 response = self._client.post(CONVERT_PATH, files={"files": (filename, handle, mime)})
         except httpx.TimeoutException as exc:
             raise GotenbergError(
-                f"Gotenberg at {self.url} timed out ({type(exc).__name__})", problem="timed out"
+                f"Gotenberg at {self._shown_url} timed out ({type(exc).__name__})", problem="timed out"
             ) from exc
         except httpx.HTTPError as exc:
             raise GotenbergError(
-                f"Gotenberg at {self.url} is unreachable ({type(exc).__name__}: {exc})", problem="is unreachable"
+                f"Gotenberg at {self._shown_url} is unreachable ({type(exc).__name__}: {redact_secrets(str(exc))})",
+                problem="is unreachable",
             ) from exc
         if not response.is_success:
-            snippet = response.text[:_ERROR_SNIPPET].strip()
+            snippet = redact_secrets(response.text[:_ERROR_SNIPPET].strip())
             raise GotenbergError(
-                f"Gotenberg at {self.url} answered HTTP {response.status_code} converting {filename!r}: {snippet}",
+                f"Gotenberg at {self._shown_url} answered HTTP {response.status_code} converting {filename!r}: {snippet}",
                 problem=f"answered HTTP {response.status_code}",
                 status=response.status_code,
             )
         if not response.content.startswith(b"%PDF-"):
             raise GotenbergError(
-                f"Gotenberg at {self.url} answered without a PDF (Content-Type {response.headers.get('content-type')!r})",
+                f"Gotenberg at {self._shown_url} answered without a PDF (Content-Type {response.headers.get('content-type')!r})",
                 problem="answered without a PDF",
             )
         return response.content

@@ -128,7 +128,11 @@ def test_engines_in_the_query_string_are_compared_as_form_fields_are(client: Tes
         ("?engine=pypdf", {"engines": "kreuzberg,pypdf"}, "not both"),
         ("?engine=pypdf&surprise=1", {}, "unknown query parameter(s) 'surprise'"),
         # A submitted name is named escaped and cut short, never echoed whole (log lines, bodies).
-        ("?engine=pypdf&bogus%0A" + "p" * 5000 + "=1", {}, "parameter(s) 'bogus\\n" + "p" * 58 + "'… (5006 characters)."),
+        (
+            "?engine=pypdf&bogus%0A" + "p" * 5000 + "=1",
+            {},
+            "parameter(s) 'bogus\\n" + "p" * 58 + "'… (5006 characters).",
+        ),
     ],
 )
 def test_a_choice_in_the_query_string_follows_the_form_rules(
