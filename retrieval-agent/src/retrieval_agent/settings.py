@@ -225,7 +225,7 @@ class Settings(ContractSettings):
         default="",
         description="Comma-separated knowledge bases chat may search (and /v1/models lists); empty = any.",
     )
-    chat_timeout: float = Field(default=120.0, gt=0, le=600, description="Seconds per upstream chat call.")
+    chat_timeout: float = Field(default=120.0, gt=0, le=600, description="Seconds per upstream chat call, as a whole.")
 
     # Long-term memory: one Markdown file per fact under MEMORY_PATH/<user>/, every change a Git commit,
     # indexed under the tenant memory-<user>; reconciled on each chat turn by the chat model.

@@ -28,7 +28,8 @@ async def _on_chat_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ChatError)
     request_id = request_id_of(request)
     log_request_failed(request.scope, exc.status, exc.code, exc.message, request_id=request_id, cause=exc)
-    return JSONResponse(status_code=exc.status, content=exc.body(), headers={REQUEST_ID_HEADER: request_id})
+    headers = {**exc.headers, REQUEST_ID_HEADER: request_id}
+    return JSONResponse(status_code=exc.status, content=exc.body(), headers=headers)
 
 
 def reshaped(status: int, body: bytes) -> tuple[int, bytes] | None:

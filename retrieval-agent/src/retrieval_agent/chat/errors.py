@@ -6,6 +6,7 @@ instead of the services' flat shape.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 ErrorType = Literal[
@@ -48,7 +49,8 @@ def error_type_for(status: int) -> ErrorType:
 
 
 class ChatError(Exception):
-    """A /v1 failure: its status, OpenAI error fields and the metrics outcome."""
+    """A /v1 failure: its status, OpenAI error fields, the metrics outcome, and the response headers it
+    carries (the upstream's ``Retry-After``)."""
 
     def __init__(
         self,
@@ -59,6 +61,7 @@ class ChatError(Exception):
         outcome: ChatOutcome,
         param: str | None = None,
         error_type: ErrorType | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -67,6 +70,7 @@ class ChatError(Exception):
         self.param = param
         self.outcome: ChatOutcome = outcome
         self.error_type: ErrorType = error_type or error_type_for(status)
+        self.headers: dict[str, str] = dict(headers or {})
 
     def body(self) -> dict[str, object]:
         """The OpenAI-shaped error body."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from retrieval_agent.api.leniency import well_formed_json
 
@@ -27,6 +28,9 @@ FORWARDED_PARAMS = frozenset(
         "reasoning_effort",
     }
 )
+
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators.
+_LINE_BREAKING = frozenset({"Cc", "Zl", "Zp"})
 
 
 class ChatMessageIn(BaseModel):
@@ -71,6 +75,14 @@ class ChatCompletionRequest(BaseModel):
         # A lone surrogate (half an emoji a JS client cut) is valid JSON but breaks the search's models
         # and the upstream request's UTF-8 encoding: U+FFFD instead, as /search does (api.leniency).
         return well_formed_json(data)
+
+    @field_validator("model")
+    @classmethod
+    def _printable_model(cls, model: str) -> str:
+        # The name is logged (here and by LiteLLM): a line break in it would forge a log line.
+        if any(unicodedata.category(char) in _LINE_BREAKING for char in model):
+            raise ValueError("must not contain control characters or line breaks")
+        return model
 
     @property
     def include_usage(self) -> bool:

@@ -24,6 +24,23 @@ READ_TOOL: Final = "read_full_document"
 SEARCH_TOOL: Final = "search"
 TOOL_NAMES: Final = frozenset({READ_TOOL, SEARCH_TOOL})
 _MAX_QUERY_CHARS = 2000
+# Far above any real call (a file_id; a query is cut at _MAX_QUERY_CHARS): the model's output is unbounded.
+_MAX_ARGUMENT_CHARS = 32_000
+
+
+class _UnreadableArguments(ValueError):
+    """Tool arguments refused before parsing, or that the parser gave up on."""
+
+
+def _decoded(arguments: str) -> Any:
+    """A tool call's JSON arguments (json.JSONDecodeError when they are not JSON)."""
+    if len(arguments) > _MAX_ARGUMENT_CHARS:
+        raise _UnreadableArguments(f"longer than {_MAX_ARGUMENT_CHARS} characters")
+    try:
+        return json.loads(arguments or "{}")
+    except RecursionError:
+        # The model wrote them: "[[[[..." is a bad call to tell it about, not a failed turn.
+        raise _UnreadableArguments("nested too deeply") from None
 
 
 class _ReadArguments(BaseModel):
@@ -92,13 +109,14 @@ class RagTools:
         """The tool's result as the text the model reads; bad arguments and store failures are told to it."""
         self.metrics.chat_tool_calls.labels(tool=name if name in TOOL_NAMES else "unknown").inc()
         try:
-            raw = json.loads(arguments or "{}")
+            raw = _decoded(arguments)
             if name == READ_TOOL:
                 return await self._read(_ReadArguments.model_validate(raw).file_id)
             if name == SEARCH_TOOL:
                 return await self._search(_SearchArguments.model_validate(raw).query)
         except (ValueError, ValidationError) as exc:  # json.JSONDecodeError is a ValueError
-            return f"Error: invalid arguments for {name}: {exc.__class__.__name__}. Call it again with valid JSON."
+            why = str(exc) if isinstance(exc, _UnreadableArguments) else exc.__class__.__name__
+            return f"Error: invalid arguments for {name}: {why}. Call it again with valid JSON."
         except ContractError as exc:
             # The store or the embedder failed: the model answers from what it has.
             logger.warning("chat tool %s failed: %s", name, exc)

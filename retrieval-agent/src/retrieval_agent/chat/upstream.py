@@ -26,6 +26,7 @@ from retrieval_agent.chat.errors import (
     invalid_request,
 )
 from retrieval_agent.settings import Settings
+from shared_contract.redact import REDACTED, redact_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,13 @@ _OPENAI_PROVIDER = "openai"
 _NO_KEY = "no-key"
 _MODELS_TIMEOUT = httpx.Timeout(5.0)
 _MAX_MESSAGE_CHARS = 500
+# The loggers LiteLLM gives a stderr handler of its own at import.
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+# The upstream's answer headers a client needs to retry well; passed on with its error.
+_RETRY_HEADERS = ("retry-after", "retry-after-ms")
+_RETRY_HEADER_PREFIX = "x-ratelimit-reset-"
+_MAX_HEADER_CHARS = 64
+_MIN_MASKED_KEY_CHARS = 8
 
 
 def import_litellm() -> Any:
@@ -49,7 +57,24 @@ def import_litellm() -> Any:
     litellm.turn_off_message_logging = True
     # A failed call is answered at once with the upstream's status; the client decides about retrying.
     litellm.num_retries = 0
+    # Usage is what the upstream reports. LiteLLM would count a stream's tokens itself (tiktoken over the
+    # whole answer, synchronously in the event loop: seconds for a long answer) when it reports none.
+    litellm.disable_token_counter = True
+    _log_through_root()
     return litellm
+
+
+def _log_through_root() -> None:
+    """LiteLLM's log lines through the service's handler (its format, one line each) instead of the raw
+    stderr handler LiteLLM adds, whose secret filter moves to the logger."""
+    for name in _LITELLM_LOGGERS:
+        own = logging.getLogger(name)
+        for handler in list(own.handlers):
+            own.removeHandler(handler)
+            for log_filter in handler.filters:
+                if log_filter not in own.filters:
+                    own.addFilter(log_filter)
+        own.propagate = True
 
 
 def provider_names(litellm: Any) -> frozenset[str]:
@@ -146,12 +171,9 @@ class ChatUpstream:
         tool_choice: Any = None,
         params: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """One whole completion, as OpenAI's JSON (a dict). Raises ChatError."""
+        """One whole completion, as OpenAI's JSON (a dict), within CHAT_TIMEOUT. Raises ChatError."""
         arguments = self._arguments(model, messages, tools, tool_choice, params or {})
-        try:
-            response = await self._litellm.acompletion(**arguments)
-        except Exception as exc:
-            raise self.error(exc) from exc
+        response = await self._send(arguments, anyio.current_time() + self._timeout)
         answer: dict[str, Any] = response.model_dump()
         if not answer.get("choices"):
             raise unreadable_answer("no choice")
@@ -175,11 +197,19 @@ class ChatUpstream:
         # LiteLLM's timeout bounds each read, so an upstream that keeps sending never times out:
         # CHAT_TIMEOUT bounds the whole call, from the request to the last chunk.
         deadline = anyio.current_time() + self._timeout
-        try:
-            response = await self._litellm.acompletion(**arguments)
-        except Exception as exc:
-            raise self.error(exc) from exc
+        response = await self._send(arguments, deadline)
         return self._chunks(response, deadline)
+
+    async def _send(self, arguments: dict[str, Any], deadline: float) -> Any:
+        """LiteLLM's call, given up at ``deadline``: its timeout bounds each read, so an upstream sending
+        a byte at a time would hold a whole answer (or a stream's headers) for ever."""
+        with anyio.CancelScope(deadline=deadline):
+            try:
+                return await self._litellm.acompletion(**arguments)
+            except Exception as exc:
+                raise self.error(exc) from exc
+        # Only reached when the deadline cancelled the call.
+        raise upstream_timeout(f"no answer within CHAT_TIMEOUT ({self._timeout:g} s)")
 
     async def _chunks(self, response: Any, deadline: float) -> AsyncIterator[dict[str, Any]]:
         try:
@@ -223,11 +253,12 @@ class ChatUpstream:
         return [str(item["id"]) for item in data if isinstance(item, dict) and isinstance(item.get("id"), str)]
 
     def error(self, exc: BaseException) -> ChatError:
-        """LiteLLM's exception as the /v1 error: the upstream's status, 502 when it is unreachable, 504 on
-        its timeout."""
+        """LiteLLM's exception as the /v1 error: the upstream's status (with its Retry-After and
+        x-ratelimit-reset-* headers), 502 when it is unreachable, 504 on its timeout. Its text is
+        shortened and its secrets masked."""
         if isinstance(exc, ChatError):
             return exc
-        detail = _short(str(getattr(exc, "message", None) or exc))
+        detail = self._short(str(getattr(exc, "message", None) or exc))
         # Raised by LiteLLM before any request is sent: the upstream never answered.
         if isinstance(exc, self._litellm.UnsupportedParamsError):
             return invalid_request(
@@ -251,13 +282,22 @@ class ChatUpstream:
         if status == 500 and not answered_status:
             # LiteLLM reports a 2xx answer it could not read (not JSON, no choices) as its own HTTP 500.
             innermost = causes[-1]
-            return unreadable_answer(_short(str(innermost), limit=200) or type(innermost).__name__)
+            return unreadable_answer(self._short(str(innermost), limit=200) or type(innermost).__name__)
         return ChatError(
             status,
             f"The upstream model answered HTTP {status}: {detail}",
             code=UPSTREAM_ERROR,
             outcome="upstream_error",
+            headers=_retry_headers(causes),
         )
+
+    def _short(self, text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+        """An upstream's error text as a message: short, and without the secrets upstreams echo (a key
+        sent, a URL's credentials), this service's own key included whatever its form."""
+        # A key too short to be a secret would mask every word it occurs in.
+        if self._api_key and len(self._api_key) >= _MIN_MASKED_KEY_CHARS:
+            text = text.replace(self._api_key, REDACTED)
+        return _short(redact_secrets(text), limit)
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -267,6 +307,34 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
+
+
+def _retry_headers(causes: Sequence[BaseException]) -> dict[str, str]:
+    """The upstream's ``Retry-After`` and ``x-ratelimit-reset-*`` headers, from the first exception in
+    the chain that carries them (LiteLLM's copy of the answer's headers, or the SDK's response)."""
+    for cause in causes:
+        for headers in (getattr(cause, "litellm_response_headers", None), _response_headers(cause)):
+            kept = {
+                name.lower(): value
+                for name, value in (headers.items() if isinstance(headers, Mapping) else ())
+                if isinstance(name, str) and _is_retry_header(name.lower()) and _plain_value(value)
+            }
+            if kept:
+                return kept
+    return {}
+
+
+def _response_headers(cause: BaseException) -> object:
+    return getattr(getattr(cause, "response", None), "headers", None)
+
+
+def _is_retry_header(name: str) -> bool:
+    return name in _RETRY_HEADERS or name.startswith(_RETRY_HEADER_PREFIX)
+
+
+def _plain_value(value: object) -> bool:
+    # Passed on as it came only when it is a short line of printable ASCII.
+    return isinstance(value, str) and len(value) <= _MAX_HEADER_CHARS and value.isascii() and value.isprintable()
 
 
 def unreadable_answer(why: str) -> ChatError:

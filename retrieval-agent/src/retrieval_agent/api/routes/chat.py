@@ -29,7 +29,10 @@ _ERRORS: dict[int | str, dict[str, object]] = {
     }.items()
 }
 # An upstream error comes back with the upstream's own status (429, 401, ...).
-_ERRORS["default"] = {"model": OpenAIErrorBody, "description": "upstream_error, with the upstream's status."}
+_ERRORS["default"] = {
+    "model": OpenAIErrorBody,
+    "description": "upstream_error, with the upstream's status (and its Retry-After, x-ratelimit-reset-* headers).",
+}
 
 router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[BEARER, Depends(require_json_body)], responses=_ERRORS)
 
