@@ -101,6 +101,18 @@ def _extract(client: TestClient, path: Path, **fields: str) -> httpx2.Response:
 # --- the vision endpoint ------------------------------------------------------------------------
 
 
+def _failed_vision_extract(
+    app_client: AppFactory, docs: Path, caplog: pytest.LogCaptureFixture, base_url: str, **settings: Any
+) -> tuple[httpx2.Response, str]:
+    """``/api/v1/extract`` of the JPEG through the vision engine at ``base_url``, which fails: the
+    response (500) and the ``cause`` of its request_failed line."""
+    with app_client(vision_llm_api_base_url=base_url, **settings) as client:
+        caplog.clear()
+        response = _extract(client, docs / JPEG, engine="vision-llm")
+    assert response.status_code == 500
+    return response, str(getattr(the_failure(caplog), "cause", ""))
+
+
 # A bare model goes through our OpenAI client; a provider-prefixed one through LiteLLM's own,
 # whose chained httpx error repeats the request URL.
 @pytest.mark.parametrize("model", ["gemma4-nvfp4", "hosted_vllm/gemma"])
@@ -112,15 +124,11 @@ def test_vision_failure_answers_a_fixed_message_and_logs_only_redacted_text(
     model: str,
 ) -> None:
     base_url = f"http://vision-user:{VISION_PASSWORD}@127.0.0.1:{echoing_vision.port}/v1"
-    with app_client(vision_llm_api_base_url=base_url, vision_llm_model=model) as client:
-        caplog.clear()
-        response = _extract(client, docs / JPEG, engine="vision-llm")
-    assert response.status_code == 500
+    response, cause = _failed_vision_extract(app_client, docs, caplog, base_url, vision_llm_model=model)
     # The status and a fixed phrase; nothing the upstream said.
     assert response.json()["error"] == (
         f"Document extraction failed: the vision endpoint answered HTTP 500 (check {VISION_SETTINGS})."
     )
-    cause = str(getattr(the_failure(caplog), "cause", ""))
     # The log names the endpoint and keeps what the upstream said, both redacted.
     assert f"vision endpoint http://***@127.0.0.1:{echoing_vision.port}/v1 answered HTTP 500: " in cause
     assert "upstream refused; auth=Basic ***" in cause
@@ -132,14 +140,10 @@ def test_unreachable_vision_endpoint_is_named_without_its_credentials(
 ) -> None:
     port = free_port()
     base_url = f"http://vision-user:{VISION_PASSWORD}@127.0.0.1:{port}/v1"
-    with app_client(vision_llm_api_base_url=base_url) as client:
-        caplog.clear()
-        response = _extract(client, docs / JPEG, engine="vision-llm")
-    assert response.status_code == 500
+    response, cause = _failed_vision_extract(app_client, docs, caplog, base_url)
     assert response.json()["error"] == (
         f"Document extraction failed: the vision endpoint is unreachable (check {VISION_SETTINGS})."
     )
-    cause = str(getattr(the_failure(caplog), "cause", ""))
     assert f"vision endpoint http://***@127.0.0.1:{port}/v1 is unreachable (" in cause
     assert_no_secrets(response.text, logged_text(caplog))
 
