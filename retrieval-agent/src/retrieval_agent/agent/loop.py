@@ -237,7 +237,8 @@ class AgenticSearch:
         )
         # Each retrieve round takes a model turn, and one more may read or list; then the final answer.
         self.limits = UsageLimits(request_limit=2 * settings.agent_max_iterations + 2)
-        # One SDK retry: a flaky proxy gets a second chance, a dead one falls back within a second.
+        # One SDK retry: a flaky proxy gets a second chance. The SDK waits out an upstream's Retry-After
+        # first (up to 60 s), within AGENT_TIMEOUT: only then does the run fall back.
         self.model_settings = ModelSettings(temperature=0.0, max_retries=1)
 
     async def _instructions(self) -> str:
