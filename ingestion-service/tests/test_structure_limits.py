@@ -240,6 +240,46 @@ def test_html_self_closing_rows_are_empty_rows_and_a_self_closing_table_stays_op
     assert table_cells(write(tmp_path, "b.html", '<table/><tr><td colspan="500">a</td></tr>')) == 500
 
 
+# --- DOCX -------------------------------------------------------------------------------------------
+
+
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def docx(table_rows: str) -> bytes:
+    """A minimal DOCX whose body is one table of ``table_rows``."""
+    body = f'<w:document xmlns:w="{W}"><w:body><w:p><w:r><w:t>Intro</w:t></w:r></w:p><w:tbl>{table_rows}</w:tbl></w:body></w:document>'
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", body)
+    return buffer.getvalue()
+
+
+def docx_row(*spans: int) -> str:
+    cells = "".join(
+        f'<w:tc><w:tcPr><w:gridSpan w:val="{span}"/></w:tcPr><w:p><w:r><w:t>x</w:t></w:r></w:p></w:tc>'
+        if span != 1
+        else "<w:tc><w:p><w:r><w:t>x</w:t></w:r></w:p></w:tc>"
+        for span in spans
+    )
+    return f"<w:tr>{cells}</w:tr>"
+
+
+def test_docx_grid_span_bomb_is_refused(tmp_path: Path, settings: Settings) -> None:
+    # The engine writes a spanning cell once per column it spans: 2.3 KB became 3.7 GB.
+    path = write(tmp_path, "bomb.docx", docx(docx_row(5000) * 4000))
+    assert table_cells(path) == 4000 * 5000
+    assert_too_many_cells(path, settings)
+
+
+def test_docx_cells_add_up_row_by_row_spans_included(tmp_path: Path, docs: Path) -> None:
+    # Rows are not padded to the widest; a nested table's cells count too.
+    nested = "<w:tr><w:tc><w:tbl>" + docx_row(1, 1) + "</w:tbl><w:p/></w:tc></w:tr>"
+    assert table_cells(write(tmp_path, "a.docx", docx(docx_row(3, 1) + docx_row(1) + nested))) == 4 + 1 + 1 + 2
+    assert table_cells(docs / "docx/docling__word_tables.docx") == 97
+
+
 # --- CSV --------------------------------------------------------------------------------------------
 
 

@@ -164,14 +164,38 @@ def test_zip_behind_leading_junk_is_checked_against_max_unpacked_bytes(
         assert_kept(client, "f", before)
 
 
-def test_sparse_spreadsheet_over_max_table_cells_is_413_before_extraction(
-    client: TestClient, upload: Upload, docs: Path, points: Points, ingest_bytes: IngestBytes, assert_kept: AssertKept
+def spanning_docx_bomb() -> bytes:
+    """A 1.7 KB DOCX whose 2,001 rows each span 1,000 columns (2 M cells, just over the default
+    MAX_TABLE_CELLS: the engine writes a spanning cell once per column; 20 M of them took 3.7 GB)."""
+    cell = '<w:tc><w:tcPr><w:gridSpan w:val="1000"/></w:tcPr><w:p><w:r><w:t>x</w:t></w:r></w:p></w:tc>'
+    body = (
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:tbl>'
+        + f"<w:tr>{cell}</w:tr>" * 2001
+        + "</w:tbl></w:body></w:document>"
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", body)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("build", "filename"), [(sparse_xlsx_bomb, "sheet.xlsx"), (spanning_docx_bomb, "report.docx")])
+def test_tables_over_max_table_cells_are_413_before_extraction(
+    client: TestClient,
+    upload: Upload,
+    docs: Path,
+    points: Points,
+    ingest_bytes: IngestBytes,
+    assert_kept: AssertKept,
+    build: Callable[[], bytes],
+    filename: str,
 ) -> None:
     assert upload(client, docs / WIKI, file_id="cells").status_code == 200
     before = points(client, file_id="cells")
-    data = sparse_xlsx_bomb()
+    data = build()
     assert len(data) < 2000
-    for response in (ingest_bytes(client, data, "sheet.xlsx", "cells"), _extract_bytes(client, data, "sheet.xlsx")):
+    for response in (ingest_bytes(client, data, filename, "cells"), _extract_bytes(client, data, filename)):
         assert response.status_code == 413, response.text
         body = response.json()
         assert body["code"] == "DOCUMENT_TOO_LARGE"
