@@ -324,8 +324,8 @@ def test_a_refused_long_key_keeps_the_log_line_and_the_steps_header_short(
     assert response.status_code == 200, response.text
     steps = json.loads(response.headers["X-RAG-Agent-Steps"])
     assert [step["tool"] for step in steps] == ["refused", "retrieve"]
-    assert steps[0]["reason"].startswith("argument collectionxxx")
-    assert len(steps[0]["reason"]) < 100
+    assert steps[0]["reason"].startswith("argument 'collectionxxx")
+    assert len(steps[0]["reason"]) < 120
     refusals = [record.getMessage() for record in caplog.records if "refused" in record.getMessage()]
     assert refusals
     assert all(len(message) < 300 for message in refusals)

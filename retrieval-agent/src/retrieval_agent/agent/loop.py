@@ -47,6 +47,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 from qdrant_client import models
 
+from retrieval_agent.adapters.llm_failures import log_failure_detail, model_failure
 from retrieval_agent.agent.plain_text import parse_queries
 from retrieval_agent.agent.prompt import system_prompt, user_prompt
 from retrieval_agent.agent.tools import (
@@ -62,9 +63,10 @@ from retrieval_agent.agent.tools import (
 from retrieval_agent.metrics import SearchPath
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.postprocess import Hit, newest_versions, top_k
-from retrieval_agent.search.queries import ChatMessage, last_user_message, log_failure_detail, model_failure
+from retrieval_agent.search.queries import ChatMessage, last_user_message
 from retrieval_agent.settings import Settings
 from shared_contract import MetaKey
+from shared_contract.attributes import shown_key
 from shared_contract.store import match
 
 logger = logging.getLogger(__name__)
@@ -78,8 +80,6 @@ _MAX_REQUEST_QUERIES = 10
 # A tool call's JSON arguments: a legitimate one (a few queries, filters of 20 values) is a few KiB;
 # more is refused before parsing, so the model's output cannot cost the service more than this.
 MAX_TOOL_ARGS_CHARS = 32_000
-# A key name the model made up, as it appears in the refusal's log line and step.
-_MAX_KEY_CHARS = 64
 # The steps' marker when some did not fit the byte budget (the header's size limit).
 _TRUNCATED_MARKER_RESERVE = 64
 
@@ -122,11 +122,6 @@ def _compact(value: object) -> str:
 
 def _tenant_keys(args: dict[str, Any]) -> list[str]:
     return [key for key in args if any(part in key.casefold() for part in _TENANT_KEYS)]
-
-
-def _shown_key(key: str) -> str:
-    """A model-chosen key name, short enough for a log line and the steps header."""
-    return key if len(key) <= _MAX_KEY_CHARS else key[:_MAX_KEY_CHARS] + "..."
 
 
 def strip_tenant_args(args: RawToolArgs) -> tuple[RawToolArgs, list[str]]:
@@ -200,7 +195,7 @@ class RunObserver(AbstractCapability[AgentDeps]):
         # dropping it instead searches the request's collections, and the attempt is counted.
         cleaned, named = strip_tenant_args(args)
         if named:
-            shown = ", ".join(_shown_key(key) for key in named)
+            shown = ", ".join(shown_key(key) for key in named)
             ctx.deps.tenant_violation(tool_def.name, f"argument {shown} ignored")
         return cleaned
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from retrieval_agent.adapters.git import Commit
+from retrieval_agent.adapters.llm_failures import log_failure_detail, model_failure
 from retrieval_agent.errors import FactNotFoundError
 from retrieval_agent.memory.facts import Fact
 from retrieval_agent.memory.index import MemoryIndex, RankedFact
@@ -30,7 +31,6 @@ from retrieval_agent.memory.reconcile import (
 )
 from retrieval_agent.memory.repository import FactListing, FactRepository, Signature
 from retrieval_agent.metrics import SearchMetrics
-from retrieval_agent.search.queries import log_failure_detail, model_failure
 from retrieval_agent.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -29,35 +29,14 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent
-from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from retrieval_agent.adapters.llm_failures import log_failure_detail, model_failure
 from retrieval_agent.errors import QueryGenerationError
 from retrieval_agent.metrics import SearchMetrics
-from shared_contract.redact import redact_secrets
 
 logger = logging.getLogger(__name__)
-
-# How much of a failed model call's own text a DEBUG line keeps.
-_DETAIL_CHARS = 500
-
-
-def model_failure(exc: BaseException) -> str:
-    """A failed model call in words fit for a WARNING: the error's type and, for an HTTP error, its status.
-
-    Never the error's text: an upstream's error body can echo the prompt, the user's words or headers.
-    """
-    if isinstance(exc, ModelHTTPError):
-        return f"{type(exc).__name__} (HTTP {exc.status_code})"
-    return type(exc).__name__
-
-
-def log_failure_detail(log: logging.Logger, what: str, exc: BaseException) -> None:
-    """The failure's own text, at DEBUG only: secrets masked, at most _DETAIL_CHARS characters."""
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug("%s: %s", what, redact_secrets(str(exc))[:_DETAIL_CHARS], stacklevel=2)
-
 
 DEFAULT_TEMPLATE = """### Task
 Write search queries that retrieve the documents needed to answer the user's latest message.
