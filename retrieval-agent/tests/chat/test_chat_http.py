@@ -194,7 +194,37 @@ def test_tool_rounds_stop_at_the_cap_then_one_call_without_tools(chat_api: ChatA
         ["read_full_document", "search"],
         [],
     ]
-    assert len(tool_results(llm.requests[2])) == 2
+    first_round, last_round = tool_results(llm.requests[2])
+    assert "last tool round" not in first_round
+    assert last_round.endswith(
+        "(That was the last tool round: no more tool calls. Answer now from the passages above.)"
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_calls_instead_of_the_last_answer_are_an_upstream_error_not_an_empty_reply(
+    chat_api: ChatApi, stream: bool
+) -> None:
+    client, llm = chat_api(
+        lambda body: tool_call("search", {"query": f"query {turn(body)}"}, call_id=f"call{turn(body)}"),
+        chat_max_tool_rounds=1,
+    )
+    response = post(client, chat_body("scripted@kb-a", stream=stream))
+    if stream:
+        assert response.status_code == 200
+        events = sse_events(response.text)
+        assert "[DONE]" not in events
+        error = json.loads(events[-1])["error"]
+        assert not any(choice.get("finish_reason") for event in events[:-1] for choice in json.loads(event)["choices"])
+    else:
+        assert response.status_code == 502
+        error = response.json()["error"]
+    assert (error["type"], error["code"]) == ("api_error", "upstream_error")
+    assert "only with calls to tools it was not offered (search)" in error["message"]
+    assert "CHAT_MAX_TOOL_ROUNDS=1" in error["message"]
+    assert [tool_names(request) for request in llm.requests] == [["read_full_document", "search"], []]
+    metrics = client.get("/metrics", headers=AUTH).text
+    assert f'chat_requests_total{{outcome="upstream_error",stream="{str(stream).lower()}"}} 1.0' in metrics
 
 
 def test_client_tools_pass_through_and_their_calls_return_to_the_client(chat_api: ChatApi) -> None:

@@ -1,6 +1,7 @@
 """One chat turn: pick the knowledge bases, retrieve, inject the numbered passages, then let the upstream
 model answer, running the RAG tools it calls (at most CHAT_MAX_TOOL_ROUNDS rounds, then one last call
-without them). Tools the client sent are the client's: a call to one is returned, never run here.
+without them, whose answer must have text: calls alone then are a 502 ``upstream_error``). Tools the client
+sent are the client's: a call to one is returned, never run here.
 
 Streaming streams every round; tool-call deltas are gathered until the round ends, and text that comes
 after a tool call started is held until the round proves final. ``rag_sources`` goes in a last chunk
@@ -28,6 +29,7 @@ from retrieval_agent.chat.context import SourceBook, context_message, search_mes
 from retrieval_agent.chat.errors import (
     INVALID_KNOWLEDGE_BASE,
     KNOWLEDGE_BASE_NOT_FOUND,
+    UPSTREAM_ERROR,
     ChatError,
     ChatOutcome,
     invalid_request,
@@ -60,6 +62,7 @@ KB_SEPARATOR = "@"
 KB_JOINER = "+"
 # Open WebUI's per-file and memory tenants are not knowledge bases to offer as models.
 _MAX_TENANTS = 10_000
+_LAST_ROUND_NOTE = "(That was the last tool round: no more tool calls. Answer now from the passages above.)"
 
 ToolCall = dict[str, Any]
 
@@ -117,6 +120,7 @@ class StreamedRound:
     held: list[str] = field(default_factory=lambda: list[str]())
     finish: str | None = None
     said: bool = False  # any text or tool call at all
+    wrote: bool = False  # any text
 
     def take(self, part: dict[str, Any]) -> list[str]:
         """Read one chunk; returns the text to send on now."""
@@ -128,7 +132,7 @@ class StreamedRound:
                 self.said = True
             content = delta.get("content")
             if isinstance(content, str) and content:
-                self.said = True
+                self.said = self.wrote = True
                 if self.gathered:
                     self.held.append(content)  # text of a round that may not be the last
                 else:
@@ -195,6 +199,19 @@ class ChatTurn:
 
     def offers_rag_tools(self, rounds: int) -> bool:
         return self.rag_tools is not None and rounds < self.max_tool_rounds
+
+    def check_answered(self, wrote: bool, calls: Sequence[ToolCall]) -> None:
+        """A final answer that is only calls to tools not offered (ours after the cap) is no answer: an
+        upstream error, not an empty reply that reads as finished."""
+        if calls and not wrote:
+            names = ", ".join(sorted({call["function"]["name"] for call in calls}))
+            raise ChatError(
+                502,
+                f"The upstream model answered only with calls to tools it was not offered ({names}) after "
+                f"CHAT_MAX_TOOL_ROUNDS={self.max_tool_rounds} tool rounds, not with an answer.",
+                code=UPSTREAM_ERROR,
+                outcome="upstream_error",
+            )
 
     def tools(self, rounds: int) -> list[dict[str, Any]] | None:
         """What the model may call in this round: the client's tools, and ours until the cap (a client tool
@@ -324,13 +341,17 @@ class ChatService:
             include_usage=request.include_usage,
         )
 
-    async def _run_tools(self, turn: ChatTurn, content: str | None, calls: Sequence[ToolCall]) -> None:
-        """Run our tools' calls and append the exchange to the turn's messages."""
+    async def _run_tools(self, turn: ChatTurn, content: str | None, calls: Sequence[ToolCall], rounds: int) -> None:
+        """Run round ``rounds``' calls of our tools and append the exchange to the turn's messages. After
+        the last round the model is told, in the last result, to answer now (a note there fits every chat
+        template; a late system or user turn does not)."""
         assert turn.rag_tools is not None
         turn.messages.append({"role": "assistant", "content": content, "tool_calls": list(calls)})
         for call in calls:
             result = await turn.rag_tools.run(call["function"]["name"], call["function"].get("arguments", ""))
             turn.messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        if not turn.offers_rag_tools(rounds + 1):
+            turn.messages[-1]["content"] += f"\n\n{_LAST_ROUND_NOTE}"
 
     # -- whole answers ----------------------------------------------------------------------------
 
@@ -359,15 +380,17 @@ class ChatService:
             usage.add(answer.get("usage"))
             choice, message = _first_choice(answer)
             content = message.get("content") if isinstance(message.get("content"), str) else None
-            kind, calls = turn.decide(_tool_calls(message.get("tool_calls")), rounds)
+            asked = _tool_calls(message.get("tool_calls"))
+            kind, calls = turn.decide(asked, rounds)
             if kind == "server":
-                await self._run_tools(turn, content, calls)
+                await self._run_tools(turn, content, calls, rounds)
                 rounds += 1
                 continue
             finish = choice.get("finish_reason")
             if kind == "client":
                 reply, finish = AssistantMessage(content=content, tool_calls=calls), "tool_calls"
             else:
+                turn.check_answered(bool(content), asked)
                 reply = AssistantMessage(content=content)
                 finish = "stop" if finish in (None, "tool_calls") else str(finish)
             return ChatCompletion(
@@ -439,9 +462,10 @@ class ChatService:
                     raise unfinished_stream()
                 asked_whole = False
                 held, finish = streamed.held, streamed.finish
-                kind, calls = turn.decide(streamed.tool_calls(), rounds)
+                asked = streamed.tool_calls()
+                kind, calls = turn.decide(asked, rounds)
                 if kind == "server":
-                    await self._run_tools(turn, "".join(held) or None, calls)
+                    await self._run_tools(turn, "".join(held) or None, calls, rounds)
                     rounds += 1
                     stream = await self.upstream.stream(
                         turn.upstream_model,
@@ -451,6 +475,8 @@ class ChatService:
                         params=turn.stream_params,
                     )
                     continue
+                if kind == "answer":
+                    turn.check_answered(streamed.wrote, asked)
                 if held:
                     yield event({"content": "".join(held)})
                 if kind == "client":
