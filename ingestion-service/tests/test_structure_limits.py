@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ingestion_service.adapters.extractors.base import SourceFile
 from ingestion_service.adapters.extractors.docx_package import MAX_DEPTH
+from ingestion_service.adapters.extractors.kreuzberg_local import KreuzbergConverter
 from ingestion_service.errors import CORRUPT_REASON, DocumentTooLargeError, ExtractionError
-from ingestion_service.structure_limits import check_structure, check_xml_depth, table_cells
+from ingestion_service.structure_limits import check_structure, check_xml_depth, delimited_text_chars, table_cells
 
 from .workbooks import value, xlsx  # noqa: TID252
 
@@ -293,6 +295,47 @@ def test_csv_grid_bomb_is_refused(tmp_path: Path, settings: Settings) -> None:
 def test_quoted_delimiters_and_line_breaks_do_not_count(tmp_path: Path, docs: Path) -> None:
     assert table_cells(docs / "csv/docling__csv-comma-in-cell.csv") == 20
     assert table_cells(write(tmp_path, "q.csv", 'a,"b\n,,,,",c\r\n1,2,3\r\n')) == 2 * 3
+
+
+# A header, padding, quotes, empty and ragged rows, a tab-separated file, other scripts, controls.
+TABLES = {
+    "padded.csv": 'h1,h2,h3\n  a  ,b\n\n,,\nx,"y\nz",w,extra\n',
+    "rows.tsv": "navn\tby\nÆøå\tTromsø\n東京\t大阪\n",
+    "semicolons.csv": 'a;b\n1;"2;3"\n\x01\x02;\x7f\n',
+    "header.csv": "only,header\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_the_value_characters_never_exceed_the_extracted_text(
+    name: str, tmp_path: Path, make_test_settings: MakeSettings
+) -> None:
+    path = write(tmp_path, name, TABLES[name])
+    extracted = KreuzbergConverter(make_test_settings()).convert(SourceFile(path=path, filename=name))
+    assert 0 < delimited_text_chars(path) <= sum(len(document.content or "") for document in extracted)
+
+
+def test_the_value_characters_of_a_real_csv(docs: Path) -> None:
+    # 20 one-character cells; one is a quoted comma, which the count leaves out.
+    assert delimited_text_chars(docs / "csv/docling__csv-comma-in-cell.csv") == 19
+
+
+def test_a_csv_whose_values_pass_max_extracted_chars_is_refused_before_extraction(
+    tmp_path: Path, make_test_settings: MakeSettings
+) -> None:
+    settings = make_test_settings(max_extracted_chars=1000)
+    path = write(tmp_path, "long.csv", "id;note\n" + "".join(f"{row:03};some text {row:04}\n" for row in range(100)))
+    assert delimited_text_chars(path) == len("idnote") + 100 * len("000sometext0000")
+    with pytest.raises(DocumentTooLargeError) as refused:
+        check_structure(path, settings)
+    assert refused.value.code == "DOCUMENT_TOO_LARGE"
+    assert "(at least 1506 characters: its values) exceeds MAX_EXTRACTED_CHARS (1000)" in refused.value.detail()
+    check_structure(path, make_test_settings(max_extracted_chars=1506))
+
+
+def test_a_csv_that_is_not_utf8_is_left_to_the_engine(tmp_path: Path) -> None:
+    path = write(tmp_path, "latin1.csv", "navn;by\nÆøå;Tromsø\n".encode("latin-1"))
+    assert delimited_text_chars(path) == 0
 
 
 # --- XML depth --------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ and IP100000 becomes a 250 × 100,000 grid and 5.9 GB, an 800-byte ODS row repea
 holding a cell repeated 1,000 times a 10 M cell grid, and 20,000 rows of ``<td colspan="1000">`` one
 of 20 M. Only MAX_EXTRACTED_CHARS was checked, after extraction. Here each table's grid is counted
 from the file's structure, streamed, and a document whose tables add up to more than MAX_TABLE_CELLS
-is refused (DOCUMENT_TOO_LARGE) before any engine runs.
+is refused (DOCUMENT_TOO_LARGE) before any engine runs. A CSV/TSV whose values alone pass
+MAX_EXTRACTED_CHARS is refused too, rather than after the engine spent seconds printing it.
 
 The engines' XML readers need memory growing with the square of the nesting depth (the generic one:
 45,000 levels in 315 KB take 4 GB), or recurse until the stack overflows (OPML: a segfault at 30,000
@@ -79,6 +80,9 @@ _HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 _DELIMITED_SUFFIXES = frozenset({".csv", ".tsv"})
 _DELIMITERS = (b",", b";", b"\t", b"|")
 _QUOTED = re.compile(rb'"[^"]*+"')
+# Bytes that are no character of a value: ASCII whitespace and controls, delimiters, quotes, and the
+# continuation bytes of UTF-8 characters (the lead byte counts the character).
+_NOT_VALUE_CHARS = bytes([*range(0x21), 0x7F, *range(0x80, 0xC0)]) + b"".join(_DELIMITERS) + b'"'
 # A ZIP is a workbook when it holds this part (as content.py decides); calamine reads no other.
 _XLSX_WORKBOOK = "xl/workbook.xml"
 _XLSX_WORKBOOK_RELS = "xl/_rels/workbook.xml.rels"
@@ -104,8 +108,11 @@ def check_structure(path: Path, settings: Settings) -> None:
     ``path`` is the file as engines will see it: its suffix picks the reader, as it picks theirs, and
     a ZIP's parts tell a workbook (as ``content`` tells it).
     """
-    if path.suffix.lower() in _XML_SUFFIXES:
+    suffix = path.suffix.lower()
+    if suffix in _XML_SUFFIXES:
         check_xml_depth(path)
+    if suffix in _DELIMITED_SUFFIXES:
+        check_delimited_text(path, settings.max_extracted_chars)
     limit = settings.max_table_cells
     if table_cells(path, limit) > limit:
         raise DocumentTooLargeError(
@@ -128,6 +135,43 @@ def check_xml_depth(path: Path) -> None:
                 depth += 1
                 if depth > MAX_DEPTH:
                     raise _errors.unparseable(_ENGINE, f"the XML nests elements deeper than {MAX_DEPTH} levels")
+
+
+def check_delimited_text(path: Path, max_chars: int) -> None:
+    """DOCUMENT_TOO_LARGE when a CSV/TSV surely extracts to more than MAX_EXTRACTED_CHARS.
+
+    The engine spends seconds (and holds the GIL for part of them) printing a large table before
+    its text could be measured; the values alone are known from the file.
+    """
+    least = delimited_text_chars(path, max_chars)
+    if least > max_chars:
+        raise DocumentTooLargeError(
+            f"The document's extracted text (at least {least} characters: its values) exceeds "
+            f"MAX_EXTRACTED_CHARS ({max_chars})."
+        )
+
+
+def delimited_text_chars(path: Path, limit: int | None = None) -> int:
+    """A lower bound of the characters any engine extracts from a UTF-8 CSV/TSV (blocking).
+
+    Every engine keeps each value (the header at least once), if trimmed and unquoted: the file's
+    characters less ASCII whitespace, control characters, delimiters and quotes. 0 for a file that is
+    not UTF-8: its encoding is the engine's guess. Counting stops once past ``limit``.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    total = 0
+    with path.open("rb") as handle:
+        try:
+            for chunk in _file_chunks(handle):
+                decoder.decode(chunk)  # validates; UTF-8 counts a character per byte not a continuation
+                total += len(chunk.translate(None, _NOT_VALUE_CHARS))
+                if limit is not None and total > limit:
+                    break
+            else:
+                decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return 0
+    return total
 
 
 def table_cells(path: Path, limit: int | None = None) -> int:

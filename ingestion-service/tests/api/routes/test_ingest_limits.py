@@ -204,7 +204,13 @@ def test_xml_nested_past_the_cap_is_422_unparseable(
 
 
 def test_extracted_text_above_max_extracted_chars_is_413(
-    app_client: AppFactory, upload: Upload, docs: Path, points: Points, assert_kept: AssertKept, shared_index: str
+    app_client: AppFactory,
+    upload: Upload,
+    docs: Path,
+    points: Points,
+    assert_kept: AssertKept,
+    shared_index: str,
+    ingest_bytes: IngestBytes,
 ) -> None:
     limited, before = _ingest_good_then(app_client, upload, docs, points, shared_index, max_extracted_chars=1000)
     with limited as client:
@@ -213,6 +219,12 @@ def test_extracted_text_above_max_extracted_chars_is_413(
         body = response.json()
         assert body["code"] == "DOCUMENT_TOO_LARGE"
         assert "exceeds MAX_EXTRACTED_CHARS (1000)" in body["error"]
+        # A table's values are counted from the file, before the engine prints the table.
+        table = "id;note\n" + "".join(f"{row:03};some text {row:04}\n" for row in range(100))
+        response = ingest_bytes(client, table.encode(), "table.csv", "f")
+        assert response.status_code == 413
+        assert response.json()["code"] == "DOCUMENT_TOO_LARGE"
+        assert "(at least 1506 characters: its values) exceeds MAX_EXTRACTED_CHARS (1000)" in response.json()["error"]
         assert_kept(client, "f", before)
 
 
