@@ -7,6 +7,7 @@ refused without an engine ever seeing it.
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from ingestion_service.adapters.extractors.kreuzberg_local import KreuzbergConve
 from ingestion_service.errors import CORRUPT_REASON, DocumentTooLargeError, ExtractionError
 from ingestion_service.structure_limits import check_structure, check_xml_depth, delimited_text_chars, table_cells
 
-from .workbooks import value, xlsx  # noqa: TID252
+from .workbooks import XlsCells, sparse_xls_bomb, value, xls, xls_stream, xlsx  # noqa: TID252
 
 if TYPE_CHECKING:
     from ingestion_service.settings import Settings
@@ -280,6 +281,48 @@ def test_docx_cells_add_up_row_by_row_spans_included(tmp_path: Path, docs: Path)
     nested = "<w:tr><w:tc><w:tbl>" + docx_row(1, 1) + "</w:tbl><w:p/></w:tc></w:tr>"
     assert table_cells(write(tmp_path, "a.docx", docx(docx_row(3, 1) + docx_row(1) + nested))) == 4 + 1 + 1 + 2
     assert table_cells(docs / "docx/docling__word_tables.docx") == 97
+
+
+# --- XLS --------------------------------------------------------------------------------------------
+
+
+def test_sparse_xls_bomb_is_refused(tmp_path: Path, settings: Settings) -> None:
+    path = write(tmp_path, "book.xls", sparse_xls_bomb(sheets=3))
+    assert path.stat().st_size < 10_000
+    assert table_cells(path) == 3 * 65536 * 256
+    assert_too_many_cells(path, settings)
+
+
+def test_xls_sheets_count_the_box_of_their_values_as_the_engine_builds_it(
+    tmp_path: Path, make_test_settings: MakeSettings
+) -> None:
+    first: XlsCells = [(5, 3, "first"), (3000, 200, 1.5), (4000, 250, None)]  # a styled blank does not widen
+    path = write(tmp_path, "book.xls", xls(xls_stream([first, [(0, 0, "only")]])))
+    assert table_cells(path) == 2996 * 198 + 1
+    extracted = KreuzbergConverter(make_test_settings()).convert(SourceFile(path=path, filename="book.xls"))
+    assert sum(len(document.content or "") for document in extracted) > 2996 * 198  # a character per cell
+
+
+def test_a_mulrk_record_widens_its_row_to_its_last_column(tmp_path: Path) -> None:
+    stream = xls_stream([[(0, 0, "a"), (7, 2, 2.5)]])
+    rk = stream.rfind(struct.pack("<HHHH", 0x027E, 10, 7, 2))  # RK: row 7, column 2
+    mulrk = struct.pack("<HH", 7, 2) + struct.pack("<HI", 15, 0x3FF00000) * 3 + struct.pack("<H", 4)
+    patched = stream[:rk] + struct.pack("<HH", 0x00BD, len(mulrk)) + mulrk + stream[rk + 14 :]
+    assert table_cells(write(tmp_path, "book.xls", xls(patched))) == 8 * 5
+
+
+def test_an_encryption_record_does_not_hide_the_cells(tmp_path: Path, settings: Settings) -> None:
+    # The engine reads the cells after a FILEPASS record: 16.7 M of them, 1.5 GB.
+    stream = xls_stream([[(0, 0, "a"), (65535, 255, "z")]])
+    protect = stream.find(struct.pack("<HH", 0x0019, 2))  # WINDOWPROTECT in the workbook's globals
+    path = write(tmp_path, "book.xls", xls(stream[:protect] + struct.pack("<HH", 0x002F, 2) + stream[protect + 4 :]))
+    assert table_cells(path) == 65536 * 256
+    assert_too_many_cells(path, settings)
+
+
+def test_a_damaged_xls_is_left_to_the_engine(tmp_path: Path) -> None:
+    whole = sparse_xls_bomb(sheets=1)
+    assert table_cells(write(tmp_path, "cut.xls", whole[: len(whole) // 2])) == 0
 
 
 # --- CSV --------------------------------------------------------------------------------------------

@@ -62,8 +62,9 @@ class Settings(ContractSettings):
     max_table_cells: int = Field(
         default=2_000_000,
         gt=0,
-        description="Cells a document's tables may span, all sheets together (rows × columns up to the last value; "
-        "HTML, CSV: rows × the widest row; DOCX: cells × their spans); checked before extraction, as engines "
+        description="Cells a document's tables may span, all sheets together (rows × columns up to the last value, "
+        "old XLS: the box of its values; HTML, CSV: rows × the widest row; DOCX: cells × their spans); checked "
+        "before extraction, as engines "
         "build each grid in full. "
         "2 M cells peak at 0.2-0.6 GB in the engine, and a table that full prints about MAX_EXTRACTED_CHARS.",
     )

@@ -4,7 +4,8 @@ Spreadsheet and HTML engines build every table as a full grid in memory, however
 hold a value (kreuzberg; calamine under it for spreadsheets): a 1.6 KB XLSX whose only cells are A1
 and IP100000 becomes a 250 × 100,000 grid and 5.9 GB, an 800-byte ODS row repeated 10,000 times
 holding a cell repeated 1,000 times a 10 M cell grid, and 20,000 rows of ``<td colspan="1000">`` one
-of 20 M. Only MAX_EXTRACTED_CHARS was checked, after extraction. Here each table's grid is counted
+of 20 M, and a 5.6 KB XLS holding A1 and IV65536 on three sheets one of 50 M. Only MAX_EXTRACTED_CHARS
+was checked, after extraction. Here each table's grid is counted
 from the file's structure, streamed, and a document whose tables add up to more than MAX_TABLE_CELLS
 is refused (DOCUMENT_TOO_LARGE) before any engine runs. A CSV/TSV whose values alone pass
 MAX_EXTRACTED_CHARS is refused too, rather than after the engine spent seconds printing it.
@@ -27,12 +28,15 @@ import functools
 import html
 import itertools
 import re
+import struct
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
+
+import olefile
 
 from ingestion_service.adapters.extractors import _errors, plain_text
 from ingestion_service.adapters.extractors.docx_package import MAX_DEPTH
@@ -180,8 +184,9 @@ def table_cells(path: Path, limit: int | None = None) -> int:
     Spreadsheets (XLSX family, ODS) count each sheet's rows × columns up to its last cell holding a
     value: trailing empty rows and columns (LibreOffice repeats a million) cost the engines nothing.
     HTML tables and CSV/TSV count rows × the widest row, empty cells included, as the engines pad
-    them. DOCX table cells count once per column they span. Counting stops once past ``limit``.
-    Old binary XLS and XLSB, and PPTX tables, are not counted.
+    them. DOCX table cells count once per column they span. Old binary XLS (BIFF5/8) sheets count
+    the box from their first to their last cell holding a value, as the engine builds them. Counting
+    stops once past ``limit``. XLSB and PPTX tables are not counted.
     """
     tally = _Tally(limit)
     suffix = path.suffix.lower()
@@ -192,6 +197,7 @@ def table_cells(path: Path, limit: int | None = None) -> int:
             _delimited_cells(path, tally)
         if zipfile.is_zipfile(path):
             _archive_cells(path, suffix, tally)
+        _xls_cells(path, tally)
     except _ExceededError:
         pass
     return tally.total
@@ -847,6 +853,81 @@ def _contains(path: Path, needle: bytes) -> bool:
                 return True
             overlap = window[-len(needle) :]
     return False
+
+
+# --- XLS (BIFF5/8 in an OLE2 container) -----------------------------------------------------------
+
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_XLS_STREAMS = ("Workbook", "Book")  # BIFF8, BIFF5
+_XLS_BOF, _XLS_EOF, _XLS_BOUNDSHEET, _XLS_MULRK = 0x0809, 0x000A, 0x0085, 0x00BD
+# Records that put a value in a cell, row and column first: FORMULA, LABELSST, NUMBER, LABEL, BOOLERR,
+# RK, RSTRING. Blank cells (BLANK, MULBLANK), styled or not, do not widen the engine's grid.
+_XLS_VALUES = frozenset({0x0006, 0x00FD, 0x0203, 0x0204, 0x0205, 0x027E, 0x00D6})
+_RECORD = struct.Struct("<HH")
+_CELL = struct.Struct("<HH")
+# What olefile raises for a damaged container; the engine reports the damage.
+_OLE_DAMAGE = (OSError, ValueError, IndexError, KeyError, struct.error)
+
+
+def _xls_cells(path: Path, tally: _Tally) -> None:
+    """Each sheet the workbook lists costs its grid once per listing: the engine builds a sheet as the
+    box from its first to its last value (two cells at A1 and IV65536 of a 5.6 KB file: 16.7 M cells,
+    3.4 GB). A FILEPASS (encryption) record changes nothing: the engine reads the cells after it."""
+    with path.open("rb") as handle:
+        if handle.read(len(_OLE_MAGIC)) != _OLE_MAGIC:
+            return
+    try:
+        with olefile.OleFileIO(str(path)) as ole:
+            stream = next((name for name in _XLS_STREAMS if ole.exists(name)), None)
+            if stream is None or ole.get_type(stream) != olefile.STGTY_STREAM:
+                return
+            with ole.openstream(stream) as handle:
+                workbook = handle.read()
+    except _OLE_DAMAGE:
+        return
+    offsets: list[int] = []
+    for kind, data in _biff_records(workbook, 0):
+        if kind == _XLS_BOUNDSHEET and len(data) >= 4:
+            offsets.append(int.from_bytes(data[:4], "little"))
+    for offset in offsets:
+        tally.add(_xls_sheet_cells(workbook, offset))
+
+
+def _xls_sheet_cells(workbook: bytes, offset: int) -> int:
+    """The box of a sheet's values, embedded substreams (charts) included."""
+    first_row = first_col = 1 << 32
+    last_row = last_col = -1
+    for kind, data in _biff_records(workbook, offset):
+        if kind in _XLS_VALUES and len(data) >= _CELL.size:
+            row, col = _CELL.unpack_from(data)
+            cols = (col, col)
+        elif kind == _XLS_MULRK and len(data) >= 6:
+            row, col = _CELL.unpack_from(data)
+            cols = (col, int.from_bytes(data[-2:], "little"))
+        else:
+            continue
+        first_row, last_row = min(first_row, row), max(last_row, row)
+        first_col, last_col = min(first_col, *cols), max(last_col, *cols)
+    if last_row < 0:
+        return 0
+    return (last_row - first_row + 1) * (last_col - first_col + 1)
+
+
+def _biff_records(workbook: bytes, offset: int) -> Iterator[tuple[int, memoryview]]:
+    """The records of the substream starting at ``offset``, up to its EOF (nested substreams included)."""
+    view = memoryview(workbook)
+    depth = 0
+    while offset + _RECORD.size <= len(workbook):
+        kind, size = _RECORD.unpack_from(workbook, offset)
+        start = offset + _RECORD.size
+        offset = start + size
+        yield kind, view[start : min(offset, len(workbook))]
+        if kind == _XLS_BOF:
+            depth += 1
+        elif kind == _XLS_EOF:
+            depth -= 1
+            if depth <= 0:
+                return
 
 
 # --- CSV / TSV ----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ingestion_service.errors import CORRUPT_REASON
 from ingestion_service.runtime import ServiceHooks
 from shared_contract.http import hint_for
 
-from ...workbooks import value, xlsx  # noqa: TID252
+from ...workbooks import sparse_xls_bomb, value, xlsx  # noqa: TID252
 
 if TYPE_CHECKING:
     import httpx2
@@ -164,6 +164,7 @@ def spanning_docx_bomb() -> bytes:
         (xlsx_bomb, "sheet.xlsx", "MAX_COMPRESSION_RATIO"),
         (sparse_xlsx_bomb, "sheet.xlsx", "more than MAX_TABLE_CELLS (2000000) cells"),
         (spanning_docx_bomb, "report.docx", "more than MAX_TABLE_CELLS (2000000) cells"),
+        (sparse_xls_bomb, "sheet.xls", "more than MAX_TABLE_CELLS (2000000) cells"),
     ],
 )
 def test_a_bomb_is_413_before_extraction_and_keeps_the_stored_version(
