@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import selectors
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -127,20 +130,57 @@ def test_dev_serves_both_apps_at_its_log_level_and_stops_cleanly(tmp_path: Path)
     assert " INFO " not in output
 
 
-def test_dev_exits_non_zero_when_a_port_is_taken(tmp_path: Path) -> None:
+def test_dev_exits_non_zero_when_a_port_is_taken_and_logs_why_as_log_format_says(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = int(taken.getsockname()[1])
-        process = start(tmp_path, free_port(), port)
+        process = start(tmp_path, free_port(), port, env={"LOG_FORMAT": "json"})
         try:
-            _, stderr = process.communicate(timeout=120)
+            stdout, stderr = process.communicate(timeout=120)
         finally:
             if process.poll() is None:
                 process.kill()
     assert process.returncode == 1
     assert "rag dev: start-up failed" in stderr
     assert "retrieval-agent" in stderr
+    logged = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    assert any("address already in use" in line["message"] for line in logged), stderr
+    assert all(line.startswith("rag dev: ") for line in stdout.splitlines()), stdout
+
+
+class _AlwaysReady(BaseHTTPRequestHandler):
+    """Another program on the port, answering 200 to everything (readiness probes included)."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_dev_is_never_ready_on_ports_another_program_serves(tmp_path: Path) -> None:
+    others = [ThreadingHTTPServer(("127.0.0.1", 0), _AlwaysReady) for _ in range(2)]
+    for other in others:
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        process = start(tmp_path, *(other.server_address[1] for other in others))
+        try:
+            stdout, stderr = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    finally:
+        for other in others:
+            other.shutdown()
+            other.server_close()
+    assert process.returncode == 1
+    assert "ready:" not in stdout
+    assert "rag dev: start-up failed:" in stderr
+    assert "stopped during start-up" in stderr  # its bind failed: the port is the other program's
 
 
 def test_dev_fails_fast_when_another_process_holds_the_store(tmp_path: Path) -> None:

@@ -68,3 +68,11 @@ def test_the_log_level_must_be_one_the_services_know(
     monkeypatch.setenv("LOG_LEVEL", "verbose")
     assert main(["dev"]) == 2
     assert "rag dev: LOG_LEVEL='verbose' is not one of critical, error, warning, info, debug" in capsys.readouterr().err
+
+
+def test_the_log_format_must_be_one_the_services_know(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LOG_FORMAT", "yaml")
+    assert main(["dev"]) == 2
+    assert "rag dev: LOG_FORMAT='yaml' is not one of json, text" in capsys.readouterr().err

@@ -6,8 +6,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_cli.config import UsageError, env_port, ingestion_endpoint, retrieval_endpoint
+
+if TYPE_CHECKING:
+    from shared_contract.http import LogFormat
 
 # The watcher polls at the quiet period's pace: below this it would spin.
 MIN_DEBOUNCE_MS = 50
@@ -169,6 +173,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _log_format() -> LogFormat:
+    value = os.environ.get("LOG_FORMAT", "text").lower()
+    if value == "json":
+        return "json"
+    if value != "text":
+        raise UsageError(f"LOG_FORMAT={value!r} is not one of json, text")
+    return "text"
+
+
 def _log_level() -> str:
     value = os.environ.get("LOG_LEVEL", "info").lower()
     if value not in LOG_LEVELS:
@@ -187,6 +200,7 @@ def _run(args: argparse.Namespace) -> int:
             qdrant_path=(args.qdrant_path or default_qdrant_path()).resolve(),
             ready_timeout=args.ready_timeout,
             log_level=args.log_level or _log_level(),
+            log_format=_log_format(),
         )
         return run_dev(options)
     if args.command == "migrate":

@@ -14,7 +14,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ import uvicorn
 
 from rag_cli.config import checkout_root
 from shared_contract import ContractConfigError, LegacyStoreError, load_settings
-from shared_contract.http import configure_logging
+from shared_contract.http import LogFormat, configure_logging
 from shared_contract.store import STORE_IN_USE, is_legacy_store
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ class DevOptions:
     qdrant_path: Path
     ready_timeout: float
     log_level: str
+    log_format: LogFormat = "text"
 
 
 class _Server(uvicorn.Server):
@@ -132,6 +133,7 @@ def server_configs(options: DevOptions, ingestion_app: Any, retrieval_app: Any) 
             host=options.host,
             port=options.ingestion_port,
             log_level=options.log_level,
+            log_config=None,  # its loggers, access lines included, go to rag dev's one handler
             # Running ingests get SHUTDOWN_GRACE_SECONDS, then abort and keep their previous version.
             timeout_graceful_shutdown=ingestion_app.state.settings.shutdown_grace_seconds,
         ),
@@ -140,6 +142,7 @@ def server_configs(options: DevOptions, ingestion_app: Any, retrieval_app: Any) 
             host=options.host,
             port=options.retrieval_port,
             log_level=options.log_level,
+            log_config=None,  # its loggers, access lines included, go to rag dev's one handler
             # A chat stream that never ends would otherwise hold the process after SIGTERM.
             timeout_graceful_shutdown=RETRIEVAL_GRACE_SECONDS,
         ),
@@ -147,20 +150,27 @@ def server_configs(options: DevOptions, ingestion_app: Any, retrieval_app: Any) 
 
 
 async def _wait_ready(
-    urls: dict[str, str], servers: list[asyncio.Task[None]], timeout: float, qdrant_path: Path
+    urls: dict[str, str],
+    servers: Mapping[str, tuple[uvicorn.Server, asyncio.Task[None]]],
+    timeout: float,
+    qdrant_path: Path,
 ) -> None:
     """Return once every ``/health/ready`` answers 200; raise RuntimeError on timeout, a dead
-    server or a store another process holds."""
+    server or a store another process holds. A server is asked only once it listens: before, its
+    port may be another process's, whose 200 would say nothing of this one."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     pending = dict(urls)
     last: dict[str, str] = {}
     async with httpx.AsyncClient(timeout=5.0) as client:
         while pending:
-            for task in servers:
+            for _server, task in servers.values():
                 if task.done():
                     raise RuntimeError(f"{task.get_name()} stopped during start-up (see the log above)")
             for name, url in list(pending.items()):
+                if not servers[name][0].started:
+                    last[name] = "starting"
+                    continue
                 try:
                     response = await client.get(f"{url}/health/ready")
                 except httpx.HTTPError as exc:
@@ -224,7 +234,8 @@ async def serve(options: DevOptions, out: Any = sys.stdout) -> int:
     if generated_retrieval:
         _say(f"rag dev: generated RETRIEVAL_API_KEY={retrieval_key}", out)
     code = 0
-    waiter = asyncio.create_task(_wait_ready(urls, tasks, options.ready_timeout, options.qdrant_path))
+    started = {"ingestion": (servers[0], tasks[0]), "retrieval": (servers[1], tasks[1])}
+    waiter = asyncio.create_task(_wait_ready(urls, started, options.ready_timeout, options.qdrant_path))
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
     if waiter in done:
@@ -255,8 +266,8 @@ def run_dev(options: DevOptions) -> int:
     """Entry point of ``rag dev``."""
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    # Plain lines for people at a terminal; the services default to JSON lines (LOG_FORMAT).
-    configure_logging(options.log_level.upper(), "text")
+    # Plain lines for people at a terminal unless LOG_FORMAT says json (the services default to JSON).
+    configure_logging(options.log_level.upper(), options.log_format)
     # The readiness poll would log every probe.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
