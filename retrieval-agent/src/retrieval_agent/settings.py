@@ -211,8 +211,9 @@ class Settings(ContractSettings):
     chat_upstream_api_key: SecretStr | None = Field(default=None, description="Bearer key sent to the upstream.")
     chat_default_model: str = Field(
         default="gpt-4o-mini",
-        description="The model /v1/models lists when the upstream has no list; a LiteLLM provider prefix "
-        "(anthropic/...) goes to that provider, a bare name to CHAT_UPSTREAM_BASE_URL.",
+        description="A model /v1/models always lists (added when the upstream's list lacks it), and the "
+        "memory's model when MEMORY_MODEL is empty; a LiteLLM provider prefix (anthropic/...) goes to that "
+        "provider, a bare name to CHAT_UPSTREAM_BASE_URL.",
     )
     chat_context_k: int = Field(default=5, ge=1, le=50, description="Passages injected as context per chat turn.")
     chat_rag_tools: bool = Field(
@@ -271,7 +272,11 @@ class Settings(ContractSettings):
         default=0.7, ge=0.0, le=1.0, description="MMR trade-off: 1 = relevance only, lower = more diverse facts."
     )
     memory_timeout: float = Field(
-        default=60.0, gt=0, le=600, description="Seconds for one turn's reconciliation (both model calls)."
+        default=60.0,
+        gt=0,
+        le=600,
+        description="Seconds for one turn's reconciliation (both model calls); also the longest recall, the memory API "
+        "and shutdown wait for reconciliations still running.",
     )
 
     @property
