@@ -380,9 +380,10 @@ class CollectionEntry(BaseModel):
 
     name: str
     kind: TenantKind = Field(
-        description="file: Open WebUI's per-upload `file-<id>`; user_memory: `user-memory-<id>`; else a knowledge base."
+        description="file: Open WebUI's per-upload `file-<id>`; user_memory: `user-memory-<id>`; memory: long-term "
+        "memory's `memory-<user>`; else a knowledge base."
     )
-    documents: int
+    documents: int = Field(description="Documents (a memory tenant: facts).")
     chunks: int
 
 
@@ -390,7 +391,9 @@ class CollectionListResponse(BaseModel):
     """200 body of GET /api/v1/collections."""
 
     collections: list[CollectionEntry]
-    complete: bool = Field(description="False when more tenants exist than `limit` allowed to list.")
+    complete: bool = Field(
+        description="False when more tenants of the kinds listed exist than `limit`: the largest are listed."
+    )
 
 
 class CollectionStatsResponse(BaseModel):

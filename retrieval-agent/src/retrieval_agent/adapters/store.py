@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from qdrant_client import models
@@ -27,6 +27,7 @@ from shared_contract import (
     meta_path,
 )
 from shared_contract.lexical import LEXICAL_FIELD_PREFIX
+from shared_contract.schema import TenantKind
 from shared_contract.store import (
     ChunkStore,
     PointRecord,
@@ -241,9 +242,10 @@ class StoreSearch:
         )
         return await self.scroll_records(selector, max_docs, payload=[PAYLOAD_META])
 
-    async def tenant_names(self, limit: int) -> list[str]:
-        """The tenants (``meta.collection_name`` values) holding committed chunks, at most ``limit``, by name."""
-        tenants, _ = await tenant_counts(self.store, limit=limit)
+    async def tenant_names(self, limit: int, kinds: Collection[TenantKind] | None = None) -> list[str]:
+        """The tenants (``meta.collection_name`` values) holding committed chunks, of ``kinds`` (else all),
+        at most ``limit`` (the largest), by name."""
+        tenants, _ = await tenant_counts(self.store, limit=limit, kinds=kinds)
         return [tenant.name for tenant in tenants]
 
     async def file_exists_anywhere(self, file_id: str) -> bool:

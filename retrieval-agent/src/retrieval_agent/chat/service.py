@@ -55,6 +55,7 @@ from retrieval_agent.settings import Settings
 from shared_contract import CollectionMissingError
 from shared_contract.names import check_collection_name
 from shared_contract.schema import MEMORY_TENANT_RULE, tenant_kind
+from shared_contract.store import KNOWLEDGE_BASES
 
 logger = logging.getLogger(__name__)
 
@@ -528,13 +529,11 @@ class ChatService:
     async def knowledge_bases(self) -> list[str]:
         """The tenants chat offers: not per-file or memory tenants, within CHAT_KNOWLEDGE_BASES when set."""
         try:
-            tenants = await self.store.tenant_names(_MAX_TENANTS)
+            tenants = await self.store.tenant_names(_MAX_TENANTS, kinds=KNOWLEDGE_BASES)
         except CollectionMissingError:
             tenants = []
         allowed = self.settings.chat_knowledge_base_list
-        return [
-            name for name in tenants if tenant_kind(name) == "knowledge_base" and (allowed is None or name in allowed)
-        ]
+        return [name for name in tenants if allowed is None or name in allowed]
 
     async def models(self) -> ModelList:
         """The upstream's models (at least CHAT_DEFAULT_MODEL), then each with each knowledge base."""

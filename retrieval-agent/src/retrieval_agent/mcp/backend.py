@@ -31,8 +31,8 @@ from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.query import request_conditions
 from shared_contract import ContractError, MetaKey
 from shared_contract.document_filter import DocumentFilter
-from shared_contract.schema import tenant_kind
-from shared_contract.store import tenant_counts, tenant_filter
+from shared_contract.schema import TenantKind, tenant_kind
+from shared_contract.store import KNOWLEDGE_BASES, tenant_counts, tenant_filter
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,8 @@ DOCUMENT_MAX_CHARS = 2_000_000
 # Tenants one facet reports (most chunks first). Open WebUI makes a tenant per uploaded file, so a
 # large deployment has many; beyond this the listing says it is incomplete.
 MAX_COLLECTIONS = 10_000
+# What list_collections lists with include_all: Open WebUI's tenants too, never memory.
+_LISTED_KINDS_ALL: tuple[TenantKind, ...] = ("knowledge_base", "file", "user_memory")
 
 
 def _text(value: object) -> str | None:
@@ -148,14 +150,14 @@ class InProcessBackend:
 
     async def list_collections(self, *, include_all: bool) -> CollectionList:
         try:
-            tenants, complete = await tenant_counts(self._store().store, limit=MAX_COLLECTIONS)
+            kinds = _LISTED_KINDS_ALL if include_all else KNOWLEDGE_BASES
+            tenants, complete = await tenant_counts(self._store().store, limit=MAX_COLLECTIONS, kinds=kinds)
         except ContractError as exc:
             raise _failure(exc) from exc
         return CollectionList(
             collections=[
                 CollectionInfo(name=tenant.name, kind=tenant.kind, documents=tenant.documents, chunks=tenant.chunks)
                 for tenant in tenants
-                if tenant.kind == "knowledge_base" or (include_all and tenant.kind != "memory")
             ],
             complete=complete,
         )

@@ -22,10 +22,11 @@ from shared_contract.store.layout import CollectionSpec, PayloadIndexSpec, colle
 from shared_contract.store.points import chunk_payload, chunk_point, point_id_for
 from shared_contract.store.port import ChunkPoint, ChunkStore, FacetCount, PointRecord, StoreInfo, StoreKind
 from shared_contract.store.server import MIN_SERVER_VERSION, ServerStore
-from shared_contract.store.tenants import TenantCount, tenant_counts
+from shared_contract.store.tenants import KNOWLEDGE_BASES, TenantCount, tenant_counts
 from shared_contract.store.versions import read_newest_version
 
 __all__ = [
+    "KNOWLEDGE_BASES",
     "MIN_SERVER_VERSION",
     "STORE_IN_USE",
     "ChunkPoint",

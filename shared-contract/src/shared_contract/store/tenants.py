@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from qdrant_client import models
 
 from shared_contract.schema import MetaKey, TenantKind, meta_path, tenant_kind
-from shared_contract.store.filters import match, pending_condition
+from shared_contract.store.filters import match, pending_condition, tenant_condition
 from shared_contract.store.port import ChunkStore
 
 
@@ -21,26 +22,47 @@ class TenantCount:
     chunks: int
 
 
-async def tenant_counts(store: ChunkStore, *, limit: int) -> tuple[list[TenantCount], bool]:
-    """Every tenant with committed chunks, by name, and whether that is all of them (False: ``limit`` reached).
+# What listings show by default: knowledge bases, not Open WebUI's per-file and per-user tenants.
+KNOWLEDGE_BASES: tuple[TenantKind, ...] = ("knowledge_base",)
+# The most distinct tenants one listing reads while skipping kinds it was not asked for.
+MAX_SCANNED_TENANTS = 1_000_000
 
-    Two facets on the tenant index: chunks per tenant, and first chunks (``split_id`` 0, one per
-    document version) per tenant. A file between its publish and its sweep counts twice for that instant.
+
+async def tenant_counts(
+    store: ChunkStore, *, limit: int, kinds: Collection[TenantKind] | None = None
+) -> tuple[list[TenantCount], bool]:
+    """The tenants with committed chunks (of ``kinds``, else all), by name, and whether that is all of
+    them (False: more than ``limit``; the ``limit`` largest are listed).
+
+    Two facets on the tenant index: chunks per tenant, then first chunks (``split_id`` 0, one per
+    document version) of the tenants listed. A memory fact is one point: its tenant's documents are
+    its chunks. Tenants of other kinds do not take a listed one's place: while they fill the facet,
+    it is read again, four times as wide (Open WebUI makes a ``file-*`` tenant per upload).
+    A file between its publish and its sweep counts twice for that instant.
     """
     key = meta_path(MetaKey.COLLECTION_NAME)
-    chunks = await store.facet(key, models.Filter(must_not=[pending_condition()]), limit=limit + 1)
-    heads = models.Filter(must=[match(MetaKey.SPLIT_ID, 0)], must_not=[pending_condition()])
-    documents = {str(hit.value): hit.count for hit in await store.facet(key, heads, limit=limit + 1)}
-    counted = sorted(
-        (
-            TenantCount(
-                name=str(hit.value),
-                kind=tenant_kind(str(hit.value)),
-                documents=documents.get(str(hit.value), 0),
-                chunks=hit.count,
-            )
-            for hit in chunks
-        ),
-        key=lambda tenant: tenant.name,
-    )
-    return counted[:limit], len(chunks) <= limit
+    width = limit + 1
+    while True:
+        chunks = await store.facet(key, models.Filter(must_not=[pending_condition()]), limit=width)
+        wanted = [hit for hit in chunks if kinds is None or tenant_kind(str(hit.value)) in kinds]
+        if len(wanted) > limit or len(chunks) < width or width >= MAX_SCANNED_TENANTS:
+            break
+        width = min(width * 4, MAX_SCANNED_TENANTS)
+    listed = sorted(wanted, key=lambda hit: hit.count, reverse=True)[:limit]
+    names = [str(hit.value) for hit in listed]
+    documents: dict[str, int] = {}
+    if names:
+        heads = models.Filter(
+            must=[match(MetaKey.SPLIT_ID, 0), tenant_condition(names)], must_not=[pending_condition()]
+        )
+        documents = {str(hit.value): hit.count for hit in await store.facet(key, heads, limit=len(names))}
+    counted = [
+        TenantCount(
+            name=str(hit.value),
+            kind=tenant_kind(str(hit.value)),
+            documents=hit.count if tenant_kind(str(hit.value)) == "memory" else documents.get(str(hit.value), 0),
+            chunks=hit.count,
+        )
+        for hit in listed
+    ]
+    return sorted(counted, key=lambda tenant: tenant.name), len(wanted) <= limit and len(chunks) < width

@@ -21,7 +21,7 @@ from ingestion_service.errors import PipelineFailedError
 from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
 from shared_contract import CollectionName
 from shared_contract.http import ErrorBody, require_json_body
-from shared_contract.store import tenant_counts
+from shared_contract.store import KNOWLEDGE_BASES, tenant_counts
 
 router = APIRouter(
     prefix="/api/v1/collections", tags=["collections"], dependencies=[Depends(reject_repeated_query_params)]
@@ -44,13 +44,13 @@ async def list_collections(
     """The tenants that hold committed chunks, by name, with documents and chunks each (two facets)."""
     await require_qdrant(runtime)
     with store_failures(PipelineFailedError):
-        tenants, complete = await tenant_counts(runtime.store, limit=limit)
+        tenants, complete = await tenant_counts(
+            runtime.store, limit=limit, kinds=None if include_all else KNOWLEDGE_BASES
+        )
     entries = [
         CollectionEntry(name=tenant.name, kind=tenant.kind, documents=tenant.documents, chunks=tenant.chunks)
         for tenant in tenants
     ]
-    if not include_all:
-        entries = [entry for entry in entries if entry.kind == "knowledge_base"]
     return CollectionListResponse(collections=entries, complete=complete)
 
 
