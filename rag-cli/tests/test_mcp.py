@@ -82,7 +82,14 @@ class Services:
         if request.query_params["collection_name"] != "kb-a":
             return JSONResponse({"documents": [], "total": 0, "next_offset": None})
         rows = [
-            {"file_id": "f-faq", "name": "faq.md", "format": "md", "chunks": 1, "tags": ["support"]},
+            {
+                "file_id": "f-faq",
+                "name": "faq.md",
+                "format": "md",
+                "chunks": 1,
+                "tags": ["support"],
+                "ingested_at": "2026-11-29T03:16:47.690873Z",
+            },
             {"file_id": "f-policy", "name": "policy.pdf", "format": "pdf", "chunks": 4, "category": "legal"},
         ]
         return JSONResponse({"documents": rows[:1], "total": 2, "next_offset": "1"})
@@ -195,6 +202,7 @@ async def test_tools_call_the_services_with_their_keys(services: tuple[Services,
     assert page["total"] == 2
     assert page["next_offset"] == 1
     assert page["documents"][0]["uri"] == "kb://kb-a/f-faq"
+    assert page["documents"][0]["ingested_at"] == "2026-11-29T03:16:47.690873Z"
     listed = next(query for path, query, _ in fake.requests if path == "/api/v1/documents")
     assert listed == {"collection_name": "kb-a", "limit": "1", "offset": "0", "sort": "name"}
     assert structured(collections)["collections"] == [

@@ -12,6 +12,7 @@ Stdout is the protocol channel: nothing here prints, logs go to stderr.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -50,6 +51,16 @@ COLLECTIONS_ENV = "RAG_MCP_COLLECTIONS"
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _instant(value: object) -> datetime | None:
+    """The documents API's RFC 3339 ``ingested_at``, as the in-process backend reads it from the store."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 def _int(value: object) -> int | None:
@@ -208,7 +219,7 @@ def _summary(collection: str, row: dict[str, Any]) -> DocumentSummary | None:
         tags=[tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else [],
         category=_text(row.get("category")),
         chunks=_int(row.get("chunks")),
-        ingested_at=_text(row.get("ingested_at")),
+        ingested_at=_instant(row.get("ingested_at")),
         uri=document_uri(collection, file_id),
     )
 

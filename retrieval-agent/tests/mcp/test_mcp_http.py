@@ -151,6 +151,9 @@ async def test_list_documents_pages_by_name(mcp_url: str) -> None:
     assert [doc["file_id"] for doc in rest["documents"]] == ["file-shared.txt"]
     assert rest["next_offset"] is None
     assert rest["documents"][0]["uri"] == "kb://kb-a/file-shared.txt"
+    # As the documents API (and so `rag mcp`) gives it: indexed_at, else ingest_seq's milliseconds (1
+    # here: the epoch), in RFC 3339 with Z.
+    assert rest["documents"][0]["ingested_at"] == "1970-01-01T00:00:00Z"
 
 
 async def test_list_collections_counts_documents_and_hides_per_file_tenants(mcp_url: str) -> None:

@@ -33,6 +33,7 @@ from shared_contract.store import (
     PointRecord,
     committed_file_filter,
     file_filter,
+    ingested_at,
     match,
     pending_condition,
     read_newest_version,
@@ -88,21 +89,6 @@ def _strings(value: object) -> list[str]:
 
 def _seq(meta: dict[str, Any]) -> int:
     return _int(meta.get(MetaKey.INGEST_SEQ)) or -1
-
-
-def ingested_at(meta: dict[str, Any]) -> datetime | None:
-    """When the version was ingested: ``indexed_at``, else the wall-clock milliseconds inside ``ingest_seq``."""
-    stamp = meta.get(MetaKey.INDEXED_AT)
-    if isinstance(stamp, str):
-        try:
-            parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-    seq = _int(meta.get(MetaKey.INGEST_SEQ))
-    # versioning.RunVersion: epoch milliseconds * 1000 + a tie-breaker.
-    return datetime.fromtimestamp(seq // 1000 / 1000, UTC) if seq is not None and seq > 0 else None
 
 
 def _newest_by_file(records: Sequence[PointRecord], into: dict[str, dict[str, Any]]) -> None:

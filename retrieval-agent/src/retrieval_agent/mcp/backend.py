@@ -32,7 +32,7 @@ from retrieval_agent.search.query import request_conditions
 from shared_contract import ContractError, MetaKey
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.schema import TenantKind, tenant_kind
-from shared_contract.store import KNOWLEDGE_BASES, tenant_counts, tenant_filter
+from shared_contract.store import KNOWLEDGE_BASES, ingested_at, tenant_counts, tenant_filter
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +178,6 @@ def _summary(collection: str, file_id: str, meta: dict[str, Any]) -> DocumentSum
         tags=[tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else [],
         category=_text(meta.get(MetaKey.CATEGORY)),
         chunks=_int(meta.get(MetaKey.CHUNK_COUNT)),
-        ingested_at=_text(meta.get(MetaKey.INDEXED_AT)),
+        ingested_at=ingested_at(meta),
         uri=document_uri(collection, file_id),
     )

@@ -6,6 +6,7 @@ server definition, without the retrieval agent's search stack.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -84,7 +85,7 @@ class DocumentSummary(BaseModel):
     tags: list[str] = Field(default_factory=list)
     category: str | None = None
     chunks: int | None = None
-    ingested_at: str | None = None
+    ingested_at: datetime | None = None
     uri: str
 
 

@@ -23,7 +23,7 @@ from shared_contract.store.points import chunk_payload, chunk_point, point_id_fo
 from shared_contract.store.port import ChunkPoint, ChunkStore, FacetCount, PointRecord, StoreInfo, StoreKind
 from shared_contract.store.server import MIN_SERVER_VERSION, ServerStore
 from shared_contract.store.tenants import KNOWLEDGE_BASES, TenantCount, tenant_counts
-from shared_contract.store.versions import read_newest_version
+from shared_contract.store.versions import ingested_at, read_newest_version
 
 __all__ = [
     "KNOWLEDGE_BASES",
@@ -48,6 +48,7 @@ __all__ = [
     "committed_file_filter",
     "committed_filter",
     "file_filter",
+    "ingested_at",
     "is_legacy_store",
     "live_condition",
     "match",

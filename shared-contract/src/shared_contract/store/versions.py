@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from shared_contract.schema import PAYLOAD_META, MetaKey, meta_path
 from shared_contract.store.filters import committed_file_filter
@@ -20,6 +22,23 @@ _VERSION_FIELDS = tuple(meta_path(key) for key in (MetaKey.INGEST_SEQ, MetaKey.S
 def _number(record: PointRecord, key: str) -> int:
     value = (record.payload.get(PAYLOAD_META) or {}).get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def ingested_at(meta: Mapping[str, Any]) -> datetime | None:
+    """When a version was ingested: ``indexed_at``, else the wall-clock milliseconds inside ``ingest_seq``
+    (epoch milliseconds * 1000 + a tie-breaker). Every reader of it shows one instant the same way."""
+    stamp = meta.get(MetaKey.INDEXED_AT)
+    if isinstance(stamp, str):
+        try:
+            parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    seq = meta.get(MetaKey.INGEST_SEQ)
+    if isinstance(seq, int) and not isinstance(seq, bool) and seq > 0:
+        return datetime.fromtimestamp(seq // 1000 / 1000, UTC)
+    return None
 
 
 def _complete(version: Sequence[PointRecord]) -> bool:
