@@ -64,10 +64,18 @@ class InvalidRequestError(IngestionError):
 
 
 class ForbiddenRequestError(InvalidRequestError):
-    """Bucket not on the allow-list, or a collection name not bound to the caller's ids (403)."""
+    """A collection name not bound to the caller's ids (403); the subclasses refuse other things."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, status_code=403)
+
+
+class ReservedCollectionError(ForbiddenRequestError):
+    """A ``memory-*`` collection: the retrieval agent's long-term memory, which only it writes (403)."""
+
+
+class BucketNotAllowedError(ForbiddenRequestError):
+    """An S3 bucket S3_ALLOWED_BUCKETS does not list (403)."""
 
 
 class JsonBodyTooLargeError(InvalidRequestError):

@@ -16,12 +16,14 @@ from ingestion_service.adapters.extractors.base import plain_suffix
 from ingestion_service.adapters.s3 import ObjectHead
 from ingestion_service.content import digest_source, inspect_source, source_format
 from ingestion_service.errors import (
+    BucketNotAllowedError,
     ClientDisconnectedError,
     ForbiddenRequestError,
     IngestionError,
     InvalidRequestError,
     NotReadyError,
     PayloadTooLargeError,
+    ReservedCollectionError,
 )
 from ingestion_service.pipeline.indexing import (
     DocumentLabels,
@@ -54,7 +56,7 @@ def check_not_memory(collection_name: str | None) -> None:
     """``memory-*`` tenants are the retrieval agent's long-term memory, which only its memory service writes:
     ingest and the documents API refuse them (403)."""
     if collection_name is not None and collection_name.startswith(MEMORY_COLLECTION_PREFIX):
-        raise ForbiddenRequestError(
+        raise ReservedCollectionError(
             "collection_name 'memory-…' is reserved for long-term memory (the retrieval agent's /api/v1/memory)."
         )
 
@@ -74,7 +76,7 @@ def check_bucket(settings: Settings, bucket: str) -> None:
     """S3_ALLOWED_BUCKETS, when set, lists the only buckets the service reads (403 otherwise)."""
     allowed = settings.allowed_buckets
     if allowed and bucket not in allowed:
-        raise ForbiddenRequestError("s3_bucket is not in S3_ALLOWED_BUCKETS.")
+        raise BucketNotAllowedError("s3_bucket is not in S3_ALLOWED_BUCKETS.")
 
 
 def upload_path(workdir: Path, filename: str) -> Path:

@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from ingestion_service.errors import (
+    BucketNotAllowedError,
     EngineUnavailableError,
     ErrorCode,
     ExtractionDependencyError,
@@ -21,6 +22,7 @@ from ingestion_service.errors import (
     NotReadyError,
     PayloadTooLargeError,
     PipelineFailedError,
+    ReservedCollectionError,
     S3FetchError,
     UnsupportedMediaTypeError,
 )
@@ -101,10 +103,12 @@ CODE_HINTS: Mapping[ErrorCode, str] = {
 
 # Where one code covers causes with different remedies; the most specific class wins.
 CLASS_HINTS: Mapping[type[IngestionError], str] = {
-    ForbiddenRequestError: (
-        "Use the collection_name the error names ('file-<file_id>' or 'user-memory-<user_id>'), or list "
-        "the bucket in S3_ALLOWED_BUCKETS on the ingestion service."
+    ForbiddenRequestError: "Use the collection_name the error names ('file-<file_id>' or 'user-memory-<user_id>').",
+    ReservedCollectionError: (
+        "memory-* collections hold the retrieval agent's long-term memory: change facts through its "
+        "/api/v1/memory, and put documents in another collection_name."
     ),
+    BucketNotAllowedError: "Use a bucket S3_ALLOWED_BUCKETS lists, or add this one to it on the ingestion service.",
     PayloadTooLargeError: "Send a smaller file, or raise MAX_UPLOAD_BYTES on the ingestion service.",
     JsonBodyTooLargeError: (
         "Send the document as a multipart upload or through S3 (s3_bucket, s3_key); a JSON body carries "

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from ingestion_service.adapters import chunk_index
 from ingestion_service.api.errors import CLASS_HINTS
-from ingestion_service.errors import ForbiddenRequestError
+from ingestion_service.errors import ReservedCollectionError
 from shared_contract.http import hint_for
 from shared_contract.store import ChunkPoint
 
@@ -137,7 +137,7 @@ def test_the_documents_api_refuses_a_memory_tenant_as_ingest_does(
         scope = {"collection_name": MEMORY}
         ingest = upload(client, docs / TABLE, file_id="fact-1", collection_name=MEMORY)
         assert ingest.status_code == 403
-        expected = {"error": RESERVED, "code": "INVALID_REQUEST", "hint": CLASS_HINTS[ForbiddenRequestError]}
+        expected = {"error": RESERVED, "code": "INVALID_REQUEST", "hint": CLASS_HINTS[ReservedCollectionError]}
         assert {key: ingest.json()[key] for key in expected} == expected
 
         for response in (

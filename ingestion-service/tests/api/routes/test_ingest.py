@@ -374,6 +374,10 @@ def test_bucket_outside_the_allow_list_is_403(app_client: AppFactory, s3_endpoin
         response = client.put("/api/v1/ingest", json=_json(s3_bucket=bucket))
         assert response.status_code == 403
         assert response.json()["code"] == "INVALID_REQUEST"
+        assert response.json()["error"] == "s3_bucket is not in S3_ALLOWED_BUCKETS."
+        assert response.json()["hint"] == (
+            "Use a bucket S3_ALLOWED_BUCKETS lists, or add this one to it on the ingestion service."
+        )
 
 
 def test_s3_object_over_the_cap_is_413_before_download(
