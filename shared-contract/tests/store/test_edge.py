@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -41,6 +42,7 @@ from shared_contract.store import (
     open_store,
     tenant_filter,
 )
+from shared_contract.store import edge as edge_module
 from shared_contract.store.edge import search_threads
 from shared_contract.store.layout import CollectionSpec
 
@@ -353,6 +355,41 @@ async def test_a_store_another_opener_holds_is_unavailable_and_says_it_is_in_use
         assert await holder.count(None) == 0
     finally:
         await close_store(holder)
+
+
+async def test_a_refused_opener_never_reaches_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine's load opens the segments, applying and emptying their journals, before it finds the
+    # WAL locked: a second process refused only there had emptied the first one's journals, whose next
+    # flush failed ("tracker_journal.dat is shorter than expected").
+    settings = directory_settings(tmp_path / "qdrant")
+    holder = open_edge(settings)
+    try:
+        await holder.create_collection(bare_spec(settings))
+        await holder.upsert([chunk("c1")])
+        opened: list[str] = []
+
+        class RecordingShard:
+            @staticmethod
+            def load(path: str, config: edge.EdgeConfig | None) -> edge.EdgeShard:
+                opened.append(path)
+                return edge.EdgeShard.load(path, config)
+
+        engine = SimpleNamespace(**{**vars(edge), "EdgeShard": RecordingShard})
+        monkeypatch.setattr(edge_module, "edge", engine)
+        second = EdgeStore(holder.path.parent.parent, settings.qdrant_index)
+        with pytest.raises(QdrantUnavailableError, match=re.escape(f"embedded store at {holder.path} {STORE_IN_USE}")):
+            await second.count(None)
+        await second.close()
+        monkeypatch.undo()
+        assert opened == []
+        assert await holder.count(None) == 1
+    finally:
+        await close_store(holder)
+    reopened = open_edge(settings)  # the lock went with the holder
+    try:
+        assert await reopened.count(None) == 1
+    finally:
+        await close_store(reopened)
 
 
 async def test_optimize_keeps_every_point_and_the_ranking(tmp_path: Path) -> None:

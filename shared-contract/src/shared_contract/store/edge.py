@@ -18,6 +18,7 @@ Facts that shape this adapter (qdrant-edge 0.9.0, pinned):
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -25,7 +26,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import anyio.to_thread
 import qdrant_edge as edge
@@ -58,6 +59,11 @@ MANIFEST_FILE = "manifest.json"
 SHARD_DIR = "shard"
 # What a store another process holds says (one process per directory); callers may look for it.
 STORE_IN_USE = "is in use by another process"
+# Held (flock) by the process that has the directory open. The engine's own lock is its WAL's, which
+# a load takes only after it has opened the segments, and opening them applies and empties their
+# journals: a second process refused at the WAL had already emptied the first one's, whose next
+# flush then failed ("tracker_journal.dat is shorter than expected").
+LOCK_FILE = ".lock"
 # How qdrant-edge reports that WAL lock: a bare Exception naming the OS error.
 _WAL_LOCKED = "Kind(WouldBlock)"
 # The engine grows its WAL (32 MiB segments) and its segment files through memory mappings; a write
@@ -122,6 +128,7 @@ class EdgeStore:
         self._closed = False
         self._indexed: set[str] | None = None  # payload fields with an index (read once, then kept)
         self._manifest: CollectionManifest | None = None
+        self._lock: BinaryIO | None = None
 
     @classmethod
     def in_memory(cls, collection: str, *, search_threads: int = 1) -> EdgeStore:
@@ -152,6 +159,7 @@ class EdgeStore:
             if not (self._dir / MANIFEST_FILE).is_file():
                 raise CollectionMissingError(self._collection)
             config = self._load_config()
+            self._hold_lock()
             try:
                 self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
             except Exception as exc:  # qdrant-edge raises bare Exception; opening is I/O
@@ -162,6 +170,26 @@ class EdgeStore:
                 raise QdrantUnavailableError(f"embedded store at {self._dir} could not be opened: {exc}") from exc
             self._drop_unfinished_builds()
         return self._shard
+
+    def _hold_lock(self) -> None:
+        """Take the directory's lock before the engine opens a file (STORE_IN_USE when another process has it)."""
+        if self._lock is not None:
+            return
+        self._dir.mkdir(parents=True, exist_ok=True)
+        handle = (self._dir / LOCK_FILE).open("ab")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise QdrantUnavailableError(
+                f"embedded store at {self._dir} {STORE_IN_USE}: one process per directory (it holds {LOCK_FILE})"
+            ) from None
+        self._lock = handle
+
+    def _release_lock(self) -> None:
+        handle, self._lock = self._lock, None
+        if handle is not None:
+            handle.close()  # closing the file releases the flock
 
     def _drop_unfinished_builds(self) -> None:
         """Remove the half-built segments of an optimize that was killed (they would stay forever).
@@ -244,6 +272,9 @@ class EdgeStore:
 
     def _create(self, spec: CollectionSpec) -> bool:
         if (self._dir / MANIFEST_FILE).is_file():
+            return False
+        self._hold_lock()
+        if (self._dir / MANIFEST_FILE).is_file():  # another process created it before we held the lock
             return False
         shard_dir = self._dir / SHARD_DIR
         config = _edge_config(spec, search_threads=self._search_threads)
@@ -457,6 +488,7 @@ class EdgeStore:
                 shard.close()
             except Exception as exc:  # qdrant-edge raises bare Exception; the WAL still holds every batch
                 logger.warning("closing the embedded store at %s failed: %s", self._dir, exc)
+        self._release_lock()
         if self._temporary:
             shutil.rmtree(self._root, ignore_errors=True)
 
