@@ -456,6 +456,19 @@ def test_invalid_requests_are_400_openai_shaped(chat_api: ChatApi) -> None:
     assert bad_field.status_code == 400
     assert bad_field.json()["error"]["param"] == "collection_names"
     assert post(client, chat_body("@kb-a")).status_code == 400
+    weather = {"type": "function", "function": {"name": "get_weather"}}
+    for field, value, fragment in (
+        ("tools", [{}], 'each tool needs a "type"'),
+        ("tools", [{"type": "function", "function": {"secret": "s3cr3t-value"}}], "a function tool needs"),
+        ("tool_choice", {"secret": "s3cr3t-value"}, "an object must name a function"),
+    ):
+        refused = post(client, chat_body("scripted@kb-a", **{"tools": [weather], field: value}))
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert (error["type"], error["code"]) == ("invalid_request_error", "INVALID_REQUEST")
+        assert error["message"].startswith(f"Invalid request: {field}"), error["message"]
+        assert fragment in error["message"]
+        assert "s3cr3t-value" not in refused.text
     assert llm.requests == []
 
 

@@ -76,6 +76,24 @@ class ChatCompletionRequest(BaseModel):
         # and the upstream request's UTF-8 encoding: U+FFFD instead, as /search does (api.leniency).
         return well_formed_json(data)
 
+    @field_validator("tools")
+    @classmethod
+    def _typed_tools(cls, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        # LiteLLM refuses malformed ones itself, as a connection error naming the value: say it here.
+        for tool in tools or []:
+            if not isinstance(tool.get("type"), str):
+                raise ValueError('each tool needs a "type" ("function" for a function tool)')
+            if tool["type"] == "function" and not _names_function(tool):
+                raise ValueError('a function tool needs "function": {"name": ...}')
+        return tools
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _named_tool_choice(cls, choice: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        if isinstance(choice, dict) and (choice.get("type") != "function" or not _names_function(choice)):
+            raise ValueError('an object must name a function: {"type": "function", "function": {"name": ...}}')
+        return choice
+
     @field_validator("model")
     @classmethod
     def _printable_model(cls, model: str) -> str:
@@ -93,6 +111,11 @@ class ChatCompletionRequest(BaseModel):
         """The sampling parameters the upstream gets."""
         extra = self.model_extra or {}
         return {key: value for key, value in extra.items() if key in FORWARDED_PARAMS and value is not None}
+
+
+def _names_function(entry: dict[str, Any]) -> bool:
+    function = entry.get("function")
+    return isinstance(function, dict) and isinstance(function.get("name"), str) and bool(function["name"])
 
 
 class RagSource(BaseModel):
