@@ -245,7 +245,8 @@ def source_format(source: SourceFile) -> str:
 def inspect_source(path: Path, filename: str, settings: Settings) -> SourceFile:
     """The file as engines should see it, or UNSUPPORTED_CONTENT / DOCUMENT_TOO_LARGE (blocking: call in a thread).
 
-    A recognised document named like text is renamed to its real suffix, and text no engine has a
+    A recognised document named like text, or as another type or one the platform does not know, is
+    renamed to its real suffix, and text no engine has a
     parser for (no suffix, configuration, source code) to ``.txt``, since engines choose their parser
     by suffix; ``filename`` (what users see) is kept. The structural limits are checked on the file
     as engines will read it (its final suffix); too deep XML is EXTRACTION_FAILED (unparseable).
@@ -267,9 +268,12 @@ def _staged(path: Path, filename: str, settings: Settings) -> SourceFile:
     if zipfile.is_zipfile(path):
         check_zip_limits(path, settings)
     detected = _signature(path, head)
-    if not _claims_text(filename):
+    claims_text = _claims_text(filename)
+    if not claims_text and (detected is None or mimetypes.guess_type(filename)[0] == detected.media_type):
         return SourceFile(path=path, filename=filename)
     if detected is not None:
+        # Named as text, or as another type or none the platform knows (a PDF named x.U, which an
+        # engine reads as source code by its suffix): engines see the type the content shows.
         real = path.with_suffix(detected.suffix)
         path.rename(real)
         return SourceFile(path=real, filename=filename, media_type=detected.media_type)

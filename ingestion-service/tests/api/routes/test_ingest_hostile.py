@@ -38,10 +38,13 @@ def _error(response: Any) -> tuple[int, str]:
 # --- content that does not match its name -----------------------------------------------------
 
 
-def test_pdf_named_txt_is_extracted_as_pdf(
-    client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points
+# Named as text, as a type the platform does not know (kreuzberg reads .U and .asm as source code),
+# or as another type.
+@pytest.mark.parametrize("filename", ["notes.txt", "scan.U", "listing.asm", "report.bin"])
+def test_a_pdf_named_as_anything_else_is_extracted_as_pdf(
+    client: TestClient, ingest_bytes: IngestBytes, docs: Path, points: Points, filename: str
 ) -> None:
-    response = ingest_bytes(client, (docs / SEARCHABLE_PDF).read_bytes(), "notes.txt", "pdftxt")
+    response = ingest_bytes(client, (docs / SEARCHABLE_PDF).read_bytes(), filename, "pdftxt")
     assert response.status_code == 200, response.text
     stored = points(client, file_id="pdftxt")
     text = " ".join(record.payload["content"] for record in stored)
@@ -49,7 +52,7 @@ def test_pdf_named_txt_is_extracted_as_pdf(
     assert "%PDF" not in text
     assert "FlateDecode" not in text
     assert {record.payload["meta"]["mime_type"] for record in stored} == {"application/pdf"}
-    assert {record.payload["meta"]["name"] for record in stored} == {"notes.txt"}
+    assert {record.payload["meta"]["name"] for record in stored} == {filename}
 
 
 @pytest.mark.parametrize(
@@ -75,6 +78,16 @@ def test_binary_content_is_415_unsupported_content(
     response = ingest_bytes(client, data, filename, "h")
     assert _error(response) == (415, "UNSUPPORTED_CONTENT")
     assert fragment in response.json()["error"]
+    assert_kept(client, "h", previous)
+
+
+def test_binary_content_named_as_source_code_kreuzberg_reads_as_text_is_422(
+    client: TestClient, ingest_bytes: IngestBytes, assert_kept: AssertKept, previous: list[PointRecord]
+) -> None:
+    # `.s` is unknown to the platform's types, so no content check claims it; kreuzberg reads it as text.
+    response = ingest_bytes(client, b"\xff\xfe\xfa" * 5000, "boot.s", "h")
+    assert _error(response) == (422, "EXTRACTION_FAILED")
+    assert response.json()["error"] == "The document could not be parsed (damaged or not the format its name suggests)."
     assert_kept(client, "h", previous)
 
 

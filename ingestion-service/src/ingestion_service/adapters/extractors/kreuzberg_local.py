@@ -63,6 +63,8 @@ OCR_RENDER_DPI = 300
 # 8000 pixels a side, a page rendered for OCR stays within it (PDFium rounds each side up).
 OCR_MAX_SIDE_PX = 7999
 # Formats whose pages (or slides) are meaningful for citations.
+# kreuzberg's OSError for a file it reads as text by its name that is not UTF-8.
+_NOT_UTF8 = "did not contain valid UTF-8"
 _PAGED_PREFIXES = ("application/pdf", "image/")
 _PAGED_TYPES = frozenset(
     {
@@ -220,6 +222,13 @@ class KreuzbergConverter:
             raise _errors.engine_fault(ENGINE, exc.message) from exc
         except KreuzbergError as exc:
             raise _errors.engine_fault(ENGINE, f"{type(exc).__name__}: {exc.message}") from exc
+        except OSError as exc:
+            if _NOT_UTF8 in str(exc):
+                # A name kreuzberg reads as source code (x.s, x.vb) on content that is not UTF-8 text.
+                raise _errors.unparseable(
+                    ENGINE, "the name's extension says text, but the content is not UTF-8"
+                ) from exc
+            raise
 
     def convert(self, source: SourceFile, *, profile: str | None = None) -> list[Document]:  # noqa: ARG002 - protocol signature; text engines take no profile
         return self._convert_at(source, depth=0)
