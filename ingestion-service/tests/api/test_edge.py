@@ -188,6 +188,9 @@ def test_openapi_declares_bodies_bearer_and_errors(client: TestClient) -> None:
     ):
         assert "INVALID_REQUEST" in spec["paths"][path][method]["responses"]["403"]["description"], path
     assert "403" not in spec["paths"]["/api/v1/extract"]["post"]["responses"]
+    # Ingest's own failures: the S3 read and its run's time limit.
+    assert "S3_FETCH_FAILED" in ingest["responses"]["502"]["description"]
+    assert "INGEST_TIMEOUT" in ingest["responses"]["504"]["description"]
     chunks = spec["paths"]["/api/v1/documents/{file_id}/chunks"]["get"]["responses"]["404"]
     assert "ENABLE_INSPECTION_API" in chunks["description"]
     assert "security" not in spec["paths"]["/health"]["get"]

@@ -67,7 +67,7 @@ from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.runtime import ServiceRuntime
 from shared_contract.attributes import shown_key
-from shared_contract.http import error_content, note_request_fields, request_id_of
+from shared_contract.http import ErrorBody, error_content, note_request_fields, request_id_of
 
 logger = logging.getLogger(__name__)
 
@@ -387,7 +387,11 @@ def _accepted(request: Request, snapshot: JobSnapshot, *, preference_applied: bo
     response_model=IngestResponse,
     response_model_exclude_none=True,
     openapi_extra=INGEST_BODY,
-    responses={202: {"model": IngestAccepted, "description": "Async mode: staged and queued; poll `Location`."}},
+    responses={
+        202: {"model": IngestAccepted, "description": "Async mode: staged and queued; poll `Location`."},
+        502: {"model": ErrorBody, "description": "S3_FETCH_FAILED: the S3 object could not be read."},
+        504: {"model": ErrorBody, "description": "INGEST_TIMEOUT: the run took longer than INGEST_TIMEOUT_SECONDS."},
+    },
 )
 async def ingest(request: Request, runtime: RuntimeDep, mode: ModeQuery = None) -> IngestResponse | JSONResponse:
     """Extract, chunk, embed and write one file; replaces its previous version atomically.
