@@ -137,6 +137,23 @@ def test_unknown_route_and_wrong_method_are_flat(client: TestClient) -> None:
     assert client.get("/api/v1/nope", headers=NO_KEY).status_code == 401
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("GET", "/api/v1/ingest", "PUT"),
+        # Two routes share the path: Starlette named only the first one's method.
+        ("PUT", "/api/v1/documents/abc", "DELETE, PATCH"),
+        ("PUT", "/api/v1/ingest/jobs/abc", "DELETE, GET"),
+    ],
+)
+def test_a_wrong_method_lists_every_method_the_path_takes(
+    client: TestClient, method: str, path: str, allowed: str
+) -> None:
+    wrong = client.request(method, path)
+    assert wrong.status_code == 405
+    assert wrong.headers["allow"] == allowed
+
+
 def test_probes_and_docs_stay_public(client: TestClient) -> None:
     for path in ("/health", "/health/ready", "/openapi.json", "/docs"):
         assert client.get(path, headers=NO_KEY).status_code == 200, path

@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from shared_contract.http.logs import log_request_failed
 from shared_contract.http.request_id import REQUEST_ID_HEADER, request_id_of
@@ -222,6 +223,21 @@ ErrorObserver = Callable[[Request, str], None]
 _Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
 
 
+# What a 405's Allow may list, in this order.
+_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route takes at this path: Starlette's 405 names only the first route that
+    matched it (DELETE and PATCH of one document are two routes)."""
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    )
+
+
 def install_framework_error_handlers(app: FastAPI, *, observe: ErrorObserver | None = None) -> None:
     """Validation errors (422), framework HTTP errors (404, 405, 413, ...) and JSON decode errors (422),
     all in the flat shape. ``observe(request, code)`` is called for each (a service's metrics)."""
@@ -246,7 +262,11 @@ def install_framework_error_handlers(app: FastAPI, *, observe: ErrorObserver | N
         code = code_for_status(exc.status_code)
         note(request, code)
         message = exc.detail if isinstance(exc.detail, str) and exc.detail else HTTPStatus(exc.status_code).phrase
-        return error_response(request, exc.status_code, code, message, headers=exc.headers)
+        headers = exc.headers
+        allowed = _allowed_methods(request) if exc.status_code == HTTPStatus.METHOD_NOT_ALLOWED else ""
+        if allowed:
+            headers = {**(headers or {}), "Allow": allowed}
+        return error_response(request, exc.status_code, code, message, headers=headers)
 
     async def on_json(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, json.JSONDecodeError)
