@@ -14,10 +14,10 @@ One server answers every test, so a marker in the user's question picks the beha
 
 A chat request of the retrieval agent's /v1/chat/completions (its context system message carries
 numbered passages) is answered "According to <the first passage's header> [1]."; one with a memory
-message (and no passages) "I remember: <the facts>.". The memory reconciler's two calls are answered
-by rule (``_memory_answer``): the facts of ``MEMORY_FACTS`` whose phrase the newest message holds, and
-an UPDATE of a shown fact that shares a word with the candidate (else an ADD). A request with
-``"stream": true`` gets its answer as SSE chunks.
+message (and no passages) "I remember: <the facts>."; any other request without tools "Noted.".
+The memory reconciler's two calls are answered by rule (``_memory_answer``): the facts of
+``MEMORY_FACTS`` whose phrase the newest message holds, and an UPDATE of a shown fact that shares a
+word with the candidate (else an ADD). A request with ``"stream": true`` gets its answer as SSE chunks.
 """
 
 from __future__ import annotations
@@ -126,6 +126,8 @@ def _chat_answer(body: dict[str, Any]) -> dict[str, Any] | None:
         if message.get("role") == "system" and isinstance(content, str) and "Passages:" in content:
             first = _FIRST_PASSAGE.search(content)
             return text(f"According to {first.group(1) if first else 'nothing'} [1].")
+    if not body.get("tools"):
+        return text("Noted.")  # a chat turn with nothing to cite: no tool to call either
     return None
 
 

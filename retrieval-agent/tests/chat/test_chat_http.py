@@ -227,6 +227,17 @@ def test_tool_calls_instead_of_the_last_answer_are_an_upstream_error_not_an_empt
     assert f'chat_requests_total{{outcome="upstream_error",stream="{str(stream).lower()}"}} 1.0' in metrics
 
 
+def test_a_call_to_a_tool_nobody_offered_is_an_upstream_error(chat_api: ChatApi) -> None:
+    client, llm = chat_api(lambda body: tool_call("retrieve", {"queries": ["x"]}))
+    response = post(client, chat_body("scripted"))  # no knowledge base: no tool offered
+    assert response.status_code == 502
+    error = response.json()["error"]
+    assert error["message"] == (
+        "The upstream model answered only with calls to tools it was not offered (retrieve), not with an answer."
+    )
+    assert "tools" not in llm.requests[0]
+
+
 def test_client_tools_pass_through_and_their_calls_return_to_the_client(chat_api: ChatApi) -> None:
     weather = {
         "type": "function",

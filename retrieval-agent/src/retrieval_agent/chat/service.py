@@ -201,15 +201,17 @@ class ChatTurn:
     def offers_rag_tools(self, rounds: int) -> bool:
         return self.rag_tools is not None and rounds < self.max_tool_rounds
 
-    def check_answered(self, wrote: bool, calls: Sequence[ToolCall]) -> None:
-        """A final answer that is only calls to tools not offered (ours after the cap) is no answer: an
-        upstream error, not an empty reply that reads as finished."""
+    def check_answered(self, wrote: bool, calls: Sequence[ToolCall], rounds: int) -> None:
+        """A final answer that is only calls to tools not offered (ours after the cap, or none at all)
+        is no answer: an upstream error, not an empty reply that reads as finished."""
         if calls and not wrote:
             names = ", ".join(sorted({call["function"]["name"] for call in calls}))
+            capped = self.rag_tools is not None and rounds >= self.max_tool_rounds > 0
+            after = f" after CHAT_MAX_TOOL_ROUNDS={self.max_tool_rounds} tool rounds" if capped else ""
             raise ChatError(
                 502,
-                f"The upstream model answered only with calls to tools it was not offered ({names}) after "
-                f"CHAT_MAX_TOOL_ROUNDS={self.max_tool_rounds} tool rounds, not with an answer.",
+                f"The upstream model answered only with calls to tools it was not offered ({names}){after}, "
+                "not with an answer.",
                 code=UPSTREAM_ERROR,
                 outcome="upstream_error",
             )
@@ -391,7 +393,7 @@ class ChatService:
             if kind == "client":
                 reply, finish = AssistantMessage(content=content, tool_calls=calls), "tool_calls"
             else:
-                turn.check_answered(bool(content), asked)
+                turn.check_answered(bool(content), asked, rounds)
                 reply = AssistantMessage(content=content)
                 finish = "stop" if finish in (None, "tool_calls") else str(finish)
             return ChatCompletion(
@@ -477,7 +479,7 @@ class ChatService:
                     )
                     continue
                 if kind == "answer":
-                    turn.check_answered(streamed.wrote, asked)
+                    turn.check_answered(streamed.wrote, asked, rounds)
                 if held:
                     yield event({"content": "".join(held)})
                 if kind == "client":
