@@ -438,6 +438,7 @@ def test_the_openapi_shows_the_chat_routes_only_where_chat_is_configured(
     enabled = client.get("/openapi.json").json()["paths"]
     documented = enabled["/v1/chat/completions"]["post"]["responses"]
     assert {"200", "400", "401", "502", "503", "504", "default"} <= set(documented)
+    assert set(documented["200"]["content"]) == {"application/json", "text/event-stream"}
     assert "/v1/models" in enabled
 
 

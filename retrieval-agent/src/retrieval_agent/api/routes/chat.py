@@ -43,7 +43,21 @@ _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 @router.post(
     "/chat/completions",
     response_model=None,
-    responses={200: {"model": ChatCompletion, "description": "JSON, or SSE chunks when stream=true."}},
+    responses={
+        200: {
+            "model": ChatCompletion,
+            "description": "JSON, or SSE chunks when stream=true.",
+            "content": {
+                "text/event-stream": {
+                    "schema": {
+                        "type": "string",
+                        "description": "`data: <chat.completion.chunk JSON>` events; the last chunk carries "
+                        "`rag_sources` (and `usage` with stream_options.include_usage), then `data: [DONE]`.",
+                    }
+                }
+            },
+        }
+    },
 )
 async def chat_completions(
     body: ChatCompletionRequest, request: Request, chat: ChatDep, metrics: MetricsDep, settings: SettingsDep
