@@ -121,6 +121,12 @@ async def test_an_invalid_filter_is_a_tool_error(mcp_url: str) -> None:
     assert "INDEXED_ATTRIBUTES" in error_text(result)
 
 
+async def test_invalid_arguments_name_the_field_not_the_value_sent(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        result = await session.call_tool("search", {"query": {"token": "sk-SECRET-42"}, "collection": "kb-a"})
+    assert error_text(result) == "search: invalid arguments: query: Input should be a valid string"
+
+
 async def test_read_document_returns_the_stitched_text_of_that_collection_only(mcp_url: str) -> None:
     async with connect(mcp_url) as session:
         document = await session.call_tool("read_document", {"file_id": "file-biology.pdf", "collection": "kb-a"})

@@ -9,12 +9,12 @@ no model and opens nothing.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from retrieval_agent.mcp.models import (
     CollectionList,
@@ -99,11 +99,29 @@ def require_words(query: str) -> None:
         raise ToolError("query has no words: write what to look for.")
 
 
+class _KnowledgeServer(MCPServer):
+    """The SDK's server, whose refusal of a tool's arguments names the fields, not the values sent."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                problems = "; ".join(
+                    f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                    for error in exc.__cause__.errors()[:5]
+                )
+                raise ToolError(f"{name}: invalid arguments: {problems}") from None
+            raise
+
+
 def build_mcp_server(backend: KnowledgeBackend) -> MCPServer:
     """The MCP server over ``backend``: four read-only tools, a document resource template and a
     collections resource. :class:`KnowledgeBaseError` becomes a tool error (``isError``) carrying its
     message; anything else is the SDK's generic tool error, logged with its traceback."""
-    server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    server: MCPServer = _KnowledgeServer(SERVER_NAME, instructions=INSTRUCTIONS)
 
     @server.tool(annotations=_READ_ONLY)
     async def search(
