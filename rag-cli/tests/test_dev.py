@@ -58,6 +58,15 @@ def start(tmp_path: Path, *ports: int, env: dict[str, str] | None = None) -> sub
     )
 
 
+def exit_output(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """stdout and stderr of a run expected to stop by itself (killed when it does not)."""
+    try:
+        return process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def wait_for_line(process: subprocess.Popen[str], prefix: str, timeout: float = 120) -> str:
     assert process.stdout is not None
     selector = selectors.DefaultSelector()
@@ -136,11 +145,7 @@ def test_dev_exits_non_zero_when_a_port_is_taken_and_logs_why_as_log_format_says
         taken.listen()
         port = int(taken.getsockname()[1])
         process = start(tmp_path, free_port(), port, env={"LOG_FORMAT": "json"})
-        try:
-            stdout, stderr = process.communicate(timeout=120)
-        finally:
-            if process.poll() is None:
-                process.kill()
+        stdout, stderr = exit_output(process)
     assert process.returncode == 1
     assert "rag dev: start-up failed" in stderr
     assert "retrieval-agent" in stderr
@@ -168,11 +173,7 @@ def test_dev_is_never_ready_on_ports_another_program_serves(tmp_path: Path) -> N
         threading.Thread(target=other.serve_forever, daemon=True).start()
     try:
         process = start(tmp_path, *(other.server_address[1] for other in others))
-        try:
-            stdout, stderr = process.communicate(timeout=120)
-        finally:
-            if process.poll() is None:
-                process.kill()
+        stdout, stderr = exit_output(process)
     finally:
         for other in others:
             other.shutdown()
@@ -188,11 +189,7 @@ def test_dev_fails_fast_when_another_process_holds_the_store(tmp_path: Path) -> 
     try:
         wait_for_line(first, "ready:")
         second = start(tmp_path, free_port(), free_port())
-        try:
-            _, stderr = second.communicate(timeout=120)
-        finally:
-            if second.poll() is None:
-                second.kill()
+        _, stderr = exit_output(second)
     finally:
         first.send_signal(signal.SIGTERM)
         try:
