@@ -268,15 +268,15 @@ def _staged(path: Path, filename: str, settings: Settings) -> SourceFile:
     if zipfile.is_zipfile(path):
         check_zip_limits(path, settings)
     detected = _signature(path, head)
-    claims_text = _claims_text(filename)
-    if not claims_text and (detected is None or mimetypes.guess_type(filename)[0] == detected.media_type):
-        return SourceFile(path=path, filename=filename)
-    if detected is not None:
+    named_text = _claims_text(filename)
+    if detected is not None and (named_text or mimetypes.guess_type(filename)[0] != detected.media_type):
         # Named as text, or as another type or none the platform knows (a PDF named x.U, which an
         # engine reads as source code by its suffix): engines see the type the content shows.
         real = path.with_suffix(detected.suffix)
         path.rename(real)
         return SourceFile(path=real, filename=filename, media_type=detected.media_type)
+    if not named_text:
+        return SourceFile(path=path, filename=filename)
     encoding = plain_text.bom_encoding(head)
     # UTF-16/32 text is judged by its start only: later windows may begin mid-character.
     text_ok = looks_like_text(head, encoding) if encoding else all(looks_like_text(sample) for sample in samples)

@@ -56,13 +56,10 @@ async def tenant_counts(
             must=[match(MetaKey.SPLIT_ID, 0), tenant_condition(names)], must_not=[pending_condition()]
         )
         documents = {str(hit.value): hit.count for hit in await store.facet(key, heads, limit=len(names))}
-    counted = [
-        TenantCount(
-            name=str(hit.value),
-            kind=tenant_kind(str(hit.value)),
-            documents=hit.count if tenant_kind(str(hit.value)) == "memory" else documents.get(str(hit.value), 0),
-            chunks=hit.count,
-        )
-        for hit in listed
-    ]
+    counted = []
+    for name, hit in zip(names, listed, strict=True):
+        kind = tenant_kind(name)
+        # A memory fact is one point, with no split_id: its tenant's documents are its chunks.
+        documents_of = hit.count if kind == "memory" else documents.get(name, 0)
+        counted.append(TenantCount(name=name, kind=kind, documents=documents_of, chunks=hit.count))
     return sorted(counted, key=lambda tenant: tenant.name), len(wanted) <= limit and len(chunks) < width
