@@ -484,6 +484,25 @@ def test_invalid_requests_are_400_openai_shaped(chat_api: ChatApi) -> None:
     assert llm.requests == []
 
 
+@pytest.mark.parametrize("value", ["true", 1, "yes"])
+def test_a_stream_flag_that_is_not_a_json_boolean_is_400(chat_api: ChatApi, value: object) -> None:
+    client, llm = chat_api(lambda body: text("never"))
+    refused = post(client, chat_body("scripted@kb-a", stream=value))
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert (error["type"], error["code"]) == ("invalid_request_error", "INVALID_REQUEST")
+    assert error["message"].startswith("Invalid request: stream"), error["message"]
+    assert llm.requests == []
+
+
+def test_a_null_stream_flag_answers_unstreamed(chat_api: ChatApi) -> None:
+    client, _ = chat_api(lambda body: text("Hello."))
+    response = post(client, chat_body("scripted", stream=None))
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["choices"][0]["message"]["content"] == "Hello."
+
+
 def test_models_lists_upstream_models_with_knowledge_base_variants(
     chat_api: ChatApi, seeded: ChunkStore, embedder: ContractEmbedder
 ) -> None:

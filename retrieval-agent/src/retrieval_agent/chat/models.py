@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator, model_validator
 
 from retrieval_agent.api.leniency import well_formed_json
 
@@ -57,7 +57,10 @@ class ChatCompletionRequest(BaseModel):
         description="The upstream model, optionally with knowledge bases: gpt-4o-mini@kb-handbook, model@kb1+kb2.",
     )
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
-    stream: bool = False
+    # OpenAI refuses "true", 1 or "yes" here (a client sending them has a bug to hear about); null is false.
+    stream: Annotated[
+        StrictBool, WithJsonSchema({"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": False})
+    ] = False
     tools: list[dict[str, Any]] | None = Field(
         default=None, description="The client's own tools: passed to the model; calls to them come back to the client."
     )
@@ -75,6 +78,12 @@ class ChatCompletionRequest(BaseModel):
         # A lone surrogate (half an emoji a JS client cut) is valid JSON but breaks the search's models
         # and the upstream request's UTF-8 encoding: U+FFFD instead, as /search does (api.leniency).
         return well_formed_json(data)
+
+    @field_validator("stream", mode="before")
+    @classmethod
+    def _null_stream_is_false(cls, stream: Any) -> Any:
+        # OpenAI's schema has it "boolean or null", null meaning the default.
+        return False if stream is None else stream
 
     @field_validator("tools")
     @classmethod
