@@ -57,7 +57,7 @@ class ChatCompletionRequest(BaseModel):
         description="The upstream model, optionally with knowledge bases: gpt-4o-mini@kb-handbook, model@kb1+kb2.",
     )
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
-    # OpenAI refuses "true", 1 or "yes" here (a client sending them has a bug to hear about); null is false.
+    # Strict, as OpenAI's: "true", 1 or "yes" are refused, not read as true; null is false (below).
     stream: Annotated[
         StrictBool, WithJsonSchema({"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": False})
     ] = False
