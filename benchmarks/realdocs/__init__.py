@@ -3,11 +3,13 @@
 The pure parts live here (question file, hit rule, metrics, a plain Okapi BM25, tables) so they are
 unit-tested without a stack; ``python -m benchmarks.realdocs`` (``__main__``) runs the benchmark.
 
-Hit rule: a retrieved chunk is a hit for a question when its ``file_id`` maps to the question's
-``source`` (or one of its optional ``alt_sources``: files holding the same content, e.g. the same
-table saved as .ods and .xlsx) AND its text contains ``answer`` (case-insensitively, Unicode NFC,
-whitespace runs collapsed). hit@1 / hit@5: a hit at rank 1 / within the top 5; MRR@10: 1 / rank of
-the first hit within the top 10, else 0. Means are over every question.
+Hit rules. *Passage* (the score that counts): a retrieved chunk is a hit for a question when its
+``file_id`` maps to the question's ``source`` (or one of its optional ``alt_sources``: files holding
+the same content, e.g. the same table saved as .ods and .xlsx) AND its own text (what search shows,
+not the context it was indexed with) contains ``answer`` (case-insensitively, Unicode NFC,
+whitespace runs collapsed). *Document*: the source alone, whatever the chunk holds. hit@1 / hit@5:
+a hit at rank 1 / within the top 5; MRR@10: 1 / rank of the first hit within the top 10, else 0.
+Means are over every question.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ from benchmarks.ingest import file_id_for
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 QUESTIONS_PATH = PACKAGE_DIR / "questions.jsonl"
+# Named question files: the original set, and the context set's tuning and held-out splits.
+QUESTION_SETS = {
+    "original": QUESTIONS_PATH,
+    "tune": PACKAGE_DIR / "questions-context-tune.jsonl",
+    "test": PACKAGE_DIR / "questions-context-test.jsonl",
+}
 DEFAULT_DOCS_DIR = REPO_ROOT.parent / "shared" / "eval" / "docs"
 COLLECTION = "bench-realdocs"
 FILE_ID_PREFIX = "realdocs"
@@ -36,8 +44,10 @@ SEARCH_K = 10
 SKIP_FILES = frozenset({"MANIFEST.md", "manifest.json", "SHA256SUMS"})
 SKIP_DIRS = frozenset({"expected"})
 
-KINDS = frozenset({"factoid", "table", "multilingual", "email", "slide", "spreadsheet", "list", "heading"})
+KINDS = frozenset({"factoid", "table", "multilingual", "email", "slide", "spreadsheet", "list", "heading", "diagram"})
 REQUIRED_FIELDS = ("id", "question", "answer", "source", "kind", "format")
+OPTIONAL_FIELDS = ("alt_sources", "split")
+SPLITS = frozenset({"tune", "test"})
 
 # Okapi BM25 as in Robertson & Zaragoza (2009), with Lucene's non-negative idf.
 BM25_K1 = 1.2
@@ -57,6 +67,7 @@ class Question:
     kind: str
     format: str
     alt_sources: tuple[str, ...] = ()
+    split: str | None = None  # "tune" or "test" in the context sets; None in the original set
 
     @property
     def sources(self) -> frozenset[str]:
@@ -73,7 +84,7 @@ def parse_question(row: Mapping[str, Any]) -> Question:
     missing = [name for name in REQUIRED_FIELDS if not isinstance(row.get(name), str) or not row[name].strip()]
     if missing:
         raise ValueError(f"missing or empty field(s): {', '.join(missing)}")
-    unknown = sorted(set(row) - {*REQUIRED_FIELDS, "alt_sources"})
+    unknown = sorted(set(row) - {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
     if unknown:
         raise ValueError(f"unknown field(s): {', '.join(unknown)}")
     if row["kind"] not in KINDS:
@@ -81,6 +92,9 @@ def parse_question(row: Mapping[str, Any]) -> Question:
     alt = row.get("alt_sources", [])
     if not isinstance(alt, list) or not all(isinstance(item, str) and item for item in alt):
         raise ValueError("alt_sources must be a list of paths")
+    split = row.get("split")
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split {split!r} is not one of {sorted(SPLITS)}")
     source = str(row["source"])
     if source.startswith("/") or ".." in Path(source).parts:
         raise ValueError(f"source {source!r} must be relative to the docs dir")
@@ -96,6 +110,7 @@ def parse_question(row: Mapping[str, Any]) -> Question:
         kind=str(row["kind"]),
         format=str(row["format"]),
         alt_sources=tuple(alt),
+        split=split,
     )
 
 
@@ -122,6 +137,24 @@ def parse_questions(lines: Iterable[str]) -> list[Question]:
 
 def load_questions(path: Path = QUESTIONS_PATH) -> list[Question]:
     return parse_questions(path.read_text(encoding="utf-8").splitlines())
+
+
+def question_paths(names: Sequence[str]) -> list[Path]:
+    """Each name of QUESTION_SETS as its file; anything else is a path."""
+    return [QUESTION_SETS.get(name, Path(name)) for name in names]
+
+
+def load_question_sets(paths: Sequence[Path]) -> list[Question]:
+    """The questions of several files in order; ids must be unique across them."""
+    questions: list[Question] = []
+    seen: set[str] = set()
+    for path in paths:
+        for question in load_questions(path):
+            if question.id in seen:
+                raise QuestionFileError(f"{path}: id {question.id!r} is also in an earlier file")
+            seen.add(question.id)
+            questions.append(question)
+    return questions
 
 
 # --- documents ---------------------------------------------------------------------------------
@@ -169,9 +202,19 @@ def is_hit(file_id: str, text: str, question: Question, id_to_path: Mapping[str,
 def first_hit_rank(
     ranked: Sequence[tuple[str, str]], question: Question, id_to_path: Mapping[str, str], k: int = SEARCH_K
 ) -> int | None:
-    """1-based rank of the first hit among the top ``k`` (file id, chunk text) pairs, else None."""
+    """1-based rank of the first passage hit among the top ``k`` (file id, chunk text) pairs, else None."""
     for rank, (file_id, text) in enumerate(ranked[:k], start=1):
         if is_hit(file_id, text, question, id_to_path):
+            return rank
+    return None
+
+
+def first_source_rank(
+    ranked: Sequence[tuple[str, str]], question: Question, id_to_path: Mapping[str, str], k: int = SEARCH_K
+) -> int | None:
+    """1-based rank of the first chunk from the question's source among the top ``k``, else None."""
+    for rank, (file_id, _) in enumerate(ranked[:k], start=1):
+        if id_to_path.get(file_id) in question.sources:
             return rank
     return None
 
@@ -265,23 +308,40 @@ class BM25:
 # --- tables ------------------------------------------------------------------------------------
 
 
-def markdown_table(rows: Mapping[str, Scores]) -> str:
-    lines = ["| row | hit@1 | hit@5 | MRR@10 | n |", "|---|---:|---:|---:|---:|"]
+def markdown_table(rows: Mapping[str, Scores], documents: Mapping[str, Scores] | None = None) -> str:
+    """One line per row: the passage scores, and the document rule's hit@1 / hit@5 when given."""
+    header = "| row | hit@1 | hit@5 | MRR@10 |" + (" doc hit@1 | doc hit@5 |" if documents is not None else "") + " n |"
+    lines = [header, "|---|---:|---:|---:|" + ("---:|---:|" if documents is not None else "") + "---:|"]
     for name, s in rows.items():
-        lines.append(f"| {name} | {s.hit_1:.3f} | {s.hit_5:.3f} | {s.mrr_10:.3f} | {s.n} |")
+        doc = documents.get(name) if documents is not None else None
+        extra = f" {doc.hit_1:.3f} | {doc.hit_5:.3f} |" if doc is not None else (" - | - |" if documents else "")
+        lines.append(f"| {name} | {s.hit_1:.3f} | {s.hit_5:.3f} | {s.mrr_10:.3f} |{extra} {s.n} |")
     return "\n".join(lines)
 
 
-def breakdown_table(label: str, groups: Mapping[str, Mapping[str, Scores]]) -> str:
-    """hit@5 per group (rows of the table) and benchmark row (columns); ``groups[row][group]``."""
+def breakdown_table(
+    label: str,
+    groups: Mapping[str, Mapping[str, Scores]],
+    documents: Mapping[str, Mapping[str, Scores]] | None = None,
+) -> str:
+    """Per group (rows of the table) and benchmark row (columns): passage hit@1 / hit@5, and the
+    document rule's hit@5 in brackets when given; ``groups[row][group]``."""
     row_names = list(groups)
     keys = sorted({key for per_row in groups.values() for key in per_row})
+    suffix = " (doc hit@5)" if documents is not None else ""
     lines = [
-        f"| {label} | n | " + " | ".join(f"{name} hit@5" for name in row_names) + " |",
+        f"| {label} | n | " + " | ".join(f"{name} hit@1 / hit@5{suffix}" for name in row_names) + " |",
         "|---|---:|" + "---:|" * len(row_names),
     ]
     for key in keys:
         n = max((groups[name][key].n for name in row_names if key in groups[name]), default=0)
-        cells = [f"{groups[name][key].hit_5:.3f}" if key in groups[name] else "-" for name in row_names]
+        cells = []
+        for name in row_names:
+            if key not in groups[name]:
+                cells.append("-")
+                continue
+            cell = f"{groups[name][key].hit_1:.3f} / {groups[name][key].hit_5:.3f}"
+            doc = documents.get(name, {}).get(key) if documents is not None else None
+            cells.append(cell + (f" ({doc.hit_5:.3f})" if doc is not None else ""))
         lines.append(f"| {key} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -3,14 +3,17 @@
     python -m benchmarks.realdocs                          # rows hybrid, dense, sparse + plain BM25
     python -m benchmarks.realdocs --configs hybrid         # the default retrieval settings only
     python -m benchmarks.realdocs --limit-questions 10     # smoke
+    python -m benchmarks.realdocs --questions tune         # the context set's tuning split (test: held out)
 
 Every file under ../shared/eval/docs (not MANIFEST.md, manifest.json, SHA256SUMS, expected/) is
 ingested once into the tenant `bench-realdocs` of its own embedded store (benchmarks/.work/realdocs/),
 resumably; files the service rejects are listed and skipped. Each config row restarts `rag dev` on
 that store with the row's retrieval settings (see benchmarks/configs.py) plus ENABLE_INSPECTION_API,
-and asks every question of benchmarks/realdocs/questions.jsonl through POST /search (k 10). The
-baseline row ranks the same stored chunks, read back through the inspection API, with a plain
-Okapi BM25. Per-question ranks and a summary go to benchmarks/results/.
+and asks every question of the chosen question files (default benchmarks/realdocs/questions.jsonl)
+through POST /search (k 10). The baseline row ranks the same stored chunks, read back through the
+inspection API, with a plain Okapi BM25. Each row is scored by the passage rule (the chunk's own
+text holds the answer) and the document rule (the right source). Per-question ranks and a summary
+go to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from benchmarks.realdocs import (
     BM25,
     COLLECTION,
     DEFAULT_DOCS_DIR,
-    QUESTIONS_PATH,
     SEARCH_K,
     Question,
     Scores,
@@ -47,8 +49,10 @@ from benchmarks.realdocs import (
     doc_paths,
     file_id_map,
     first_hit_rank,
-    load_questions,
+    first_source_rank,
+    load_question_sets,
     markdown_table,
+    question_paths,
     score_ranks,
     scores_by,
 )
@@ -199,12 +203,16 @@ class Row:
     name: str
     env: dict[str, str] | None = None
     skipped: str | None = None
-    ranks: dict[str, int | None] = field(default_factory=dict)
+    ranks: dict[str, int | None] = field(default_factory=dict)  # passage rule
+    doc_ranks: dict[str, int | None] = field(default_factory=dict)  # document rule
     top5: dict[str, list[str]] = field(default_factory=dict)
     wall_s: float = 0.0
 
     def scores(self) -> Scores:
         return score_ranks(list(self.ranks.values()))
+
+    def doc_scores(self) -> Scores:
+        return score_ranks(list(self.doc_ranks.values()))
 
 
 def rank_row(
@@ -214,6 +222,7 @@ def rank_row(
     for question in questions:
         hits = ranked.get(question.id, [])
         row.ranks[question.id] = first_hit_rank(hits, question, id_to_path, SEARCH_K)
+        row.doc_ranks[question.id] = first_source_rank(hits, question, id_to_path, SEARCH_K)
         row.top5[question.id] = [id_to_path.get(file_id, file_id) for file_id, _ in hits[:5]]
     return row
 
@@ -274,6 +283,7 @@ def write_per_question(
                 "answer": question.answer,
                 "answer_in_index": None if in_index is None else in_index.get(question.id),
                 "rank": {row.name: row.ranks.get(question.id) for row in live},
+                "doc_rank": {row.name: row.doc_ranks.get(question.id) for row in live},
                 "top5": {row.name: row.top5.get(question.id, []) for row in live},
             }
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -286,13 +296,19 @@ def report_text(
     in_index: dict[str, bool] | None,
 ) -> str:
     live = [row for row in rows if row.skipped is None]
-    parts = [markdown_table({row.name: row.scores() for row in live})]
+    parts = [markdown_table({row.name: row.scores() for row in live}, {row.name: row.doc_scores() for row in live})]
     for row in rows:
         if row.skipped is not None:
             parts.append(f"- row {row.name!r} skipped: {row.skipped}")
     if live:
-        parts.append(breakdown_table("kind", {row.name: scores_by(questions, row.ranks, "kind") for row in live}))
-        parts.append(breakdown_table("format", {row.name: scores_by(questions, row.ranks, "format") for row in live}))
+        for label in ("kind", "format"):
+            parts.append(
+                breakdown_table(
+                    label,
+                    {row.name: scores_by(questions, row.ranks, label) for row in live},
+                    {row.name: scores_by(questions, row.doc_ranks, label) for row in live},
+                )
+            )
     if in_index is not None:
         missing = sorted(qid for qid, ok in in_index.items() if not ok)
         parts.append(
@@ -317,7 +333,7 @@ def row_env(config: str, args: argparse.Namespace) -> dict[str, str] | str:
 
 
 def run(args: argparse.Namespace) -> tuple[list[Question], list[Row], IngestReport | None, dict[str, bool] | None]:
-    questions = load_questions(args.questions)
+    questions = load_question_sets(question_paths(args.questions))
     if args.limit_questions is not None:
         questions = questions[: args.limit_questions]
     if not args.docs_dir.is_dir():
@@ -400,12 +416,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit-questions", type=int, default=None, help="smoke: only the first N questions")
     parser.add_argument("--ingest-concurrency", type=int, default=2)
     parser.add_argument("--search-concurrency", type=int, default=2)
-    parser.add_argument("--questions", type=Path, default=QUESTIONS_PATH)
+    parser.add_argument(
+        "--questions",
+        default="original",
+        help="comma list of question files, or the named sets original, tune and test (the context "
+        "set's splits; never tune on test) (default: %(default)s)",
+    )
     parser.add_argument("--docs-dir", type=Path, default=DEFAULT_DOCS_DIR)
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    args.questions = [q.strip() for q in args.questions.split(",") if q.strip()]
     return args
 
 
@@ -428,6 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "docs_dir": str(args.docs_dir),
         "collection": COLLECTION,
         "questions": len(questions),
+        "question_files": [str(path) for path in question_paths(args.questions)],
         "rows": [
             {"row": row.name, "env": row.env, "skipped": row.skipped}
             if row.skipped is not None
@@ -435,9 +458,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "row": row.name,
                 "env": row.env,
                 **row.scores().as_dict(),
+                "document": row.doc_scores().as_dict(),
                 "wall_s": round(row.wall_s, 2),
-                "hit@5_by_kind": {k: s.hit_5 for k, s in scores_by(questions, row.ranks, "kind").items()},
-                "hit@5_by_format": {k: s.hit_5 for k, s in scores_by(questions, row.ranks, "format").items()},
+                **{
+                    f"by_{label}": {
+                        key: {"hit@1": s.hit_1, "hit@5": s.hit_5, "n": s.n}
+                        for key, s in scores_by(questions, row.ranks, label).items()
+                    }
+                    for label in ("kind", "format")
+                },
             }
             for row in rows
         ],
