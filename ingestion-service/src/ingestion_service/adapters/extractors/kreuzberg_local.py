@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import tempfile
 import threading
 from collections.abc import Callable
@@ -82,6 +83,21 @@ _OOXML_TYPES = frozenset(
 )
 _ODF_SUFFIXES = frozenset({".odt", ".ods", ".odp", ".odg"})
 EMAIL_MIME_TYPE = "message/rfc822"
+HTML_MIME_TYPE = "text/html"
+PPTX_MIME_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+NOTES_HEADING = "### Notes"
+# kreuzberg writes an HTML page's <head> metadata (title, canonical link, meta tags) as a YAML front
+# matter block before the text; a lone "title:" line comes out as "---", a blank line and "## title: ...".
+_FRONT_MATTER = re.compile(r"\A---\n(?:[^\n]*\n){0,400}?---[ \t]*(?:\n|\Z)")
+_LONE_TITLE_MATTER = re.compile(r"\A---\n\n## [\w-]+: [^\n]*(?:\n|\Z)")
+
+
+def strip_front_matter(content: str) -> str:
+    """An HTML page's text without the metadata block kreuzberg puts first (its title is in the metadata)."""
+    stripped = _FRONT_MATTER.sub("", content, count=1)
+    if stripped == content:
+        stripped = _LONE_TITLE_MATTER.sub("", content, count=1)
+    return stripped.lstrip("\n")
 
 
 def document_metadata(metadata: Any, languages: list[str] | None) -> dict[str, Any]:
@@ -285,7 +301,12 @@ class KreuzbergConverter:
         extras, extras_error = self._office_extras(source, result.mime_type, content)
         if extras_error is not None:
             meta["office_extras_skipped"] = extras_error
-        documents = self._documents(content, result.pages, meta, paged=self._paged(result.mime_type), extras=extras)
+        notes = self._speaker_notes(source, result.mime_type)
+        if result.mime_type == HTML_MIME_TYPE:
+            content = strip_front_matter(content)
+        documents = self._documents(
+            content, result.pages, meta, paged=self._paged(result.mime_type), extras=extras, notes=notes
+        )
         if blank_pages:
             documents = self._with_ocr_pages(source.path, documents, blank_pages, meta)
         return documents
@@ -393,6 +414,20 @@ class KreuzbergConverter:
             )
             return "", str(exc)
 
+    @staticmethod
+    def _speaker_notes(source: SourceFile, mime: str) -> dict[int, str]:
+        """A PPTX deck's notes by slide (kreuzberg leaves them out); a damaged notes part costs only its notes."""
+        if mime != PPTX_MIME_TYPE:
+            return {}
+        from ingestion_service.adapters.extractors.office_extras import OfficeExtrasError
+        from ingestion_service.adapters.extractors.slide_notes import speaker_notes
+
+        try:
+            return speaker_notes(source.path)
+        except OfficeExtrasError as exc:
+            logger.warning("speaker notes skipped: %s", exc, extra={"file_name": source.filename, "error": str(exc)})
+            return {}
+
     def _with_attachments(self, source: SourceFile, content: str, meta: dict[str, Any], *, depth: int) -> str:
         """The message, then the text of each document attached to it (``email_attachments``).
 
@@ -455,7 +490,13 @@ class KreuzbergConverter:
 
     @staticmethod
     def _documents(
-        content: str, result_pages: Any, meta: dict[str, Any], *, paged: bool, extras: str = ""
+        content: str,
+        result_pages: Any,
+        meta: dict[str, Any],
+        *,
+        paged: bool,
+        extras: str = "",
+        notes: dict[int, str] | None = None,
     ) -> list[Document]:
         pages: list[Page] | None = None
         if paged:
@@ -468,6 +509,14 @@ class KreuzbergConverter:
             if extras:
                 text = f"{text}\n\n{extras}".strip()
             return [Document(content=text, meta=meta)]
+        if notes:
+            # Each slide's notes after its own text, as the OpenDocument reader writes them.
+            pages = [
+                Page(page.number, f"{page.markdown}\n\n{NOTES_HEADING}\n\n{notes[page.number]}")
+                if page.number in notes
+                else page
+                for page in pages
+            ]
         if extras:
             last = pages[-1]
             pages[-1] = Page(last.number, f"{last.markdown}\n\n{extras}")

@@ -23,7 +23,7 @@ _FORMAT_ROOTS = (("word/document.xml", "word"), ("xl/workbook.xml", "xl"), ("ppt
 # What zipfile raises for a damaged archive or member: bad structures, undecodable names, unknown
 # versions or methods, truncated data, offsets out of the file (OSError on an open file);
 # RuntimeError is its "password required" for an encrypted member.
-_ZIP_DAMAGE = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError, ValueError)
+ZIP_DAMAGE = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError, ValueError)
 _XLSX_DRAWING = re.compile(r"^xl/drawings/[^/]+\.xml$")
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 # Point caches inside c:cat / c:val / c:xVal / c:yVal / c:tx, in the order they are tried.
@@ -76,7 +76,7 @@ def office_extra_markdown(path: Path, media_type: str | None = None) -> str:
     with path.open("rb") as handle:  # opened here: an OSError below is damage, not a missing file
         try:
             archive = zipfile.ZipFile(handle)
-        except _ZIP_DAMAGE as exc:
+        except ZIP_DAMAGE as exc:
             raise OfficeExtrasError(f"not a readable ZIP archive: {exc}") from exc
         with archive:
             return "\n\n".join(_sections(archive))
@@ -92,18 +92,18 @@ def _sections(archive: zipfile.ZipFile) -> list[str]:
     sections: list[str] = []
     for name in sorted(names, key=_natural_key):
         if chart_part.match(name):
-            root = _read_part(archive, name)
+            root = read_part(archive, name)
             chart = root.find("chart") if root is not None and root.tag == "chartSpace" else None
             section = _chart_section(chart) if chart is not None else None
             if section:
                 sections.append(section)
         elif diagram_part.match(name):
-            root = _read_part(archive, name)
+            root = read_part(archive, name)
             section = _diagram_section(root) if root is not None and root.tag == "dataModel" else ""
             if section:
                 sections.append(section)
         elif folder == "xl" and _XLSX_DRAWING.match(name):
-            root = _read_part(archive, name)
+            root = read_part(archive, name)
             if root is not None:
                 sections.extend(_text_box_sections(root))
     return sections
@@ -114,7 +114,7 @@ def _natural_key(name: str) -> list[str | int]:
     return [int(piece) if index % 2 else piece for index, piece in enumerate(re.split(r"(\d+)", name))]
 
 
-def _read_part(archive: zipfile.ZipFile, name: str) -> Element | None:
+def read_part(archive: zipfile.ZipFile, name: str) -> Element | None:
     """The part's root with namespaces dropped and mc:Fallback branches removed; None when too large."""
     info = archive.getinfo(name)
     if info.file_size > MAX_PART_BYTES:
@@ -122,7 +122,7 @@ def _read_part(archive: zipfile.ZipFile, name: str) -> Element | None:
     try:
         with archive.open(info) as member:
             data = member.read(MAX_PART_BYTES + 1)
-    except _ZIP_DAMAGE as exc:
+    except ZIP_DAMAGE as exc:
         raise OfficeExtrasError(f"{name}: {exc}") from exc
     if len(data) > MAX_PART_BYTES:
         return None
@@ -173,7 +173,7 @@ def _title_of(owner: Element) -> str:
         return ""
     rich = tx.find("rich")
     if rich is not None:
-        return _one_line(" ".join(_paragraph_text(paragraph) for paragraph in rich.iter("p")))
+        return _one_line(" ".join(paragraph_text(paragraph) for paragraph in rich.iter("p")))
     return _one_line(" ".join(_points(tx).values()))
 
 
@@ -268,7 +268,7 @@ def _diagram_section(model: Element) -> str:
             roots.append(model_id)
         elif kind in _DIAGRAM_TEXT_POINTS:
             body = point.find("t")
-            text = _one_line(" ".join(_paragraph_text(p) for p in body.iter("p"))) if body is not None else ""
+            text = _one_line(" ".join(paragraph_text(p) for p in body.iter("p"))) if body is not None else ""
             texts[model_id] = text
     children: dict[str, list[tuple[int, str]]] = {}
     for connection in model.iter("cxn"):
@@ -299,14 +299,14 @@ def _text_box_sections(drawing: Element) -> list[str]:
         body = shape.find("txBody")
         if body is None:
             continue
-        paragraphs = [text for paragraph in body.iter("p") if (text := _paragraph_text(paragraph).strip())]
+        paragraphs = [text for paragraph in body.iter("p") if (text := paragraph_text(paragraph).strip())]
         if paragraphs:
             lines = "\n\n".join(_escape_line_starts(paragraph) for paragraph in paragraphs)
             sections.append(f"{_TEXT_BOX_HEADING}\n\n{lines}")
     return sections
 
 
-def _paragraph_text(paragraph: Element) -> str:
+def paragraph_text(paragraph: Element) -> str:
     pieces: list[str] = []
     for element in paragraph.iter():
         if element.tag == "t" and element.text:
