@@ -29,6 +29,7 @@ from ingestion_service.pipeline.indexing import (
 from ingestion_service.scratch import ScratchSpace, default_root
 from ingestion_service.settings import Settings
 from shared_contract import MULTILINGUAL_VECTOR, CollectionManifest, ContractEmbedder, ContractError
+from shared_contract.language_id import language_identifier
 from shared_contract.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,7 @@ class ServiceRuntime:
         """
         try:
             self.embedder.warm_up()
+            language_identifier().warm_up()
             counter = load_token_counter(self.settings, self.embedder)
             embed_text = EmbedTextBuilder(
                 counter,
@@ -135,6 +137,7 @@ class ServiceRuntime:
                 chunk_size=self.settings.chunk_size,
                 prefix=self.settings.embedding_prefix_doc,
                 use_breadcrumb=self.settings.embed_headers_breadcrumb,
+                use_title=self.settings.embed_document_title,
                 sparse_window=self.embedder.sparse_window,
             )
             parts = build_parts(

@@ -194,6 +194,13 @@ class Settings(ContractSettings):
     tokenizer_model: str | None = None
     tokenizer_revision: str | None = None
     embed_headers_breadcrumb: bool = True
+    embed_document_title: bool = Field(
+        default=True, description="Index every chunk with its document's title (the shown text stays the chunk's own)."
+    )
+    chunk_table_rows: Literal["pairs", "markdown"] = Field(
+        default="pairs",
+        description="How table rows are indexed: 'pairs' as 'column: value' per row, 'markdown' as the table's own rows.",
+    )
     lexical_window_chunks: int = Field(
         default=DEFAULT_LEXICAL_WINDOW,
         ge=0,

@@ -62,12 +62,26 @@ def test_small_sections_merge_with_their_common_heading_path(counter: TokenCount
     assert "long text" in merged[0].text
 
 
-def test_budget_leaves_room_for_prefix_breadcrumb_and_special_tokens(counter: TokenCounter) -> None:
+def test_budget_leaves_room_for_prefix_context_and_special_tokens(counter: TokenCounter) -> None:
     builder = EmbedTextBuilder(counter, max_tokens=256, chunk_size=400, prefix="passage: ", use_breadcrumb=True)
-    headers = ["Chapter one", "Section two"]
-    budget = builder.content_budget(headers)
-    assert budget < 256 - counter.count("passage: ") - counter.count("Chapter one > Section two\n\n") - 2
-    assert builder.text("body", headers) == "Chapter one > Section two\n\nbody"
+    context = builder.context("Annual report", ["Chapter one", "Section two"])
+    assert context == ["Annual report", "Chapter one > Section two"]
+    budget = builder.content_budget(context)
+    assert budget < 256 - counter.count("passage: ") - counter.count("Annual report\nChapter one > Section two\n\n") - 2
+    assert builder.text("body", context) == "Annual report\nChapter one > Section two\n\nbody"
     assert builder.content_budget(None) > budget
-    # A breadcrumb longer than a quarter of the window is not embedded at all.
-    assert builder.breadcrumb(["very long heading " * 30]) is None
+
+
+def test_context_says_a_title_once_and_stays_within_a_third_of_the_window(counter: TokenCounter) -> None:
+    builder = EmbedTextBuilder(counter, max_tokens=256, chunk_size=400, prefix="", use_breadcrumb=True)
+    assert builder.context("IBM", ["IBM", "History"]) == ["IBM", "History"]
+    long_header = "| " + " | ".join(f"column number {i}" for i in range(40)) + " |"
+    context = builder.context("Annual report", ["Chapter one"], [long_header])
+    assert counter.count("\n".join(context) + "\n\n") <= 256 // 3
+    # The table's header row is kept (clipped) before the heading path.
+    assert context[0] == "Annual report"
+    assert context[-1].startswith("| column number 0 |")
+    without_title = EmbedTextBuilder(
+        counter, max_tokens=256, chunk_size=400, prefix="", use_breadcrumb=True, use_title=False
+    )
+    assert without_title.context("Annual report", ["Chapter one"]) == ["Chapter one"]

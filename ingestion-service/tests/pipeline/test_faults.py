@@ -68,7 +68,7 @@ def half_writing(parts: PipelineParts) -> PipelineParts:
             raise QdrantUnavailableError("embedded store upsert failed: connection reset")
         await real_write(points)
 
-    return replace(parts, writer=ChunkWriter(write, batch_size=2))
+    return replace(parts, writer=ChunkWriter(write, parts.writer.embed_text, batch_size=2))
 
 
 @component

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ingestion_service.pipeline.embed_text import BREADCRUMB_SEPARATOR
 from ingestion_service.pipeline.tokens import TokenCounter
 from ingestion_service.runtime import ServiceHooks
 from shared_contract import ContractEmbedder
@@ -57,14 +56,9 @@ def test_no_chunk_exceeds_the_model_limit(
     limit = prefixed_embedder.max_tokens
     for record in stored:
         meta = record.payload["meta"]
-        content = record.payload["content"]
-        headers = meta["headers"]
-        breadcrumb = BREADCRUMB_SEPARATOR.join(headers)
-        embedded = (
-            f"{breadcrumb}\n\n{content}"
-            if headers and prefixed_embedder.count_tokens(breadcrumb + "\n\n") <= limit // 4
-            else content
-        )
+        # The lexical field holds exactly what the models read: context lines and body.
+        embedded = record.payload[f"lexical_{meta['lexical_language']}"]
+        assert record.payload["content"] in embedded
         total = prefixed_embedder.count_tokens("passage: " + embedded) + 2
         assert total <= limit, (split_by, total, meta["split_id"])
     if split_by == "markdown":
@@ -109,9 +103,8 @@ def test_no_chunk_exceeds_the_sparse_models_window_beside_a_wider_dense_model(
     sparse_counter = TokenCounter(window.tokenizer)
     read_by_bm42 = []
     for record in stored:
-        headers = record.payload["meta"]["headers"]
-        content = record.payload["content"]
-        embedded = f"{BREADCRUMB_SEPARATOR.join(headers)}\n\n{content}" if headers else content
+        # What the models read is what BM25 indexes: the chunk's context lines and body.
+        embedded = record.payload[f"lexical_{record.payload['meta']['lexical_language']}"]
         read_by_bm42.append(sparse_counter.count(embedded) + 2)
     # Without the sparse window the 1,500-token budget would make two or three chunks that BM42 cuts at 256.
     assert len(stored) >= 6

@@ -35,6 +35,7 @@ from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
 from retrieval_agent.settings import Settings, get_settings
 from shared_contract import ContractConfigError, ContractEmbedder
+from shared_contract.language_id import language_identifier
 from shared_contract.store import ChunkStore, close_store, open_store
 
 logger = logging.getLogger("retrieval_agent")
@@ -113,6 +114,15 @@ def server_config(app: FastAPI, settings: Settings) -> uvicorn.Config:
     )
 
 
+def _warm_up(settings: Settings, embedder: ContractEmbedder, reranker: Reranker | None) -> None:
+    """Query models load at start-up, not on the first request (blocking: a worker thread)."""
+    embedder.warm_up()
+    if settings.query_language_routing:
+        language_identifier().warm_up()
+    if isinstance(reranker, FastembedReranker):
+        reranker.warm_up()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -160,10 +170,7 @@ def create_app(
                     # Memory facts are the only documents this service embeds.
                     sparse_queries_only=not settings.enable_memory,
                 )
-            # Query models load at start-up, not on the first request.
-            await anyio.to_thread.run_sync(active_embedder.warm_up)
-            if isinstance(active_reranker, FastembedReranker):
-                await anyio.to_thread.run_sync(active_reranker.warm_up)
+            await anyio.to_thread.run_sync(_warm_up, settings, active_embedder, active_reranker)
             generator = None
             if settings.enable_query_generation and model is not None:
                 generator = QueryGenerator(

@@ -97,6 +97,14 @@ class Settings(ContractSettings):
             "dense model's languages; 0 drops it."
         ),
     )
+    query_language_routing: bool = Field(
+        default=True,
+        description=(
+            "Weigh the dense legs by the query's language: a query in another language than the dense "
+            "model's is read by the multilingual model alone, an English one over mostly English tenants "
+            "skips the multilingual model."
+        ),
+    )
     hybrid_sparse_weight: float = Field(default=0.6, ge=0.0, description="Fusion weight of the sparse leg; 0 drops it.")
     hybrid_lexical_weight: float = Field(
         default=1.0,

@@ -16,6 +16,7 @@ from retrieval_agent.search.query import (
     hybrid_request,
     lexical_fields_for,
     multilingual_weight_for,
+    query_share,
     scoped_filter,
     text_query,
 )
@@ -345,6 +346,37 @@ def test_the_multilingual_weight_follows_the_share_of_chunks_outside_the_dense_m
     mix: dict[str, int], languages: frozenset[str] | None, expected: float
 ) -> None:
     assert multilingual_weight_for(mix, languages, weight=1.2) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("mix", "query_language", "dense", "multilingual"),
+    [
+        # An English query over a mostly English tenant: the English model alone (no multilingual pass).
+        ({"en": 7, "fr": 3}, "en", 1.2, 0.0),
+        # A French query over the same tenant: the multilingual model alone reads it.
+        ({"en": 7, "fr": 3}, "fr", 0.0, 1.2),
+        # An English query over a mostly Norwegian tenant keeps the mix: the multilingual leg reads those.
+        ({"en": 2, "no": 8}, "en", 1.2 * 0.2, 1.2 * 0.8),
+        # A query whose language is unknown: the tenants' mix, as without routing.
+        ({"en": 7, "fr": 3}, None, 1.2 * 0.7, 1.2 * 0.3),
+    ],
+)
+def test_the_querys_language_routes_it_to_the_model_that_reads_it(
+    mix: dict[str, int], query_language: str | None, dense: float, multilingual: float
+) -> None:
+    english = frozenset({"en"})
+    assert query_share(mix, english, query_language) == pytest.approx(dense / 1.2)
+    assert dense_weight_for(mix, english, covered=1.2, other=0.0, query_language=query_language) == pytest.approx(
+        dense
+    )
+    assert multilingual_weight_for(mix, english, weight=1.2, query_language=query_language) == pytest.approx(
+        multilingual
+    )
+
+
+def test_a_multilingual_dense_model_is_never_routed() -> None:
+    assert query_share({"no": 5}, None, "no") is None
+    assert dense_weight_for({"no": 5}, None, covered=1.2, other=0.0, query_language="no") == 1.2
 
 
 def multilingual_legs(multilingual: list[float] | None, weight: float) -> list[tuple[str | None, float]]:

@@ -69,7 +69,11 @@ def lexical_language_for(languages: Iterable[str] | None) -> str:
 
 
 def chunk_lexical_language(meta: Mapping[str, Any]) -> str:
-    """The lexical language of a chunk with this meta (what ``meta.lexical_language`` records)."""
+    """The lexical language of a chunk with this meta (what ``meta.lexical_language`` records): its
+    own ``language`` where it has one, else its document's ``languages``."""
+    language = meta.get(MetaKey.LANGUAGE)
+    if isinstance(language, str) and language:
+        return lexical_language_for([language])
     languages = meta.get(MetaKey.LANGUAGES)
     return lexical_language_for(languages if isinstance(languages, list) else None)
 

@@ -32,6 +32,9 @@ class MetaKey:
     TITLE: Final = "title"
     AUTHORS: Final = "authors"
     LANGUAGES: Final = "languages"
+    # The chunk's own language (contract 3.1): a Spanish passage of an English document says "es".
+    # It picks the chunk's lexical field and multilingual vector; ``languages`` stays the document's.
+    LANGUAGE: Final = "language"
     EXTRACTOR: Final = "extractor"
     INGEST_VERSION: Final = "ingest_version"
     INGEST_SEQ: Final = "ingest_seq"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ingestion_service.pipeline.tokens import TokenCounter
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -92,7 +92,7 @@ def markdown_sections(
             elif run[0] == fence[0] and len(run) >= len(fence) and not line.strip().strip(run[0]):
                 # CommonMark: a closing fence is at least as long as the opening and carries no info string.
                 fence = None
-        heading = None if fence is not None else _HEADING.match(line)
+        heading = None if fence is not None else HEADING.match(line)
         if heading:
             level = len(heading.group(1))
             title = heading.group(2).strip()
@@ -128,22 +128,20 @@ def merge_small_sections(
     min_tokens: int,
     budget_for: Callable[[list[str]], int],
 ) -> list[SectionChunk]:
-    """Merge sections under ``min_tokens`` into the next one while the result fits its budget.
+    """Merge each section under ``min_tokens`` into the next one (the last into the one before), so
+    no section is only a heading or a line.
 
-    A merged chunk carries the common heading path of its parts (its own heading lines are in
-    the text). ``budget_for(headers) -> int`` gives the content budget of a heading path.
+    When the merged text fits the budget of the parts' common heading path, it carries that path
+    (its own heading lines are in the text); when it does not, the small part leads the larger
+    section, which keeps its own path. ``budget_for(headers) -> int`` gives the content budget of a
+    heading path.
     """
     merged: list[SectionChunk] = []
     pending: SectionChunk | None = None
     for section in sections:
         current = SectionChunk(section.text, list(section.headers))
         if pending is not None:
-            headers = _common_prefix(pending.headers, current.headers)
-            combined = f"{pending.text}\n\n{current.text}"
-            if counter.count(combined) <= budget_for(headers):
-                current = SectionChunk(combined, headers)
-            else:
-                merged.append(pending)
+            current = _joined(pending, current, counter, budget_for, small_first=True)
         if min_tokens > 0 and counter.count(current.text) < min_tokens:
             pending = current
         else:
@@ -151,11 +149,22 @@ def merge_small_sections(
             pending = None
     if pending is not None:
         if merged and min_tokens > 0:
-            last = merged[-1]
-            headers = _common_prefix(last.headers, pending.headers)
-            combined = f"{last.text}\n\n{pending.text}"
-            if counter.count(combined) <= budget_for(headers):
-                merged[-1] = SectionChunk(combined, headers)
-                return merged
-        merged.append(pending)
+            merged[-1] = _joined(merged[-1], pending, counter, budget_for, small_first=False)
+        else:
+            merged.append(pending)
     return merged
+
+
+def _joined(
+    first: SectionChunk,
+    second: SectionChunk,
+    counter: TokenCounter,
+    budget_for: Callable[[list[str]], int],
+    *,
+    small_first: bool,
+) -> SectionChunk:
+    combined = f"{first.text}\n\n{second.text}"
+    common = _common_prefix(first.headers, second.headers)
+    if counter.count(combined) <= budget_for(common):
+        return SectionChunk(combined, common)
+    return SectionChunk(combined, second.headers if small_first else first.headers)

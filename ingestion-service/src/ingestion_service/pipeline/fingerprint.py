@@ -15,6 +15,10 @@ from typing import Final
 from ingestion_service.settings import Settings
 from shared_contract import CONTRACT_VERSION, manifest_for
 
+# Bumped whenever the splitters cut chunks, or build what is indexed for them, differently for the
+# same settings (2: whole blocks, tables between rows, a title and context indexed with each chunk).
+CHUNKING_REVISION: Final = 2
+
 # The settings that shape extraction, chunking and the lexical entries.
 FINGERPRINT_SETTINGS: Final = (
     "enable_sparse_embeddings",
@@ -43,6 +47,8 @@ FINGERPRINT_SETTINGS: Final = (
     "tokenizer_model",
     "tokenizer_revision",
     "embed_headers_breadcrumb",
+    "embed_document_title",
+    "chunk_table_rows",
     "lexical_window_chunks",
 )
 
@@ -56,6 +62,7 @@ def ingest_fingerprint(settings: Settings, engine: str) -> str:
         "contract": CONTRACT_VERSION.rsplit(".", 1)[0],
         "manifest": manifest,
         "settings": shaping,
+        "chunking": CHUNKING_REVISION,
         "engine": engine,
     }
     encoded = json.dumps(document, sort_keys=True, default=str).encode()

@@ -32,6 +32,7 @@ from ingestion_service.pipeline.components.chunk_writer import ChunkWriter, Writ
 from ingestion_service.pipeline.components.dense_embedder import ContractDenseEmbedder
 from ingestion_service.pipeline.components.embedding_guard import EmbeddingGuard
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, FileConverter
+from ingestion_service.pipeline.components.language_tagger import LanguageTagger
 from ingestion_service.pipeline.components.markdown_splitter import MarkdownSplitter
 from ingestion_service.pipeline.components.multilingual_embedder import MultilingualDenseEmbedder
 from ingestion_service.pipeline.components.sparse_embedder import ContractSparseEmbedder
@@ -55,6 +56,7 @@ from shared_contract import (
     SparseEmbeddingError,
     SparseVectorData,
 )
+from shared_contract.language_id import language_identifier
 from shared_contract.store import ChunkPoint, PointRecord, point_id_for
 from shared_contract.store.points import PAYLOAD_ID
 
@@ -73,6 +75,7 @@ class PipelineParts:
     guard: Any
     writer: Any
     multilingual_embedder: Any | None = None
+    language_tagger: Any | None = None
 
 
 def checked_write(write: WriteBatch) -> WriteBatch:
@@ -102,7 +105,13 @@ def build_parts(
     overlap = settings.chunk_overlap
     splitter: Any
     if settings.chunk_split_by == "markdown":
-        splitter = MarkdownSplitter(embed_text, overlap=overlap, min_tokens=settings.chunk_min_size, observer=observer)
+        splitter = MarkdownSplitter(
+            embed_text,
+            overlap=overlap,
+            min_tokens=settings.chunk_min_size,
+            keyed_tables=settings.chunk_table_rows == "pairs",
+            observer=observer,
+        )
     elif settings.chunk_split_by == "token":
         splitter = TokenSplitter(embed_text, overlap=overlap, observer=observer)
     else:
@@ -116,11 +125,12 @@ def build_parts(
         finalizer=ChunkFinalizer(
             embed_text, overlap=overlap, observer=observer, max_chunks=settings.max_chunks_per_document
         ),
+        language_tagger=LanguageTagger(language_identifier(), observer=observer),
         dense_embedder=ContractDenseEmbedder(embedder, embed_text, sparse_enabled=sparse_on, observer=observer),
         sparse_embedder=ContractSparseEmbedder(embedder, embed_text, observer=observer) if sparse_on else None,
         guard=EmbeddingGuard(dim=embedder.dim, require_sparse=sparse_on, observer=observer),
         writer=ChunkWriter(
-            checked_write(index.write), lexical_window=settings.lexical_window_chunks, observer=observer
+            checked_write(index.write), embed_text, lexical_window=settings.lexical_window_chunks, observer=observer
         ),
         multilingual_embedder=None
         if embedder.multilingual is None
@@ -131,7 +141,7 @@ def build_parts(
 
 
 def assemble(parts: PipelineParts) -> Pipeline:
-    """converter -> splitter -> finalizer -> dense -> [sparse] -> guard -> [multilingual] -> writer."""
+    """converter -> splitter -> finalizer -> [languages] -> dense -> [sparse] -> guard -> [multilingual] -> writer."""
     pipeline = Pipeline()
     pipeline.add_component("converter", parts.converter)
     pipeline.add_component("splitter", parts.splitter)
@@ -141,7 +151,12 @@ def assemble(parts: PipelineParts) -> Pipeline:
     pipeline.add_component("writer", parts.writer)
     pipeline.connect("converter.documents", "splitter.documents")
     pipeline.connect("splitter.documents", "finalizer.documents")
-    pipeline.connect("finalizer.documents", "dense_embedder.documents")
+    if parts.language_tagger is not None:
+        pipeline.add_component("language_tagger", parts.language_tagger)
+        pipeline.connect("finalizer.documents", "language_tagger.documents")
+        pipeline.connect("language_tagger.documents", "dense_embedder.documents")
+    else:
+        pipeline.connect("finalizer.documents", "dense_embedder.documents")
     if parts.sparse_embedder is not None:
         pipeline.add_component("sparse_embedder", parts.sparse_embedder)
         pipeline.connect("dense_embedder.documents", "sparse_embedder.documents")

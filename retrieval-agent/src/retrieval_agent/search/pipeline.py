@@ -58,6 +58,7 @@ from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
 from shared_contract import ContractEmbedder, SparseVectorData, StoreRequestError
 from shared_contract.embedding.catalog import dense_model_languages
+from shared_contract.language_id import language_identifier
 from shared_contract.lexical import lexical_fields
 from shared_contract.store import PointRecord
 
@@ -134,15 +135,27 @@ class LinearSearch:
         )
 
     def fusion(
-        self, limit: int, language_mix: Mapping[str, int] | None = None, *, multilingual: bool = False
+        self,
+        limit: int,
+        language_mix: Mapping[str, int] | None = None,
+        *,
+        multilingual: bool = False,
+        query: str | None = None,
     ) -> FusionParams:
         """Fusion parameters for one hybrid request returning ``limit`` hits over tenants with this
-        language mix; ``multilingual``: the collection has ``text-dense-multilingual``."""
+        language mix; ``multilingual``: the collection has ``text-dense-multilingual``. With the
+        ``query`` (QUERY_LANGUAGE_ROUTING), the dense legs are weighed by the query's language."""
         settings = self.settings
         multilingual_weight = 0.0
+        query_language: str | None = None
         if multilingual and self.embedder.multilingual is not None:
+            if query is not None and settings.query_language_routing:
+                query_language = language_identifier().query_language(query)
             multilingual_weight = multilingual_weight_for(
-                language_mix or {}, self._dense_languages, weight=settings.hybrid_multilingual_weight
+                language_mix or {},
+                self._dense_languages,
+                weight=settings.hybrid_multilingual_weight,
+                query_language=query_language,
             )
         return FusionParams(
             k=settings.hybrid_rrf_k,
@@ -151,6 +164,7 @@ class LinearSearch:
                 self._dense_languages,
                 covered=settings.hybrid_dense_weight,
                 other=settings.hybrid_dense_weight_other_languages,
+                query_language=query_language,
             ),
             sparse_weight=settings.hybrid_sparse_weight,
             lexical_weight=settings.hybrid_lexical_weight,
@@ -201,7 +215,7 @@ class LinearSearch:
                 )
             return await self._bm25_fallback(query, collection_names, limit, memo=memo)
         fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
-        params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual)
+        params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual, query=query)
         plan = LegPlan(
             text=query,
             collection_names=collection_names,

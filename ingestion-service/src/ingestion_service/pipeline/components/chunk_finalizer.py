@@ -10,7 +10,7 @@ from haystack import Document, component
 
 from ingestion_service.errors import DocumentTooLargeError, NoExtractableTextError
 from ingestion_service.pipeline.chunking import pack_tokens
-from ingestion_service.pipeline.embed_text import MIN_CONTENT_TOKENS, EmbedTextBuilder
+from ingestion_service.pipeline.embed_text import CONTEXT_KEY, MIN_CONTENT_TOKENS, TRANSIENT_KEYS, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.pipeline.run_control import checkpoint
 from shared_contract import MetaKey
@@ -57,15 +57,21 @@ class ChunkFinalizer:
             f"The document produces more than MAX_CHUNKS_PER_DOCUMENT ({self.max_chunks}) chunks."
         )
 
-    def _fit(self, content: str, headers: list[str]) -> list[str]:
-        if self.embed_text.fits(content, headers):
-            return [content]
-        budget = self.embed_text.content_budget(headers)
+    def _fit(self, document: Document) -> list[tuple[str, dict[str, object]]]:
+        """The chunk, or its re-packed pieces, each with the transient index keys it keeps."""
+        content = document.content or ""
+        body, context = self.embed_text.body_and_context(content, document.meta)
+        index_keys = {key: document.meta[key] for key in TRANSIENT_KEYS if key in document.meta}
+        if self.embed_text.fits(body, context):
+            return [(content, index_keys)]
+        # Re-packed pieces are indexed as their own text (a table's keyed rows no longer match them).
+        keys: dict[str, object] = {CONTEXT_KEY: context} if CONTEXT_KEY in document.meta else {}
+        budget = self.embed_text.content_budget(context)
         while True:
             pieces = pack_tokens(content, self.embed_text.counter, budget, min(self.overlap, budget // 4))
-            worst = max((self.embed_text.overflow(piece, headers) for piece in pieces), default=0.0)
+            worst = max((self.embed_text.overflow(piece, context) for piece in pieces), default=0.0)
             if worst <= 1.0 or budget <= MIN_CONTENT_TOKENS:
-                return pieces
+                return [(piece, keys) for piece in pieces]
             # A seam token or two: step down. A sparse window far below the dense one: jump close
             # to the size that fits instead of re-packing dozens of times.
             budget = max(MIN_CONTENT_TOKENS, min(budget - _SHRINK_STEP, int(budget / worst)))
@@ -81,14 +87,16 @@ class ChunkFinalizer:
             for document in documents:
                 checkpoint()
                 headers = list(document.meta.get(MetaKey.HEADERS) or [])
-                for piece in self._fit(document.content or "", headers):
+                own_meta = {key: value for key, value in document.meta.items() if key not in TRANSIENT_KEYS}
+                for piece, index_keys in self._fit(document):
                     if not piece.strip():
                         continue
                     split_id = len(chunks)
                     if self.max_chunks is not None and split_id >= self.max_chunks:
                         raise self._too_many()
                     meta = {
-                        **document.meta,
+                        **own_meta,
+                        **index_keys,
                         MetaKey.HEADERS: headers,
                         MetaKey.SPLIT_ID: split_id,
                         MetaKey.CONTENT_HASH: hashlib.sha256(piece.encode()).hexdigest(),

@@ -9,6 +9,7 @@ import anyio.from_thread
 from haystack import Document, component
 
 from ingestion_service.errors import QdrantWriteError
+from ingestion_service.pipeline.embed_text import TRANSIENT_KEYS, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
 from shared_contract import ContractError, SparseVectorData
 from shared_contract.lexical import DEFAULT_LEXICAL_WINDOW, lexical_windows
@@ -34,7 +35,7 @@ def to_point(
     return chunk_point(
         document.id,
         document.content or "",
-        document.meta,
+        {key: value for key, value in document.meta.items() if key not in TRANSIENT_KEYS},
         dense=document.embedding,
         sparse=sparse,
         lexical_text=lexical_text,
@@ -49,19 +50,22 @@ class ChunkWriter:
     The pipeline runs in an anyio worker thread (``anyio.to_thread.run_sync``), so each batch is
     handed to the event loop with ``anyio.from_thread.run``. Points carry
     ``meta.ingest_state = "pending"`` (set by the job's meta): nobody reads them until the run's
-    commit publishes them in one operation. Each chunk's BM25 entry is its window of
-    ``lexical_window`` neighbours on either side (the run's documents arrive in reading order).
+    commit publishes them in one operation. Each chunk's BM25 entry is its indexed text (context and
+    body, see ``embed_text``), or with ``lexical_window`` its context and its window of that many
+    neighbours on either side (the run's documents arrive in reading order).
     """
 
     def __init__(
         self,
         write: WriteBatch,
+        embed_text: EmbedTextBuilder,
         *,
         batch_size: int = WRITE_BATCH_SIZE,
         lexical_window: int = DEFAULT_LEXICAL_WINDOW,
         observer: StageObserver | None = None,
     ) -> None:
         self.write = write
+        self.embed_text = embed_text
         self.batch_size = batch_size
         self.lexical_window = lexical_window
         self.observer = observer
@@ -70,7 +74,7 @@ class ChunkWriter:
     def run(self, documents: list[Document], multilingual: dict[str, list[float]] | None = None) -> dict[str, int]:
         """Write every chunk (with its ``multilingual`` vector, by chunk id); report how many were written."""
         with timed(self.observer, "writer"):
-            windows = lexical_windows([document.content or "" for document in documents], self.lexical_window)
+            windows = self._lexical_texts(documents)
             extra = multilingual or {}
             points = [
                 to_point(document, window, extra.get(document.id))
@@ -83,3 +87,12 @@ class ChunkWriter:
                 except ContractError as exc:
                     raise QdrantWriteError(f"{type(exc).__name__}: {exc}") from exc
         return {"documents_written": len(points)}
+
+    def _lexical_texts(self, documents: list[Document]) -> list[str]:
+        if self.lexical_window == 0:
+            return [self.embed_text.indexed_text(document.content or "", document.meta) for document in documents]
+        windows = lexical_windows([document.content or "" for document in documents], self.lexical_window)
+        return [
+            self.embed_text.text(window, self.embed_text.body_and_context(document.content or "", document.meta)[1])
+            for document, window in zip(documents, windows, strict=True)
+        ]

@@ -12,7 +12,7 @@ from ingestion_service.pipeline.embed_slices import EMBED_SLICE
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.pipeline.run_control import checkpoint
-from shared_contract import ContractEmbedder, ContractError, DocumentVectors, MetaKey, SparseVectorData
+from shared_contract import ContractEmbedder, ContractError, DocumentVectors, SparseVectorData
 
 
 @component
@@ -40,7 +40,7 @@ class ContractDenseEmbedder:
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """Documents with ``embedding`` (and ``sparse_embedding`` from a fused pass)."""
         with timed(self.observer, "dense_embedder"):
-            texts = [self.embed_text.text(doc.content or "", doc.meta.get(MetaKey.HEADERS)) for doc in documents]
+            texts = [self.embed_text.indexed_text(doc.content or "", doc.meta) for doc in documents]
             vectors = self._embed(texts, with_sparse=self.embedder.fused and self.sparse_enabled)
             if len(vectors.dense) != len(documents):
                 raise EmbeddingFailedError(f"{len(vectors.dense)} vectors for {len(documents)} chunks")

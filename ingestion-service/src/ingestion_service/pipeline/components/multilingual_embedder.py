@@ -10,7 +10,6 @@ from ingestion_service.errors import EmbeddingFailedError
 from ingestion_service.pipeline.embed_slices import embed_in_slices
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from shared_contract import MetaKey
 from shared_contract.embedding.multilingual import MultilingualEmbedder
 
 
@@ -42,7 +41,7 @@ class MultilingualDenseEmbedder:
         with timed(self.observer, "multilingual_embedder"):
             active = self.active()
             chosen = [document for document in documents if active and self.embedder.needs_vector(document.meta)]
-            texts = [self.embed_text.text(doc.content or "", doc.meta.get(MetaKey.HEADERS)) for doc in chosen]
+            texts = [self.embed_text.indexed_text(doc.content or "", doc.meta) for doc in chosen]
             vectors = embed_in_slices(texts, self.embedder.embed_documents, EmbeddingFailedError)
         return {
             "documents": documents,

@@ -11,7 +11,7 @@ from ingestion_service.errors import SparseEmbeddingFailedError
 from ingestion_service.pipeline.embed_slices import embed_in_slices
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from shared_contract import ContractEmbedder, MetaKey
+from shared_contract import ContractEmbedder
 
 
 @component
@@ -32,10 +32,7 @@ class ContractSparseEmbedder:
             missing = [index for index, document in enumerate(documents) if document.sparse_embedding is None]
             if not missing:
                 return {"documents": documents}
-            texts = [
-                self.embed_text.text(documents[i].content or "", documents[i].meta.get(MetaKey.HEADERS))
-                for i in missing
-            ]
+            texts = [self.embed_text.indexed_text(documents[i].content or "", documents[i].meta) for i in missing]
             vectors = embed_in_slices(texts, self.embedder.embed_sparse_documents, SparseEmbeddingFailedError)
             result = list(documents)
             for index, data in zip(missing, vectors, strict=True):

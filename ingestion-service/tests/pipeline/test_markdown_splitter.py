@@ -1,0 +1,79 @@
+"""The Markdown splitter over a document's pages: titles and paths in every chunk's context, nothing
+left as a lone heading or title, slides on their own paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from haystack import Document
+
+from ingestion_service.pipeline.components.markdown_splitter import MarkdownSplitter
+from ingestion_service.pipeline.embed_text import CONTEXT_KEY, INDEX_BODY_KEY, EmbedTextBuilder
+from shared_contract import MetaKey
+
+from .word_tokens import word_counter  # noqa: TID252
+
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+
+
+@pytest.fixture(scope="module")
+def splitter() -> MarkdownSplitter:
+    embed_text = EmbedTextBuilder(word_counter(), max_tokens=120, chunk_size=400, prefix="", use_breadcrumb=True)
+    return MarkdownSplitter(embed_text, overlap=4, min_tokens=12)
+
+
+def _pages(*texts: str, **meta: Any) -> list[Document]:
+    return [Document(content=text, meta={**meta, MetaKey.PAGE: number}) for number, text in enumerate(texts)]
+
+
+def _words(prefix: str, count: int) -> str:
+    return " ".join(f"{prefix}{i}" for i in range(count))
+
+
+def test_every_chunk_is_indexed_with_the_title_and_its_heading_path(splitter: MarkdownSplitter) -> None:
+    pages = _pages(f"# Annual report\n\n## Costs\n\n{_words('c', 30)}\n\n## Revenue\n\n{_words('r', 30)}", name="x.md")
+    chunks = splitter.run(pages)["documents"]
+    # The title heading alone is too small: it joins "Costs", and the two carry their common path.
+    assert [chunk.meta[CONTEXT_KEY] for chunk in chunks] == [["Annual report"], ["Annual report", "Revenue"]]
+    assert chunks[0].content.startswith("# Annual report\n\n## Costs")
+    assert chunks[1].content.startswith("## Revenue")
+
+
+def test_a_heading_at_the_foot_of_a_page_opens_the_next_pages_chunk(splitter: MarkdownSplitter) -> None:
+    pages = _pages(f"# Guide\n\n{_words('a', 30)}\n\n## Setup", f"{_words('b', 30)}", name="guide.pdf")
+    chunks = splitter.run(pages)["documents"]
+    assert [chunk.meta[MetaKey.PAGE] for chunk in chunks] == [0, 1]
+    assert not chunks[0].content.endswith("## Setup")
+    assert chunks[1].content.startswith("## Setup\n\nb0 b1")
+    assert chunks[1].meta[MetaKey.HEADERS] == ["Guide", "Setup"]
+
+
+def test_a_title_page_joins_the_next_page_and_names_the_document(splitter: MarkdownSplitter) -> None:
+    pages = _pages("## Quarterly Duck Survey", f"## Revenue\n\n{_words('r', 30)}", mime_type=PPTX, name="deck.pptx")
+    [chunk] = splitter.run(pages)["documents"]
+    assert chunk.content.startswith("## Quarterly Duck Survey\n\n## Revenue")
+    assert chunk.meta[MetaKey.PAGE] == 1
+    assert chunk.meta[CONTEXT_KEY][0] == "Quarterly Duck Survey"
+
+
+def test_a_slide_without_a_title_is_not_under_the_previous_slides(splitter: MarkdownSplitter) -> None:
+    pages = _pages(
+        f"## Second slide title\n\n{_words('a', 20)}", f"{_words('b', 20)}", mime_type=PPTX, name="deck.pptx"
+    )
+    chunks = splitter.run(pages)["documents"]
+    assert [chunk.meta[MetaKey.HEADERS] for chunk in chunks] == [["Second slide title"], []]
+
+
+def test_a_small_section_leads_the_large_one_after_it(splitter: MarkdownSplitter) -> None:
+    pages = _pages(f"## Intro\n\nshort\n\n## Details\n\n{_words('d', 150)}", name="doc.md")
+    chunks = splitter.run(pages)["documents"]
+    assert chunks[0].content.startswith("## Intro\n\nshort\n\n## Details\n\nd0 d1")
+    assert all(chunk.meta[MetaKey.HEADERS] == ["Details"] for chunk in chunks)
+
+
+def test_table_rows_are_indexed_as_pairs_and_shown_as_the_table(splitter: MarkdownSplitter) -> None:
+    table = "| Year | Ducks |\n| --- | --- |\n| 2019 | 120 |\n| 2020 | 135 |"
+    [chunk] = splitter.run(_pages(f"## Sheet1\n\n{table}", name="ducks.xlsx"))["documents"]
+    assert chunk.content == f"## Sheet1\n\n{table}"
+    assert chunk.meta[INDEX_BODY_KEY] == "## Sheet1\n\nYear: 2019; Ducks: 120\nYear: 2020; Ducks: 135"
