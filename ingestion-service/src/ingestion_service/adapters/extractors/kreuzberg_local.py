@@ -36,6 +36,7 @@ from ingestion_service.adapters.extractors.page_split import (
     strip_markers,
 )
 from ingestion_service.adapters.extractors.pdf_survey import PdfSurvey, survey_pdf
+from ingestion_service.adapters.extractors.pdf_tables import with_pdf_tables
 from ingestion_service.adapters.extractors.pdfium_lock import PDFIUM_LOCK
 from ingestion_service.adapters.extractors.rendering import render_page
 from ingestion_service.adapters.extractors.text_quality import word_quality
@@ -309,6 +310,9 @@ class KreuzbergConverter:
         )
         if blank_pages:
             documents = self._with_ocr_pages(source.path, documents, blank_pages, meta)
+        if survey is not None:
+            # Ruled tables kreuzberg flattened into runs of words, on the text-layer pages only.
+            documents = with_pdf_tables(source.path, documents, survey, file_name=source.filename)
         return documents
 
     def _verbatim(self, source: SourceFile, reading: plain_text.Reading) -> list[Document]:
