@@ -366,9 +366,7 @@ def test_the_querys_language_routes_it_to_the_model_that_reads_it(
 ) -> None:
     english = frozenset({"en"})
     assert query_share(mix, english, query_language) == pytest.approx(dense / 1.2)
-    assert dense_weight_for(mix, english, covered=1.2, other=0.0, query_language=query_language) == pytest.approx(
-        dense
-    )
+    assert dense_weight_for(mix, english, covered=1.2, other=0.0, query_language=query_language) == pytest.approx(dense)
     assert multilingual_weight_for(mix, english, weight=1.2, query_language=query_language) == pytest.approx(
         multilingual
     )

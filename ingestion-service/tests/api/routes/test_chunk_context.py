@@ -51,9 +51,7 @@ def test_a_long_table_is_cut_between_rows_and_each_part_is_indexed_with_its_head
         assert "; Sales (kEUR): " in indexed
 
 
-def test_speaker_notes_travel_with_their_slide(
-    client: TestClient, upload: Upload, points: Points, docs: Path
-) -> None:
+def test_speaker_notes_travel_with_their_slide(client: TestClient, upload: Upload, points: Points, docs: Path) -> None:
     response = upload(client, docs / "pptx" / "docling__powerpoint_sample.pptx", file_id="deck")
     assert response.status_code == 200, response.text
     by_page: dict[int, str] = {}
