@@ -61,6 +61,7 @@ _STATS_FIELDS = [
         MetaKey.FORMAT,
         MetaKey.EXTRACTOR,
         MetaKey.TEXT_BYTES,
+        MetaKey.INGEST_FINGERPRINT,
     )
 ]
 # Page and heading path: chunks of different ones share no window overlap (shared_contract.text).
@@ -189,6 +190,8 @@ class CollectionStats:
     formats: dict[str, int]
     extractors: dict[str, int]
     last_ingest: datetime | None
+    # Documents stored under another ingest fingerprint than the service's (settings, chunking, contract).
+    outdated_documents: int = 0
 
 
 class Unchanged(enum.Enum):
@@ -352,8 +355,9 @@ class DocumentCatalog:
             await self.store.set_payload(file_filter(file_id, collection_name), values, key=PAYLOAD_META)
         return True
 
-    async def stats(self, collection_name: str) -> CollectionStats:
-        """Documents, chunks and bytes of one tenant, and how many documents have each language, format, engine."""
+    async def stats(self, collection_name: str, current_fingerprint: str | None = None) -> CollectionStats:
+        """Documents, chunks and bytes of one tenant, and how many documents have each language, format,
+        engine; with ``current_fingerprint``, how many were stored under another one."""
         heads = await self._heads(collection_name, (), _STATS_FIELDS)
         chunks = await self.store.count(tenant_filter([collection_name])) if heads else 0
         languages: dict[str, int] = {}
@@ -361,7 +365,10 @@ class DocumentCatalog:
         extractors: dict[str, int] = {}
         text_bytes = 0
         last: datetime | None = None
+        outdated = 0
         for meta in heads.values():
+            if current_fingerprint is not None and meta.get(MetaKey.INGEST_FINGERPRINT) != current_fingerprint:
+                outdated += 1
             for language in dict.fromkeys(_strings(meta.get(MetaKey.LANGUAGES))):
                 languages[language] = languages.get(language, 0) + 1
             for key, counts in ((MetaKey.FORMAT, formats), (MetaKey.EXTRACTOR, extractors)):
@@ -382,4 +389,5 @@ class DocumentCatalog:
             formats=_counted(formats),
             extractors=_counted(extractors),
             last_ingest=last,
+            outdated_documents=outdated,
         )

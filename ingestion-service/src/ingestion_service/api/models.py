@@ -407,6 +407,10 @@ class CollectionStatsResponse(BaseModel):
     formats: dict[str, int] = Field(description="Source format -> documents.")
     extractors: dict[str, int] = Field(description="Extraction engine -> documents.")
     last_ingest: datetime | None = Field(description="When the most recently ingested document was ingested.")
+    outdated_documents: int = Field(
+        description="Documents built under other settings, an older chunking or contract than this service's "
+        "(their ingest fingerprint differs): POST /api/v1/collections/{name}/reindex rebuilds them."
+    )
 
 
 # A Qdrant collection name, as QDRANT_INDEX takes it (it becomes a directory name in an embedded store).

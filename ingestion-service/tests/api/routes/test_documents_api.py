@@ -316,6 +316,7 @@ def test_stats_sum_up_one_collection(client: TestClient, upload: Upload, write: 
         "formats": {"md": 1, "txt": 1},
         "extractors": {"kreuzberg": 2},
         "last_ingest": max(doc["ingested_at"] for doc in documents),
+        "outdated_documents": 0,
     }
     assert documents[0]["file_id"] == "two"
 
@@ -370,6 +371,7 @@ def test_stats_of_an_empty_collection_are_zeros(client: TestClient) -> None:
         "formats": {},
         "extractors": {},
         "last_ingest": None,
+        "outdated_documents": 0,
     }
     assert client.get("/api/v1/collections/kb%20empty/stats").status_code == 422
 

@@ -143,6 +143,23 @@ class Gate:
 # --- tests --------------------------------------------------------------------------------------
 
 
+def test_collection_stats_count_the_documents_a_reindex_would_bring_up_to_date(
+    app_client: AppFactory, upload: Upload, docs: Path, tmp_path: Path
+) -> None:
+    shared: dict[str, Any] = {"qdrant_index": f"test_{uuid.uuid4().hex[:12]}", "ingest_state_dir": tmp_path}
+    with app_client(**shared, chunk_table_rows="markdown") as client:
+        for file_id, path in (("t-a", WIKI), ("t-b", TABLE)):
+            response = upload(client, docs / path, file_id=file_id, collection_name=KB)
+            assert response.status_code == 200, response.text
+        assert client.get(f"/api/v1/collections/{KB}/stats").json()["outdated_documents"] == 0
+    with app_client(**shared) as client:
+        # Built with table rows indexed as Markdown; this service indexes them as pairs.
+        assert client.get(f"/api/v1/collections/{KB}/stats").json()["outdated_documents"] == 2
+        done = finished(client, start(client)["job_id"])
+        assert (done["state"], done["reingested"]) == ("succeeded", 2), done
+        assert client.get(f"/api/v1/collections/{KB}/stats").json()["outdated_documents"] == 0
+
+
 def test_reindex_rebuilds_every_document_under_the_new_settings(
     app_client: AppFactory, upload: Upload, docs: Path, points: Points, s3_endpoint: str, bucket: str, tmp_path: Path
 ) -> None:

@@ -19,6 +19,7 @@ from ingestion_service.api.models import (
 from ingestion_service.api.routes.reindex import ReindexDep, reindex_job_url, reindex_view
 from ingestion_service.errors import PipelineFailedError
 from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
+from ingestion_service.pipeline.fingerprint import ingest_fingerprint
 from shared_contract import CollectionName
 from shared_contract.http import ErrorBody, require_json_body
 from shared_contract.store import KNOWLEDGE_BASES, tenant_counts
@@ -56,13 +57,16 @@ async def list_collections(
 
 @router.get("/{name}/stats", response_model=CollectionStatsResponse)
 async def collection_stats(name: CollectionPath, runtime: RuntimeDep) -> CollectionStatsResponse:
-    """Documents, chunks and text bytes of one collection, documents per language, format and engine.
+    """Documents, chunks and text bytes of one collection, documents per language, format and engine,
+    and how many were built under other settings or an older chunking (a reindex rebuilds them).
 
     A collection that holds nothing answers zeros (tenants exist only as values on points).
     """
     await require_qdrant(runtime)
     with store_failures(PipelineFailedError):
-        stats = await runtime.catalog.stats(name)
+        stats = await runtime.catalog.stats(
+            name, ingest_fingerprint(runtime.settings, runtime.settings.extraction_engine)
+        )
     return CollectionStatsResponse.model_validate(stats, from_attributes=True)
 
 
