@@ -57,6 +57,18 @@ def test_a_title_page_joins_the_next_page_and_names_the_document(splitter: Markd
     assert chunk.meta[CONTEXT_KEY][0] == "Quarterly Duck Survey"
 
 
+def test_a_page_of_a_line_joins_the_next_page_but_a_small_slide_stays_alone(splitter: MarkdownSplitter) -> None:
+    pdf = _pages(f"# Report\n\n{_words('a', 30)}", "Running header", f"{_words('b', 30)}", name="r.pdf")
+    assert [(c.meta[MetaKey.PAGE], c.content[:14]) for c in splitter.run(pdf)["documents"]] == [
+        (0, "# Report\n\na0 a"),
+        (2, "Running header"),
+    ]
+    deck = _pages(
+        "## Deck title", f"## Two\n\n{_words('a', 30)}", "## Three\n\nshort", "## Four\n\nend", mime_type=PPTX
+    )
+    assert [c.meta[MetaKey.PAGE] for c in splitter.run(deck)["documents"]] == [1, 2, 3]
+
+
 def test_a_slide_without_a_title_is_not_under_the_previous_slides(splitter: MarkdownSplitter) -> None:
     pages = _pages(
         f"## Second slide title\n\n{_words('a', 20)}", f"{_words('b', 20)}", mime_type=PPTX, name="deck.pptx"

@@ -34,9 +34,9 @@ class MarkdownSplitter:
     """Sections by ATX heading, breadcrumb in ``meta.headers``, small sections merged, blocks packed.
 
     The input Documents are one extracted file, page by page (or whole). The heading path carries
-    over from one page to the next, except from slide to slide. A heading at the foot of a page, and
-    a small first page (a title page, a title slide), open the next page's first chunk, so no chunk
-    is only a heading or a title. Every chunk is indexed with the document's title and its heading
+    over from one page to the next, except from slide to slide. A heading at the foot of a page, a
+    small page (a title page, a page of a line or two) and a title slide open the next page's first
+    chunk, so no chunk is only a heading or a title. Every chunk is indexed with the document's title and its heading
     path (``embed_text``).
     """
 
@@ -85,14 +85,10 @@ class MarkdownSplitter:
                     # A heading at the foot of a page belongs to the text on the next one.
                     carried, carried_stack = sections.pop().text, stack
                 merged = merge_small_sections(sections, counter, min_tokens=self.min_tokens, budget_for=budget_for)
-                if (
-                    position == 0
-                    and not last_page
-                    and len(merged) == 1
-                    and counter.count(merged[0].text) < self.min_tokens
-                ):
-                    # A title page (or title slide) opens the next page's first chunk; later small
-                    # pages stay on their own page, as a slide is cited by its own number.
+                small = len(merged) == 1 and counter.count(merged[0].text) < self.min_tokens
+                if small and not last_page and (position == 0 or not presentation):
+                    # A title page (or title slide), or a page of a line or two, opens the next page's
+                    # first chunk; other slides stay alone, as a slide is cited by its own number.
                     carried = f"{merged[0].text}\n\n{carried}".strip()
                     carried_stack = page_stack
                     continue
