@@ -26,6 +26,11 @@ def test_queries_get_their_language(identifier: LanguageIdentifier, query: str, 
     assert identifier.query_language(query) == code
 
 
+def test_a_query_of_a_name_or_two_has_no_language(identifier: LanguageIdentifier) -> None:
+    # The detector's top label for "Eiffel Tower" is German (0.42): too doubtful to route by.
+    assert identifier.query_language("Eiffel Tower") is None
+
+
 def test_text_without_letters_has_no_language(identifier: LanguageIdentifier) -> None:
     assert identifier.detect("| 2019 | 120 |\n| --- | --- |") is None
     assert identifier.query_language("12345") is None

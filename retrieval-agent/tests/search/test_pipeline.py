@@ -614,7 +614,8 @@ async def test_over_a_mixed_tenant_each_dense_leg_is_weighted_by_the_share_of_it
     store_factory: Callable[..., ChunkStore],
 ) -> None:
     store = await multilingual_store(store_factory)
-    search = pipeline(store, FixedEmbedder(multilingual=FixedMultilingual(unit(d11=1.0))))
+    # Without routing by the query's language ("tekst" reads as Norwegian), the tenants' share alone.
+    search = pipeline(store, FixedEmbedder(multilingual=FixedMultilingual(unit(d11=1.0))), query_language_routing=False)
 
     params = search.fusion(10, {"en": 3, "no": 1}, multilingual=True)
     assert (params.dense_weight, params.multilingual_weight) == pytest.approx((1.2 * 0.75, 1.2 * 0.25))
@@ -624,6 +625,18 @@ async def test_over_a_mixed_tenant_each_dense_leg_is_weighted_by_the_share_of_it
         ["text-dense", "text-dense-multilingual"],
     ]
     assert set(names(result.hits)) == {"N1", "N2", "N3", "E1", "E2", "E3"}
+
+
+async def test_over_a_mixed_tenant_a_question_is_read_by_the_dense_model_of_its_language(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    store = await multilingual_store(store_factory)
+    search = pipeline(store, FixedEmbedder(multilingual=FixedMultilingual(unit(d11=1.0))))
+
+    await search.retrieve("Hvor mange tekster står det i samlingen vår?", ["mixed"], 6)
+    assert store.hybrid_legs_sent()[-1] == ["text-dense-multilingual"]
+    await search.retrieve("How many texts are there in our collection?", ["mixed"], 6)
+    assert store.hybrid_legs_sent()[-1] == ["text-dense"]
 
 
 async def test_a_collection_without_the_multilingual_vector_is_searched_without_that_leg(

@@ -359,6 +359,8 @@ def test_the_multilingual_weight_follows_the_share_of_chunks_outside_the_dense_m
         ({"en": 2, "no": 8}, "en", 1.2 * 0.2, 1.2 * 0.8),
         # A query whose language is unknown: the tenants' mix, as without routing.
         ({"en": 7, "fr": 3}, None, 1.2 * 0.7, 1.2 * 0.3),
+        # A French query over an English tenant: only the English model reads its chunks.
+        ({"en": 10}, "fr", 1.2, 0.0),
     ],
 )
 def test_the_querys_language_routes_it_to_the_model_that_reads_it(

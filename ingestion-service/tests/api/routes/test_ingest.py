@@ -59,8 +59,11 @@ def test_multipart_ingest_stores_named_vectors_and_full_metadata(
         assert isinstance(dense, list)
         assert len(dense) == 384
         assert record.payload["content"].strip()
-        # The chunk's text is also in its language's stemmed BM25 field, and only there.
-        assert record.payload["lexical_en"] == record.payload["content"]
+        # Its language's stemmed BM25 field, and only that one, holds what was indexed: the context
+        # lines (the document's title first), a blank line, and the chunk's text.
+        context, _, text = record.payload["lexical_en"].partition("\n\n")
+        assert context.split("\n")[0] == "IBM"
+        assert text == record.payload["content"]
         assert not [key for key in record.payload if key.startswith("lexical_") and key != "lexical_en"]
 
 
@@ -84,8 +87,8 @@ def test_chunks_outside_the_dense_models_languages_also_get_the_multilingual_vec
         assert record.payload["meta"]["lexical_language"] == "no"
         assert record.vectors is not None
         assert set(record.vectors) == {DENSE_VECTOR, SPARSE_VECTOR, MULTILINGUAL_VECTOR}
-        # multilingual-e5-small's passage vector of the text the dense model read.
-        [expected] = multilingual.embed_documents([record.payload["content"]])
+        # multilingual-e5-small's passage vector of the indexed text (the lexical field holds it).
+        [expected] = multilingual.embed_documents([record.payload["lexical_no"]])
         vector = record.vectors[MULTILINGUAL_VECTOR]
         assert isinstance(vector, list)
         assert float(np.dot(vector, expected)) == pytest.approx(1.0, abs=1e-4)

@@ -103,14 +103,16 @@ def query_share(
     Without the query's language, the tenants' share. A query in the model's languages counts as
     all covered (the multilingual leg is not embedded or sent) where most chunks are covered; a
     query in another language as none covered: it is read by the multilingual model, not by an
-    English one (the caller passes a language only where the multilingual leg exists).
+    English one (the caller passes a language only where the multilingual leg exists), unless
+    the tenants hold no chunk in another language: then the English model is the only one that
+    reads them.
     """
     share = covered_share(language_mix, model_languages)
     if share is None or query_language is None or model_languages is None:
         return share
     if query_language in model_languages:
         return 1.0 if share >= COVERED_QUERY_MIN_SHARE else share
-    return 0.0
+    return 0.0 if share < 1.0 else share
 
 
 def multilingual_weight_for(
