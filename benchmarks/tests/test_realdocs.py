@@ -298,7 +298,9 @@ def test_fetch_chunks_reports_a_disabled_inspection_api() -> None:
 
 def test_outputs(tmp_path: Path) -> None:
     questions = [_q("q1"), _q("q2", kind="table")]
-    live = Row("hybrid", ranks={"q1": 1, "q2": None}, top5={"q1": ["pdf/a.pdf"], "q2": []})
+    live = Row(
+        "hybrid", ranks={"q1": 1, "q2": None}, doc_ranks={"q1": 1, "q2": 3}, top5={"q1": ["pdf/a.pdf"], "q2": []}
+    )
     skipped = Row("rerank", skipped="no --rerank-url")
     path = tmp_path / "per-question.jsonl"
     write_per_question(path, questions, [live, skipped], {"q1": True, "q2": False})
@@ -309,8 +311,9 @@ def test_outputs(tmp_path: Path) -> None:
     assert records[1]["answer_in_index"] is False
     ingest = IngestReport(failures=[{"path": "jpg/x.jpg", "file_id": "f", "status": 422, "error": "needs OCR"}])
     text = report_text(questions, [live, skipped], ingest, {"q1": True, "q2": False})
-    assert "| hybrid | 0.500 | 0.500 | 0.500 | 2 |" in text
-    assert "| table | 1 | 0.000 |" in text
+    # Passage hit@1 / hit@5 / MRR@10, then the document rule's hit@1 / hit@5.
+    assert "| hybrid | 0.500 | 0.500 | 0.500 | 0.500 | 1.000 | 2 |" in text
+    assert "| table | 1 | 0.000 / 0.000 (1.000) |" in text
     assert "skipped: no --rerank-url" in text
     assert "jpg/x.jpg: HTTP 422" in text
     assert "1/2 questions" in text
@@ -320,8 +323,11 @@ def test_tables_render() -> None:
     table = markdown_table({"bm25": Scores(2, 0.5, 1.0, 0.75)})
     assert table.splitlines()[2] == "| bm25 | 0.500 | 1.000 | 0.750 | 2 |"
     kinds = breakdown_table("kind", {"a": {"x": Scores(3, 0, 1 / 3, 0)}, "b": {}})
-    assert kinds.splitlines()[0] == "| kind | n | a hit@5 | b hit@5 |"
-    assert kinds.splitlines()[2] == "| x | 3 | 0.333 | - |"
+    assert kinds.splitlines()[0] == "| kind | n | a hit@1 / hit@5 | b hit@1 / hit@5 |"
+    assert kinds.splitlines()[2] == "| x | 3 | 0.000 / 0.333 | - |"
+    with_documents = breakdown_table("kind", {"a": {"x": Scores(3, 0, 1 / 3, 0)}}, {"a": {"x": Scores(3, 1, 1, 1)}})
+    assert with_documents.splitlines()[0] == "| kind | n | a hit@1 / hit@5 (doc hit@5) |"
+    assert with_documents.splitlines()[2] == "| x | 3 | 0.000 / 0.333 (1.000) |"
 
 
 def test_cli_defaults_and_missing_docs(tmp_path: Path) -> None:

@@ -50,11 +50,28 @@ def test_a_heading_at_the_foot_of_a_page_opens_the_next_pages_chunk(splitter: Ma
 
 
 def test_a_title_page_joins_the_next_page_and_names_the_document(splitter: MarkdownSplitter) -> None:
-    pages = _pages("## Quarterly Duck Survey", f"## Revenue\n\n{_words('r', 30)}", mime_type=PPTX, name="deck.pptx")
-    [chunk] = splitter.run(pages)["documents"]
-    assert chunk.content.startswith("## Quarterly Duck Survey\n\n## Revenue")
-    assert chunk.meta[MetaKey.PAGE] == 1
-    assert chunk.meta[CONTEXT_KEY][0] == "Quarterly Duck Survey"
+    pages = _pages(
+        "## Quarterly Duck Survey",
+        f"## Revenue\n\n{_words('r', 30)}",
+        f"## Costs\n\n{_words('c', 30)}",
+        mime_type=PPTX,
+        name="deck.pptx",
+    )
+    first, second = splitter.run(pages)["documents"]
+    assert first.content.startswith("## Quarterly Duck Survey\n\n## Revenue")
+    assert first.meta[MetaKey.PAGE] == 1
+    # The chunk that opens with the title does not repeat it; the next slide's chunk carries it.
+    assert first.meta[CONTEXT_KEY] == []
+    assert second.meta[CONTEXT_KEY] == ["Quarterly Duck Survey", "Costs"]
+
+
+def test_a_plain_text_whose_first_line_is_its_title_says_it_once_per_chunk(splitter: MarkdownSplitter) -> None:
+    text = f"Duck migration\n\n{_words('a', 60)}\n\n{_words('b', 60)}"
+    chunks = splitter.run(_pages(text, name="ducks.txt", mime_type="text/plain"))["documents"]
+    assert len(chunks) > 1
+    assert chunks[0].content.startswith("Duck migration\n\n")
+    assert chunks[0].meta[CONTEXT_KEY] == []
+    assert [chunk.meta[CONTEXT_KEY] for chunk in chunks[1:]] == [["Duck migration"]] * (len(chunks) - 1)
 
 
 def test_a_page_of_a_line_joins_the_next_page_but_a_small_slide_stays_alone(splitter: MarkdownSplitter) -> None:

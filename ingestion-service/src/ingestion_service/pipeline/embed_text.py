@@ -33,6 +33,14 @@ INDEX_BODY_KEY = "_index_body"
 TRANSIENT_KEYS = frozenset({CONTEXT_KEY, INDEX_BODY_KEY})
 
 
+def opens_with(body: str, title: str | None) -> bool:
+    """Whether ``body``'s first line, without Markdown heading marks, is ``title``."""
+    if not title or not body:
+        return False
+    first = body.lstrip().split("\n", 1)[0].lstrip("#").strip()
+    return " ".join(first.split()).casefold() == " ".join(title.split()).casefold()
+
+
 class EmbedTextBuilder:
     """Builds indexed texts, contexts and content budgets from one set of limits."""
 
@@ -70,14 +78,17 @@ class EmbedTextBuilder:
             return None
         return BREADCRUMB_SEPARATOR.join(headers)
 
-    def context(self, title: str | None, headers: Sequence[str] | None, extra: Sequence[str] = ()) -> list[str]:
+    def context(
+        self, title: str | None, headers: Sequence[str] | None, extra: Sequence[str] = (), *, body: str = ""
+    ) -> list[str]:
         """A chunk's context lines: title, heading path, ``extra`` (a continued table's caption,
-        titles and header row), within ``context_cap`` tokens.
+        titles and header row), within ``context_cap`` tokens. The title is left out of a chunk
+        whose ``body`` opens with it (a plain text's first line).
 
         Each line keeps at most half the cap; then lines are left out from the second on (the heading
         path first, the header row last), and the title only when it alone is still too long.
         """
-        title = title if self.use_title else None
+        title = title if self.use_title and not opens_with(body, title) else None
         path = list(headers or [])
         if title and path and path[0] == title:
             path = path[1:]  # a document whose first heading is its title: said once

@@ -107,7 +107,7 @@ class MarkdownSplitter:
             meta: dict[str, Any] = {
                 **page_meta,
                 MetaKey.HEADERS: list(section.headers),
-                CONTEXT_KEY: self.embed_text.context(title, section.headers, piece.context),
+                CONTEXT_KEY: self.embed_text.context(title, section.headers, piece.context, body=piece.content),
             }
             if piece.index_body != piece.content:
                 meta[INDEX_BODY_KEY] = piece.index_body
