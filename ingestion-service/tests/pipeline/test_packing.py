@@ -74,6 +74,28 @@ def test_a_short_title_line_leads_the_long_paragraph_after_it(counter: TokenCoun
     assert all(counter.count(piece.content) <= 20 for piece in pieces)
 
 
+def test_a_long_list_is_cut_between_items_and_its_heading_and_introduction_keep_the_first(
+    counter: TokenCounter,
+) -> None:
+    items = [f"- {letter}. " + " ".join(f"{letter}{i}" for i in range(12)) for letter in "ABCD"]
+    text = "## Indemnification\n\nThe consultant holds the commission harmless from:\n\n" + "\n".join(items)
+    # Heading and introduction take 9 tokens, each item 14, the whole list 56: the list is cut.
+    pieces = _packer(counter, 40).pack(text)
+    assert [piece.content for piece in pieces] == [
+        "## Indemnification\n\nThe consultant holds the commission harmless from:\n\n" + "\n".join(items[:2]),
+        "\n".join(items[2:]),
+    ]
+
+
+def test_a_list_item_longer_than_a_piece_is_cut_on_its_own(counter: TokenCounter) -> None:
+    long_item = "- " + " ".join(f"w{i}" for i in range(30))
+    pieces = _packer(counter, 20).pack(f"- short item\n{long_item}\n- last item")
+    contents = [piece.content for piece in pieces]
+    assert contents[0].startswith("- short item\n\n- w0")
+    assert contents[-1].endswith("- last item")
+    assert all(counter.count(content) <= 20 for content in contents)
+
+
 def test_a_small_table_stays_whole_with_its_caption(counter: TokenCounter) -> None:
     filler = " ".join(f"f{i}" for i in range(14))
     text = f"{filler}\n\nTable 2: sales by region\n\n{_table(3)}"

@@ -46,6 +46,29 @@ def test_a_sheet_title_above_its_header_is_a_title_line() -> None:
     assert table.rows[1] == ["Nespresso", "3128", "678", "21.7%"]
 
 
+def test_a_two_column_sheet_keeps_its_title_above_the_header() -> None:
+    lines = [
+        "| Number of freshwater ducks per year |  |",
+        "| --- | --- |",
+        "| Year | Freshwater Ducks |",
+        "| 2019 | 120 |",
+        "| 2020 | 135 |",
+    ]
+    [table] = parse_pipe_table(lines)
+    assert table.titles == ["Number of freshwater ducks per year"]
+    assert table.header == ["Year", "Freshwater Ducks"]
+    assert table.column_names() == ["Year", "Freshwater Ducks"]
+    assert table.rows == [["2019", "120"], ["2020", "135"]]
+
+
+def test_a_two_column_table_with_a_half_empty_header_keeps_it() -> None:
+    # Text below the header, not numbers: the one-name header row is the header.
+    lines = ["| Term |  |", "| --- | --- |", "| Tenure | Years of service |", "| Grade | Pay band |"]
+    [table] = parse_pipe_table(lines)
+    assert table.titles == []
+    assert table.header == ["Term", ""]
+
+
 def test_a_blank_row_then_a_title_row_starts_the_next_block_of_a_sheet() -> None:
     lines = [
         "| January–June 2023 |  |  |",

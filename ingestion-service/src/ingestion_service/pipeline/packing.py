@@ -2,8 +2,9 @@
 
 A section (the text under one heading path) is read as blocks: paragraphs and lists (separated by
 blank lines), fenced code, and pipe tables. Blocks are packed whole into pieces of at most the
-budget in tokens of what is indexed; a paragraph longer than the budget is cut by ``pack_tokens``
-(word boundaries, overlap). A piece never ends on a heading. A table that fits stays whole with
+budget in tokens of what is indexed; a list that does not fit is cut between its items, and a
+paragraph (or list item) longer than the budget by ``pack_tokens`` (word boundaries, overlap). A
+piece never ends on a heading. A table that fits stays whole with
 the short paragraph that introduces it (its caption); a larger one is cut into row groups, and
 each group after the first carries the caption, the table's title lines and its header row in
 its *context*: indexed with it, never shown as its text, which stays the document's own.
@@ -21,6 +22,7 @@ from ingestion_service.pipeline.tokens import TokenCounter
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+\S")
+_LIST_ITEM = re.compile(r"^( {0,3})(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 # A paragraph at most this long, right before a table, introduces it ("Table 2: run times").
 CAPTION_MAX_TOKENS = 48
 BLOCK_SEPARATOR = "\n\n"
@@ -91,6 +93,26 @@ def section_blocks(text: str) -> list[Block]:
         index += 1
     end_paragraph()
     return blocks
+
+
+def list_items(text: str) -> list[str]:
+    """A list block's top-level items (each with its continuation lines and nested items); any
+    other block as one part."""
+    lines = text.split("\n")
+    first = _LIST_ITEM.match(lines[0])
+    if first is None:
+        return [text]
+    indent = len(first.group(1))
+    items: list[str] = []
+    current: list[str] = []
+    for line in lines:
+        marker = _LIST_ITEM.match(line)
+        if marker is not None and len(marker.group(1)) <= indent and current:
+            items.append("\n".join(current))
+            current = []
+        current.append(line)
+    items.append("\n".join(current))
+    return items
 
 
 def _fence_end(lines: Sequence[str], start: int, run: str) -> int:
@@ -177,6 +199,10 @@ class SectionPacker:
         if self._fits(block.text):
             self.open.add(block.text, block.text, heading=block.is_heading)
             return
+        items = list_items(block.text)
+        if len(items) > 1:
+            self._list(items)
+            return
         if not self._small_lead():
             self._flush(keep_headings=True)
             if self._fits(block.text):
@@ -192,6 +218,25 @@ class SectionPacker:
             self.pieces.append(Piece(cut, cut))
         if cuts:
             self.open.add(cuts[-1], cuts[-1])
+
+    def _list(self, items: Sequence[str]) -> None:
+        """A list longer than the room left, cut between its items: as many as fit go with what is
+        open (a heading and the sentence that introduces the list), the rest into the next pieces."""
+        rest = list(items)
+        while rest:
+            taken = 0
+            while taken < len(rest) and self._fits("\n".join(rest[: taken + 1])):
+                taken += 1
+            if taken:
+                text = "\n".join(rest[:taken])
+                self.open.add(text, text)
+                rest = rest[taken:]
+                continue
+            if self.open.shown and self.open.headings < len(self.open.shown) and not self._small_lead():
+                self._flush(keep_headings=True)
+                continue
+            # One item longer than the room: cut as a long paragraph (a small lead goes with it).
+            self._text(Block(rest.pop(0)))
 
     def _small_lead(self) -> bool:
         """The open piece is a few lines of text only (no table), too little to stand alone."""

@@ -136,6 +136,20 @@ def _is_title_row(row: Sequence[str], width: int) -> bool:
     return filled > 0 and (filled == 1 or filled <= width * HEADER_MIN_FILLED_SHARE / 2)
 
 
+_NUMBER = re.compile(r"^[-+(]?[\d.,' ]*\d[\d.,' ]*%?\)?$")
+
+
+def _two_column_title(rows: Sequence[Sequence[str]]) -> bool:
+    """A two-column block whose first row is a title (its first cell alone), the next its header
+    (two names, no number) and a row of numbers follows: ``Ducks per year | `` over ``Year | Ducks``."""
+    if len(rows) < 3 or not rows[0][0] or rows[0][1]:
+        return False
+    names = rows[1]
+    if not all(names) or any(_NUMBER.match(cell) for cell in names):
+        return False
+    return any(_NUMBER.match(cell) for row in rows[2:] for cell in row)
+
+
 def _table_of(rows: list[list[str]]) -> Table | None:
     """Compact the block (drop empty columns) and find its titles and header."""
     keep = [column for column in range(len(rows[0])) if any(row[column] for row in rows)]
@@ -154,6 +168,10 @@ def _table_of(rows: list[list[str]]) -> Table | None:
     ):
         titles.append("  ".join(cell for cell in compact[start] if cell))
         start += 1
+    if width == 2 and _two_column_title(compact):
+        # Two columns: one filled cell above a full row of names is a title only where numbers follow.
+        titles.append(compact[0][0])
+        start = 1
     header, body = compact[start], compact[start + 1 :]
     return Table(header=header, rows=body, titles=titles)
 
