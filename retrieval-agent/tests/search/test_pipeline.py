@@ -639,6 +639,27 @@ async def test_over_a_mixed_tenant_a_question_is_read_by_the_dense_model_of_its_
     assert store.hybrid_legs_sent()[-1] == ["text-dense"]
 
 
+async def test_over_tenants_the_dense_model_reads_no_query_is_sent_to_the_language_detector(
+    store_factory: Callable[..., ChunkStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detected: list[str] = []
+    detector = pipeline_module.language_identifier()
+
+    class Spy:
+        def query_language(self, text: str) -> str | None:
+            detected.append(text)
+            return detector.query_language(text)
+
+    monkeypatch.setattr(pipeline_module, "language_identifier", Spy)
+    store = await multilingual_store(store_factory)
+    search = pipeline(store, FixedEmbedder(multilingual=FixedMultilingual(unit(d11=1.0))))
+
+    await search.retrieve("How many texts are there in our collection?", ["kb-en"], 3)
+    assert detected == []
+    await search.retrieve("How many texts are there in our collection?", ["mixed"], 3)
+    assert detected == ["How many texts are there in our collection?"]
+
+
 async def test_a_collection_without_the_multilingual_vector_is_searched_without_that_leg(
     store_factory: Callable[..., ChunkStore],
 ) -> None:

@@ -45,6 +45,7 @@ from retrieval_agent.search.query import (
     FusionParams,
     HybridLegs,
     LegPlan,
+    covered_share,
     dense_request,
     dense_weight_for,
     fused_points_request,
@@ -149,7 +150,9 @@ class LinearSearch:
         multilingual_weight = 0.0
         query_language: str | None = None
         if multilingual and self.embedder.multilingual is not None:
-            if query is not None and settings.query_language_routing:
+            # Over tenants whose chunks the dense model reads, every query stays with it: no detection.
+            share = covered_share(language_mix or {}, self._dense_languages)
+            if query is not None and settings.query_language_routing and share is not None and share < 1.0:
                 query_language = language_identifier().query_language(query)
             multilingual_weight = multilingual_weight_for(
                 language_mix or {},
