@@ -51,7 +51,8 @@ def hooks_for(point: str) -> ServiceHooks:
             if point == "after-first-batch" and written == 1:
                 _hold(point)
 
-        return replace(parts, writer=ChunkWriter(write, batch_size=2))
+        writer = ChunkWriter(write, parts.writer.embed_text, batch_size=2, lexical_window=parts.writer.lexical_window)
+        return replace(parts, writer=writer)
 
     def before_commit(job: IngestJob) -> None:
         if point == "before-commit":

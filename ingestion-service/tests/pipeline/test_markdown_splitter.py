@@ -27,6 +27,11 @@ def _pages(*texts: str, **meta: Any) -> list[Document]:
     return [Document(content=text, meta={**meta, MetaKey.PAGE: number}) for number, text in enumerate(texts)]
 
 
+def text_of(chunk: Document) -> str:
+    assert chunk.content is not None
+    return chunk.content
+
+
 def _words(prefix: str, count: int) -> str:
     return " ".join(f"{prefix}{i}" for i in range(count))
 
@@ -36,16 +41,16 @@ def test_every_chunk_is_indexed_with_the_title_and_its_heading_path(splitter: Ma
     chunks = splitter.run(pages)["documents"]
     # The title heading alone is too small: it joins "Costs", and the two carry their common path.
     assert [chunk.meta[CONTEXT_KEY] for chunk in chunks] == [["Annual report"], ["Annual report", "Revenue"]]
-    assert chunks[0].content.startswith("# Annual report\n\n## Costs")
-    assert chunks[1].content.startswith("## Revenue")
+    assert text_of(chunks[0]).startswith("# Annual report\n\n## Costs")
+    assert text_of(chunks[1]).startswith("## Revenue")
 
 
 def test_a_heading_at_the_foot_of_a_page_opens_the_next_pages_chunk(splitter: MarkdownSplitter) -> None:
     pages = _pages(f"# Guide\n\n{_words('a', 30)}\n\n## Setup", f"{_words('b', 30)}", name="guide.pdf")
     chunks = splitter.run(pages)["documents"]
     assert [chunk.meta[MetaKey.PAGE] for chunk in chunks] == [0, 1]
-    assert not chunks[0].content.endswith("## Setup")
-    assert chunks[1].content.startswith("## Setup\n\nb0 b1")
+    assert not text_of(chunks[0]).endswith("## Setup")
+    assert text_of(chunks[1]).startswith("## Setup\n\nb0 b1")
     assert chunks[1].meta[MetaKey.HEADERS] == ["Guide", "Setup"]
 
 
@@ -58,7 +63,7 @@ def test_a_title_page_joins_the_next_page_and_names_the_document(splitter: Markd
         name="deck.pptx",
     )
     first, second = splitter.run(pages)["documents"]
-    assert first.content.startswith("## Quarterly Duck Survey\n\n## Revenue")
+    assert text_of(first).startswith("## Quarterly Duck Survey\n\n## Revenue")
     assert first.meta[MetaKey.PAGE] == 1
     # The chunk that opens with the title does not repeat it; the next slide's chunk carries it.
     assert first.meta[CONTEXT_KEY] == []
@@ -69,14 +74,14 @@ def test_a_plain_text_whose_first_line_is_its_title_says_it_once_per_chunk(split
     text = f"Duck migration\n\n{_words('a', 60)}\n\n{_words('b', 60)}"
     chunks = splitter.run(_pages(text, name="ducks.txt", mime_type="text/plain"))["documents"]
     assert len(chunks) > 1
-    assert chunks[0].content.startswith("Duck migration\n\n")
+    assert text_of(chunks[0]).startswith("Duck migration\n\n")
     assert chunks[0].meta[CONTEXT_KEY] == []
     assert [chunk.meta[CONTEXT_KEY] for chunk in chunks[1:]] == [["Duck migration"]] * (len(chunks) - 1)
 
 
 def test_a_page_of_a_line_joins_the_next_page_but_a_small_slide_stays_alone(splitter: MarkdownSplitter) -> None:
     pdf = _pages(f"# Report\n\n{_words('a', 30)}", "Running header", f"{_words('b', 30)}", name="r.pdf")
-    assert [(c.meta[MetaKey.PAGE], c.content[:14]) for c in splitter.run(pdf)["documents"]] == [
+    assert [(c.meta[MetaKey.PAGE], text_of(c)[:14]) for c in splitter.run(pdf)["documents"]] == [
         (0, "# Report\n\na0 a"),
         (2, "Running header"),
     ]
@@ -97,12 +102,12 @@ def test_a_slide_without_a_title_is_not_under_the_previous_slides(splitter: Mark
 def test_a_small_section_leads_the_large_one_after_it(splitter: MarkdownSplitter) -> None:
     pages = _pages(f"## Intro\n\nshort\n\n## Details\n\n{_words('d', 150)}", name="doc.md")
     chunks = splitter.run(pages)["documents"]
-    assert chunks[0].content.startswith("## Intro\n\nshort\n\n## Details\n\nd0 d1")
+    assert text_of(chunks[0]).startswith("## Intro\n\nshort\n\n## Details\n\nd0 d1")
     assert all(chunk.meta[MetaKey.HEADERS] == ["Details"] for chunk in chunks)
 
 
 def test_table_rows_are_indexed_as_pairs_and_shown_as_the_table(splitter: MarkdownSplitter) -> None:
     table = "| Year | Ducks |\n| --- | --- |\n| 2019 | 120 |\n| 2020 | 135 |"
     [chunk] = splitter.run(_pages(f"## Sheet1\n\n{table}", name="ducks.xlsx"))["documents"]
-    assert chunk.content == f"## Sheet1\n\n{table}"
+    assert text_of(chunk) == f"## Sheet1\n\n{table}"
     assert chunk.meta[INDEX_BODY_KEY] == "## Sheet1\n\nYear: 2019; Ducks: 120\nYear: 2020; Ducks: 135"

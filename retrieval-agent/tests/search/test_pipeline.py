@@ -16,6 +16,7 @@ from retrieval_agent.search.pipeline import LinearSearch, RetrievedList
 from retrieval_agent.search.postprocess import Hit, rrf_fuse
 from retrieval_agent.search.query import FusionParams, hybrid_request
 from shared_contract import ContractEmbedder, EmbeddingError, QueryVectors, SparseVectorData, StoreRequestError
+from shared_contract.language_id import language_identifier
 from shared_contract.store import ChunkPoint, ChunkStore, chunk_point
 
 from ..conftest import (  # noqa: TID252
@@ -643,7 +644,7 @@ async def test_over_tenants_the_dense_model_reads_no_query_is_sent_to_the_langua
     store_factory: Callable[..., ChunkStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     detected: list[str] = []
-    detector = pipeline_module.language_identifier()
+    detector = language_identifier()
 
     class Spy:
         def query_language(self, text: str) -> str | None:
