@@ -45,13 +45,17 @@ def test_every_chunk_is_indexed_with_the_title_and_its_heading_path(splitter: Ma
     assert text_of(chunks[1]).startswith("## Revenue")
 
 
-def test_a_heading_at_the_foot_of_a_page_opens_the_next_pages_chunk(splitter: MarkdownSplitter) -> None:
+def test_a_heading_at_the_foot_of_a_page_stays_on_it_and_heads_the_next_pages_chunks(
+    splitter: MarkdownSplitter,
+) -> None:
     pages = _pages(f"# Guide\n\n{_words('a', 30)}\n\n## Setup", f"{_words('b', 30)}", name="guide.pdf")
     chunks = splitter.run(pages)["documents"]
     assert [chunk.meta[MetaKey.PAGE] for chunk in chunks] == [0, 1]
-    assert not text_of(chunks[0]).endswith("## Setup")
-    assert text_of(chunks[1]).startswith("## Setup\n\nb0 b1")
+    # Each chunk holds its own page's text only; the heading reaches page 1 through the path.
+    assert text_of(chunks[0]).endswith("## Setup")
+    assert text_of(chunks[1]).startswith("b0 b1")
     assert chunks[1].meta[MetaKey.HEADERS] == ["Guide", "Setup"]
+    assert chunks[1].meta[CONTEXT_KEY] == ["Guide", "Setup"]
 
 
 def test_a_title_page_joins_the_next_page_and_names_the_document(splitter: MarkdownSplitter) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from haystack import Document, component
 
-from ingestion_service.pipeline.chunking import HEADING, Section, SectionChunk, markdown_sections, merge_small_sections
+from ingestion_service.pipeline.chunking import SectionChunk, markdown_sections, merge_small_sections
 from ingestion_service.pipeline.context import document_title
 from ingestion_service.pipeline.embed_text import CONTEXT_KEY, INDEX_BODY_KEY, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
@@ -23,10 +23,6 @@ PRESENTATION_TYPES = frozenset(
         "application/vnd.oasis.opendocument.presentation",
     }
 )
-
-
-def _only_headings(section: Section) -> bool:
-    return all(not line.strip() or HEADING.match(line) for line in section.lines)
 
 
 @component
@@ -81,9 +77,8 @@ class MarkdownSplitter:
                 page_stack = stack
                 sections, stack = markdown_sections(text, stack)
                 last_page = position == len(documents) - 1
-                if not last_page and sections and _only_headings(sections[-1]):
-                    # A heading at the foot of a page belongs to the text on the next one.
-                    carried, carried_stack = sections.pop().text, stack
+                # A heading at the foot of a page stays in that page's text (a chunk is cited by its
+                # page); the next page's chunks carry it in their heading path.
                 merged = merge_small_sections(sections, counter, min_tokens=self.min_tokens, budget_for=budget_for)
                 small = len(merged) == 1 and counter.count(merged[0].text) < self.min_tokens
                 if small and not last_page and (position == 0 or not presentation):
