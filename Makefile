@@ -45,13 +45,17 @@ dev: install models ## Run both services on embedded Qdrant (ingestion :8001, re
 
 .PHONY: test
 test: install models ## Install everything and run every test (unit, integration, benchmark smoke)
-	$(UV) run --no-sync pytest shared-contract/tests ingestion-service/tests retrieval-agent/tests rag-cli/tests
+	$(UV) run --no-sync pytest shared-contract/tests rag-runtime/tests ingestion-service/tests retrieval-agent/tests rag-cli/tests
 	$(UV) run --no-sync pytest tests-integration
 	$(UV) run --no-sync pytest benchmarks/tests
 
+.PHONY: test-fast
+test-fast: install ## Unit tests that load no model, in a few minutes (no `make models` needed); `make test` runs them all
+	$(UV) run --no-sync pytest -m "not models" shared-contract/tests rag-runtime/tests ingestion-service/tests retrieval-agent/tests rag-cli/tests
+
 .PHONY: test-unit
 test-unit: ## Unit tests of the workspace packages only
-	$(UV) run --no-sync pytest shared-contract/tests ingestion-service/tests retrieval-agent/tests rag-cli/tests
+	$(UV) run --no-sync pytest shared-contract/tests rag-runtime/tests ingestion-service/tests retrieval-agent/tests rag-cli/tests
 
 .PHONY: test-integration
 test-integration: ## Black-box HTTP tests against a running stack (started for you unless *_BASE_URL is set)
@@ -66,9 +70,10 @@ deploy-check: install ## Static checks of docker-compose.yml, the Dockerfiles, d
 	$(UV) run --no-sync python scripts/deploy_check.py
 
 .PHONY: lint
-lint: install ## ruff lint and format check
+lint: install ## ruff lint and format check; import-linter checks that packages depend only downward
 	$(UV) run --no-sync ruff check .
 	$(UV) run --no-sync ruff format --check .
+	$(UV) run --no-sync lint-imports
 
 .PHONY: format
 format: install ## Apply ruff fixes and formatting
@@ -80,6 +85,7 @@ typecheck: install ## mypy --strict over the packages, benchmarks and every test
 	$(UV) run --no-sync mypy
 	@# One run per test root: each has its own top-level `conftest` (see [tool.mypy] in pyproject.toml).
 	MYPYPATH=shared-contract $(UV) run --no-sync mypy shared-contract/tests
+	MYPYPATH=rag-runtime $(UV) run --no-sync mypy rag-runtime/tests
 	MYPYPATH=ingestion-service $(UV) run --no-sync mypy ingestion-service/tests
 	MYPYPATH=retrieval-agent $(UV) run --no-sync mypy retrieval-agent/tests
 	MYPYPATH=rag-cli $(UV) run --no-sync mypy rag-cli/tests

@@ -30,9 +30,9 @@ from benchmarks.ingest import file_id_map, read_done
 from benchmarks.quality import WORK_DIR, collection_for, workspace
 from retrieval_agent.main import create_app
 from retrieval_agent.metrics import SearchPath
+from retrieval_agent.relevance_models import ModelName
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.postprocess import Hit
-from retrieval_agent.search.relevance import ModelName
 from retrieval_agent.settings import Settings
 
 BENCH_DIR = Path(__file__).resolve().parent

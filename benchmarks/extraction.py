@@ -31,7 +31,7 @@ from benchmarks.client import ServiceClient
 from benchmarks.quality import RESULTS_DIR, WORK_DIR, machine
 from benchmarks.realdocs import DEFAULT_DOCS_DIR, doc_paths
 from benchmarks.stack import Stack, running_stack
-from ingestion_service.adapters.extractors.text_quality import word_quality
+from ingestion_service.documents.text_quality import word_quality
 
 TRUTH_PATH = Path(__file__).resolve().parent / "extraction_truth.json"
 SCAN_SOURCE = "pdf/kreuzberg__image_only_german_pdf.pdf"

@@ -73,9 +73,9 @@ def main() -> None:
     import kreuzberg
     from pypdf import PdfReader
 
-    from ingestion_service.adapters.extractors.base import SourceFile
-    from ingestion_service.adapters.extractors.kreuzberg_local import KreuzbergConverter
-    from ingestion_service.adapters.extractors.page_split import split_by_page_text
+    from ingestion_service.documents.base import SourceFile
+    from ingestion_service.documents.kreuzberg_local import KreuzbergConverter
+    from ingestion_service.documents.page_split import split_by_page_text
     from ingestion_service.settings import Settings
 
     converter = KreuzbergConverter(Settings(_env_file=None, api_key="b" * 40))

@@ -39,7 +39,7 @@ from benchmarks.speed import contract_settings, load_test
 from benchmarks.stack import running_stack
 
 if TYPE_CHECKING:
-    from shared_contract.store import ChunkStore, PointRecord
+    from rag_runtime.store import ChunkStore, PointRecord
 
 TENANT = "bench-scale"
 _BATCH = 256
@@ -47,7 +47,7 @@ _BATCH = 256
 
 async def read_points(source: Path) -> list[PointRecord]:
     """Every point of the store at ``source``, with its vectors."""
-    from shared_contract.store import close_store, open_store
+    from rag_runtime.store import close_store, open_store
 
     store = open_store(contract_settings(source))
     points: list[PointRecord] = []
@@ -84,7 +84,7 @@ async def copy_points(
     search drops hits whose content repeats an earlier hit's and fetches again, so copies with equal
     content would make every search run three times (a store of 50,000 distinct chunks does not).
     """
-    from shared_contract.store import ChunkPoint
+    from rag_runtime.store import ChunkPoint
 
     written = 0
     copy = 0
@@ -125,7 +125,7 @@ async def copy_points(
 
 async def build(source: Path, target: Path, chunks: int) -> dict[str, Any]:
     """Copy the source store's points into ``target`` under one tenant until it holds ``chunks``."""
-    from shared_contract.store import bootstrap_collection, close_store, open_store
+    from rag_runtime.store import bootstrap_collection, close_store, open_store
 
     originals = await read_points(source)
     settings = contract_settings(target)
@@ -141,7 +141,7 @@ async def build(source: Path, target: Path, chunks: int) -> dict[str, Any]:
 
 def optimize(path: Path) -> dict[str, Any]:
     """What `rag optimize` does to the store at ``path``, timed: graphs, int8 copies, merged segments."""
-    from shared_contract.store import EdgeStore, close_store, open_store
+    from rag_runtime.store import EdgeStore, close_store, open_store
 
     async def optimized() -> dict[str, Any]:
         store = open_store(contract_settings(path))
@@ -161,7 +161,7 @@ def open_time(path: Path) -> float:
     """Seconds for the engine to open the store and answer a count."""
 
     async def opened() -> float:
-        from shared_contract.store import close_store, open_store
+        from rag_runtime.store import close_store, open_store
 
         started = time.perf_counter()
         store = open_store(contract_settings(path))

@@ -78,8 +78,8 @@ def seed(store_dir: Path, docs: int, data_dir: Path) -> dict[str, Any]:
 
 async def grow(source: Path, target: Path, chunks: int, tenants: int) -> dict[str, Any]:
     """Copy the seed's points into ``target`` until it holds ``chunks``, then build the HNSW graphs."""
-    from shared_contract.store import bootstrap_collection, close_store, open_store
-    from shared_contract.store.edge import EdgeStore
+    from rag_runtime.store import bootstrap_collection, close_store, open_store
+    from rag_runtime.store.edge import EdgeStore
 
     originals = await read_points(source)
     if target.exists():
@@ -121,9 +121,9 @@ async def _probe(path: Path) -> dict[str, Any]:
     """In this process: RSS before and after opening the store and querying every tenant."""
     from qdrant_client import models
 
-    from shared_contract.embedding.types import SparseVectorData
+    from rag_runtime.embedding.types import SparseVectorData
+    from rag_runtime.store import close_store, open_store
     from shared_contract.schema import DENSE_VECTOR, SPARSE_VECTOR
-    from shared_contract.store import close_store, open_store
 
     process = psutil.Process()
     before = process.memory_info().rss

@@ -149,7 +149,7 @@ def query_embedding_times(queries: list[str], n: int = 100) -> dict[str, Any]:
     """In-process query embedding: dense alone (dense search), dense+sparse (hybrid), the same on the
     int8 query copy with one thread (what the service runs by default), and the multilingual model's
     (hybrid over chunks outside the dense model's languages, run beside it)."""
-    from shared_contract import ContractEmbedder
+    from rag_runtime.embedding import ContractEmbedder
 
     embedder = ContractEmbedder(contract_settings())
     embedder.warm_up()
@@ -189,8 +189,8 @@ def stored_chunks(qdrant_path: Path, sample: int, seed: int = 13) -> list[tuple[
 
 
 async def _stored_chunks(qdrant_path: Path, sample: int, seed: int) -> list[tuple[str, str]]:
+    from rag_runtime.store import close_store, open_store
     from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey, meta_path
-    from shared_contract.store import close_store, open_store
 
     store = open_store(contract_settings(qdrant_path))
     chunks: list[tuple[str, str]] = []
@@ -213,7 +213,7 @@ async def _stored_chunks(qdrant_path: Path, sample: int, seed: int) -> list[tupl
 def raw_embedding(chunks: list[tuple[str, str]]) -> dict[str, Any]:
     """Chunks/s of in-process embedding: dense only, fused dense+sparse, dense then sparse, and (when
     some chunks are outside the dense model's languages) fused plus their multilingual vectors."""
-    from shared_contract import ContractEmbedder
+    from rag_runtime.embedding import ContractEmbedder
 
     texts = [text for text, _ in chunks]
     settings = contract_settings()

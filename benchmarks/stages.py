@@ -76,7 +76,7 @@ def cosine_summary(cosines: Sequence[float]) -> dict[str, float | None]:
 
 def default_session(embedder: Any) -> Any:
     """The int8 query copy on a session with fastembed's options alone (every ONNX Runtime fusion)."""
-    from shared_contract.embedding.query_int8 import fastembed_model_file, query_session
+    from rag_runtime.embedding.query_int8 import fastembed_model_file, query_session
 
     model = embedder.query_dense.load_dir() / fastembed_model_file(embedder.query_dense.model_name)
     return query_session(model, 1, disabled=())
@@ -85,12 +85,13 @@ def default_session(embedder: Any) -> Any:
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from qdrant_client import models
 
+    from rag_runtime.embedding import ContractEmbedder
+    from rag_runtime.embedding.fastembed_internals import replace_onnx_session
     from retrieval_agent.main import create_app
     from retrieval_agent.search.fusion import zscore_fuse
     from retrieval_agent.search.query import fused_points_request, hybrid_legs, leg_requests, lexical_fields_for
     from retrieval_agent.settings import Settings
-    from shared_contract import ContractEmbedder, load_settings
-    from shared_contract.embedding.fastembed_internals import replace_onnx_session
+    from shared_contract import load_settings
 
     store_path = workspace(args.dataset, args.work_dir).qdrant
     if not store_path.is_dir():

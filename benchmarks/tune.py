@@ -114,8 +114,8 @@ def zscore_fuse(legs: Sequence[Leg], weights: Sequence[float], limit: int) -> li
     ``sum(weight * z')`` with ``z' = (score - min) / std`` per leg, ties in first-seen order. The
     reference for :func:`zscore_run`, which ranks the same, vectorised over a grid.
     """
+    from rag_runtime.store import PointRecord
     from retrieval_agent.search.fusion import zscore_fuse as agent_zscore_fuse
-    from shared_contract.store import PointRecord
 
     sent = [(leg, weight) for leg, weight in zip(legs, weights, strict=True) if weight > 0]
     file_of: dict[str, str] = {}
@@ -213,10 +213,11 @@ def fetch_legs(qdrant_path: Path, dataset: str, queries: dict[str, str], depth: 
 async def _fetch_legs(qdrant_path: Path, dataset: str, queries: dict[str, str], depth: int) -> dict[str, Legs]:
     from qdrant_client import models
 
+    from rag_runtime.embedding import ContractEmbedder
+    from rag_runtime.lexical import lexical_fields
+    from rag_runtime.store import close_store, open_store, tenant_filter
     from retrieval_agent.search.query import lexical_prefetch
-    from shared_contract import DENSE_VECTOR, SPARSE_VECTOR, ContractEmbedder, ContractSettings, MetaKey, load_settings
-    from shared_contract.lexical import lexical_fields
-    from shared_contract.store import close_store, open_store, tenant_filter
+    from shared_contract import DENSE_VECTOR, SPARSE_VECTOR, ContractSettings, MetaKey, load_settings
 
     settings = load_settings(
         ContractSettings,
@@ -401,8 +402,8 @@ def verify(
 
 async def language_mix(qdrant_path: Path, dataset: str) -> dict[str, int]:
     """``meta.lexical_language`` -> chunks in the dataset's tenant, as the agent's facet sees it."""
+    from rag_runtime.store import close_store, open_store, tenant_filter
     from shared_contract import ContractSettings, MetaKey, load_settings
-    from shared_contract.store import close_store, open_store, tenant_filter
 
     store = open_store(load_settings(ContractSettings, qdrant_uri=None, qdrant_path=qdrant_path))
     try:
@@ -420,7 +421,7 @@ def joint(datasets: Sequence[str], work_dir: Path, fusion: str = "zscore") -> di
     model's languages is scored with the first, the others with the second; the point with the
     best mean nDCG@10 over the datasets wins.
     """
-    from shared_contract.embedding.catalog import dense_model_languages
+    from shared_contract.embedding_models import dense_model_languages
     from shared_contract.settings import DEFAULT_DENSE_MODEL
 
     model_languages = dense_model_languages(DEFAULT_DENSE_MODEL)

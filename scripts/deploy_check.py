@@ -573,8 +573,8 @@ def check_images(report: Report, resolved: Mapping[str, Any] | None) -> None:
 
 def check_qdrant_version(report: Report, images: list[str]) -> None:
     """Every Qdrant image is one release, at least the contract's MIN_SERVER_VERSION (BM25 scoring)."""
-    from shared_contract.store import MIN_SERVER_VERSION
-    from shared_contract.store.server import parse_version
+    from rag_runtime.store import MIN_SERVER_VERSION
+    from rag_runtime.store.server import parse_version
 
     versions = {image.rsplit(":", 1)[-1].removeprefix("v").removesuffix("-unprivileged") for image in images}
     if len(versions) != 1:

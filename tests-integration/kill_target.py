@@ -27,8 +27,8 @@ from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
 from ingestion_service.pipeline.indexing import IngestJob, PipelineParts
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
+from rag_runtime.store import ChunkPoint, ChunkStore
 from shared_contract import load_settings
-from shared_contract.store import ChunkPoint, ChunkStore
 
 MARK_PREFIX = "KILL-POINT "
 

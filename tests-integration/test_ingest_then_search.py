@@ -10,7 +10,7 @@ import httpx
 import pytest
 from integration_support import BUCKET, FIXTURES, Stack, ingest_multipart
 
-from shared_contract.lexical import chunk_lexical_language
+from rag_runtime.lexical import chunk_lexical_language
 
 CONTRACT_PDF = FIXTURES / "kreuzberg__sample_contract.pdf"
 TABLES_DOCX = FIXTURES / "docling__word_tables.docx"

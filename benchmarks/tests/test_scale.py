@@ -7,8 +7,8 @@ from pathlib import Path
 
 from benchmarks.scale import copy_points
 from benchmarks.speed import contract_settings
-from shared_contract import SparseVectorData
-from shared_contract.store import PointRecord, bootstrap_collection, close_store, open_store, tenant_filter
+from rag_runtime.embedding import SparseVectorData
+from rag_runtime.store import PointRecord, bootstrap_collection, close_store, open_store, tenant_filter
 
 
 def original(index: int) -> PointRecord:

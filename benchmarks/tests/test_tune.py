@@ -13,8 +13,8 @@ from qdrant_client.hybrid.fusion import reciprocal_rank_fusion
 from benchmarks import tune
 from benchmarks.quality import SEARCH_K
 from benchmarks.tune import Leg, Legs, fused_run, point_env, qdrant_rrf, zscore_candidates, zscore_run
+from rag_runtime.store import PointRecord
 from retrieval_agent.search.fusion import NO_SPREAD, zscore_fuse
-from shared_contract.store import PointRecord
 
 
 def points(ids: list[int]) -> list[models.ScoredPoint]:

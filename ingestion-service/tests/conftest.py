@@ -27,8 +27,16 @@ from qdrant_client import models  # noqa: E402
 from ingestion_service.main import create_app  # noqa: E402
 from ingestion_service.runtime import ServiceHooks  # noqa: E402
 from ingestion_service.settings import Settings  # noqa: E402
-from shared_contract import ContractEmbedder, MetaKey, load_settings  # noqa: E402
-from shared_contract.store import PointRecord, bootstrap_collection, close_store, match, open_store  # noqa: E402
+from rag_runtime.embedding import ContractEmbedder  # noqa: E402
+from rag_runtime.store import (  # noqa: E402
+    PointRecord,
+    bootstrap_collection,
+    close_store,
+    match,
+    open_store,
+    store_in_use,
+)
+from shared_contract import MetaKey, load_settings  # noqa: E402
 
 if TYPE_CHECKING:
     import httpx2  # the HTTP client under starlette's TestClient (its responses' type)
@@ -50,13 +58,43 @@ def _fast_temp_dir() -> str | None:
 
 # One embedded store directory for the session; every test gets its own collection (shard) in it,
 # and apps built with the same qdrant_index share that shard, as replicas share a server collection.
-STORE_ROOT = Path(tempfile.mkdtemp(prefix="ingestion-tests-", dir=_fast_temp_dir()))
+# Only named here: the first store opened creates it, so a run that opens none (--collect-only)
+# leaves nothing behind.
+STORE_ROOT = Path(_fast_temp_dir() or tempfile.gettempdir()) / f"ingestion-tests-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _remove_store_root() -> Iterator[None]:
     yield
     shutil.rmtree(STORE_ROOT, ignore_errors=True)
+
+
+def _collections() -> set[Path]:
+    root = STORE_ROOT / "collections"
+    return set(root.iterdir()) if root.is_dir() else set()
+
+
+def _drop_closed(collections: set[Path]) -> None:
+    for directory in collections:
+        if not store_in_use(directory):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_module_collections() -> Iterator[None]:
+    """What a module's shared app kept open goes when the module ends."""
+    before = _collections()
+    yield
+    _drop_closed(_collections() - before)
+
+
+@pytest.fixture(autouse=True)
+def _drop_test_collections() -> Iterator[None]:
+    """A test's collections are removed when it ends, so the store root holds one test's shards,
+    not the session's; one a module fixture still holds open is left to the module's teardown."""
+    before = _collections()
+    yield
+    _drop_closed(_collections() - before)
 
 
 def make_settings(**overrides: Any) -> Settings:

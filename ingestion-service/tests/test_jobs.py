@@ -22,7 +22,7 @@ from ingestion_service.errors import (
 )
 from ingestion_service.jobs import FINAL_STATES, JobRegistry, JobSnapshot, JobWork
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline.run_control import RunControl
+from ingestion_service.run_control import RunControl
 from shared_contract import ContractConfigError
 
 if TYPE_CHECKING:

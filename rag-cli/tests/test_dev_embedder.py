@@ -8,10 +8,10 @@ import pytest
 
 from ingestion_service.settings import Settings as IngestionSettings
 from rag_cli.dev import shared_embedder
+from rag_runtime.embedding.dense import FastembedDenseEmbedder
+from rag_runtime.embedding.query_int8 import Int8QueryEmbedder
 from retrieval_agent.settings import Settings as RetrievalSettings
 from shared_contract import load_settings
-from shared_contract.embedding.dense import FastembedDenseEmbedder
-from shared_contract.embedding.query_int8 import Int8QueryEmbedder
 
 from .conftest import INGESTION_KEY, RETRIEVAL_KEY  # noqa: TID252
 

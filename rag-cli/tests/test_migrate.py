@@ -12,9 +12,9 @@ from qdrant_client import QdrantClient, models
 from rag_cli.__main__ import main
 from rag_cli.dev import DevOptions, serve
 from rag_cli.migrate import LEGACY_FOLDER
+from rag_runtime.store import close_store, committed_filter, open_store, tenant_filter
 from shared_contract import ContractSettings, LegacyStoreError, load_settings, manifest_for
 from shared_contract.manifest import MANIFEST_METADATA_KEY
-from shared_contract.store import close_store, committed_filter, open_store, tenant_filter
 
 DIM = 384
 

@@ -15,9 +15,8 @@ from qdrant_client import models
 from rag_cli import upgrade as upgrade_module
 from rag_cli.__main__ import main
 from rag_cli.upgrade import CONTRACT_2_FOLDER, STAGING_FOLDER
-from shared_contract import ContractSettings, SparseVectorData, load_settings
-from shared_contract.manifest import MANIFEST_METADATA_KEY
-from shared_contract.store import (
+from rag_runtime.embedding import SparseVectorData
+from rag_runtime.store import (
     PointRecord,
     chunk_point,
     close_store,
@@ -26,7 +25,9 @@ from shared_contract.store import (
     open_store,
     tenant_filter,
 )
-from shared_contract.store.edge import MANIFEST_FILE, SHARD_DIR, collection_dir
+from rag_runtime.store.edge import MANIFEST_FILE, SHARD_DIR, collection_dir
+from shared_contract import ContractSettings, load_settings
+from shared_contract.manifest import MANIFEST_METADATA_KEY
 
 DIM = 384
 

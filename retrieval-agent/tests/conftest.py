@@ -21,18 +21,9 @@ import uvicorn  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from qdrant_client import models  # noqa: E402
 
-from retrieval_agent.main import create_app  # noqa: E402
-from retrieval_agent.settings import Settings  # noqa: E402
-from shared_contract import (  # noqa: E402
-    ContractEmbedder,
-    ContractSettings,
-    DocumentVectors,
-    SparseVectorData,
-    StoreRequestError,
-)
-from shared_contract.lexical import LEXICAL_FIELD_PREFIX  # noqa: E402
-from shared_contract.manifest import MANIFEST_METADATA_KEY  # noqa: E402
-from shared_contract.store import (  # noqa: E402
+from rag_runtime.embedding import ContractEmbedder, DocumentVectors, SparseVectorData  # noqa: E402
+from rag_runtime.lexical import LEXICAL_FIELD_PREFIX  # noqa: E402
+from rag_runtime.store import (  # noqa: E402
     ChunkPoint,
     ChunkStore,
     bootstrap_collection,
@@ -40,7 +31,12 @@ from shared_contract.store import (  # noqa: E402
     close_store,
     collection_spec,
     open_store,
+    store_in_use,
 )
+from retrieval_agent.main import create_app  # noqa: E402
+from retrieval_agent.settings import Settings  # noqa: E402
+from shared_contract import ContractSettings, StoreRequestError  # noqa: E402
+from shared_contract.manifest import MANIFEST_METADATA_KEY  # noqa: E402
 
 API_KEY = "test-key-0123456789-0123456789-0123456789"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -113,6 +109,24 @@ def _stores_on_tmpfs() -> Iterator[None]:
     finally:
         tempfile.tempdir = previous
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _memory_stores() -> set[Path]:
+    """The ':memory:' stores' directories (``EdgeStore.in_memory``) under the temporary root."""
+    return set(Path(tempfile.gettempdir()).glob("qdrant-edge-*"))
+
+
+@pytest.fixture(autouse=True)
+def _drop_unclosed_memory_stores() -> Iterator[None]:
+    """A ':memory:' store removes itself on close; one a test left open is removed when the test
+    ends, unless something (a module fixture) still holds it."""
+    before = _memory_stores()
+    yield
+    for root in _memory_stores() - before:
+        collections = root / "collections"
+        held = collections.is_dir() and any(store_in_use(directory) for directory in collections.iterdir())
+        if not held:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

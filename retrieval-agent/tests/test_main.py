@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_runtime.embedding.fastembed_internals import onnx_session
+from rag_runtime.store import ChunkStore
 from retrieval_agent.main import SHUTDOWN_GRACE_SECONDS, create_app, server_config
-from shared_contract.embedding.fastembed_internals import onnx_session
-from shared_contract.store import ChunkStore
 
 from .conftest import API_KEY, AUTH, make_settings  # noqa: TID252
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_agent.search.relevance import DEFAULT_MODELS, RRF_HYBRID_MODELS, PlattModel
+from retrieval_agent.relevance_models import DEFAULT_MODELS, RRF_HYBRID_MODELS, PlattModel
 from retrieval_agent.settings import Settings
 from shared_contract import ContractConfigError, load_settings
 

@@ -14,8 +14,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ingestion_service.main import create_app, server_config
 from ingestion_service.settings import get_settings
+from rag_runtime.http import configure_logging
 from shared_contract import ContractConfigError
-from shared_contract.http import configure_logging
 
 # docs/contract.md: an invalid setting stops start-up with one line naming the variable.
 CONFIG_ERROR_EXIT = 2

@@ -11,10 +11,10 @@ import anyio
 import anyio.to_thread
 from starlette.types import Receive
 
-from ingestion_service.adapters.extractors import SourceFile
-from ingestion_service.adapters.extractors.base import plain_suffix
 from ingestion_service.adapters.s3 import ObjectHead
-from ingestion_service.content import digest_source, inspect_source, source_format
+from ingestion_service.documents import SourceFile
+from ingestion_service.documents.base import plain_suffix
+from ingestion_service.documents.sniffing import digest_source, inspect_source, source_format
 from ingestion_service.errors import (
     BucketNotAllowedError,
     ClientDisconnectedError,
@@ -32,12 +32,12 @@ from ingestion_service.pipeline.indexing import (
     IngestOutcome,
     SourceIdentity,
 )
-from ingestion_service.pipeline.run_control import RunControl
+from ingestion_service.run_control import RunControl
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
+from rag_runtime.http import ErrorBody
 from shared_contract import file_collection_name, user_memory_collection_name
 from shared_contract.attributes import AttributeType, check_attributes
-from shared_contract.http import ErrorBody
 from shared_contract.schema import FILE_COLLECTION_PREFIX, MEMORY_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
 
 # The OpenAPI declaration of the rules below, for the routes that apply them.
@@ -104,7 +104,7 @@ async def remove_workdir(runtime: ServiceRuntime, workdir: Path) -> None:
 
 
 async def prepare_source(runtime: ServiceRuntime, path: Path, filename: str) -> SourceFile:
-    """Content checks before any engine runs (see ``content.py``), in a worker thread."""
+    """Content checks before any engine runs (see ``documents/sniffing.py``), in a worker thread."""
     return await anyio.to_thread.run_sync(inspect_source, path, filename, runtime.settings)
 
 

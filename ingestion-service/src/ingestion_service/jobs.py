@@ -37,7 +37,7 @@ from ingestion_service.errors import (
     ShuttingDownError,
 )
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline.run_control import RunControl
+from ingestion_service.run_control import RunControl
 
 logger = logging.getLogger(__name__)
 

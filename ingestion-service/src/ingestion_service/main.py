@@ -27,7 +27,7 @@ from ingestion_service.api.routes import (
 from ingestion_service.reindex import ReindexManager
 from ingestion_service.runtime import ServiceHooks, ServiceRuntime
 from ingestion_service.settings import Settings, get_settings
-from shared_contract.http import ERROR_RESPONSES
+from rag_runtime.http import ERROR_RESPONSES
 
 logger = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ from qdrant_client import models
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.document_catalog import DocumentCatalog
-from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.documents import SourceFile
 from ingestion_service.errors import (
     IngestAbortedError,
     IngestionError,
@@ -76,19 +76,20 @@ from ingestion_service.intake import (
 )
 from ingestion_service.pipeline.fingerprint import ingest_fingerprint
 from ingestion_service.pipeline.indexing import DocumentLabels, IndexingRunner, IngestJob, SourceIdentity
-from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
+from ingestion_service.run_control import RunControl
 from ingestion_service.runtime import ABORT_WAIT_SECONDS, ServiceRuntime
-from shared_contract import PAYLOAD_META, ContractError, MetaKey, meta_path
-from shared_contract.store import (
+from rag_runtime.store import (
     ChunkStore,
     PointRecord,
     close_store,
     match,
     open_store,
     pending_condition,
+    scroll_pages,
     tenant_condition,
 )
+from shared_contract import PAYLOAD_META, ContractError, MetaKey, meta_path
 
 logger = logging.getLogger(__name__)
 
@@ -202,17 +203,12 @@ async def document_ids(store: ChunkStore, collection_name: str) -> list[str]:
         must=[tenant_condition([collection_name]), match(MetaKey.SPLIT_ID, 0)], must_not=[pending_condition()]
     )
     found: set[str] = set()
-    offset: str | None = None
-    while True:
-        page, offset = await store.scroll(
-            selector, limit=_PAGE, offset=offset, with_payload=[meta_path(MetaKey.FILE_ID)]
-        )
+    async for page in scroll_pages(store, selector, page_size=_PAGE, with_payload=[meta_path(MetaKey.FILE_ID)]):
         for record in page:
             file_id = _meta(record).get(MetaKey.FILE_ID)
             if isinstance(file_id, str):
                 found.add(file_id)
-        if offset is None:
-            return sorted(found)
+    return sorted(found)
 
 
 def _stored_identity(head: dict[str, Any]) -> SourceIdentity | None:

@@ -12,9 +12,9 @@ import anyio.to_thread
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.document_catalog import DocumentCatalog
-from ingestion_service.adapters.extractors import ConverterFactory, ConverterRegistry, tessdata
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.adapters.tokenizer import load_token_counter
+from ingestion_service.documents import ConverterFactory, ConverterRegistry, tessdata
 from ingestion_service.jobs import JobRegistry
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.pipeline import versioning
@@ -28,9 +28,10 @@ from ingestion_service.pipeline.indexing import (
 )
 from ingestion_service.scratch import ScratchSpace, default_root
 from ingestion_service.settings import Settings
-from shared_contract import MULTILINGUAL_VECTOR, CollectionManifest, ContractEmbedder, ContractError
-from shared_contract.language_id import language_identifier
-from shared_contract.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.language_id import language_identifier
+from rag_runtime.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
+from shared_contract import MULTILINGUAL_VECTOR, CollectionManifest, ContractError
 
 logger = logging.getLogger(__name__)
 

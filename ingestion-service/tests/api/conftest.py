@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 import pytest
 from fastapi.testclient import TestClient
 
-from shared_contract.store import PointRecord
+from rag_runtime.store import PointRecord
 
 if TYPE_CHECKING:
     import httpx2

@@ -24,11 +24,11 @@ from qdrant_client import models
 
 from ingestion_service.main import create_app, server_config
 from ingestion_service.pipeline.indexing import PipelineParts
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
+from rag_runtime.store import PointRecord, close_store, match, open_store
 from shared_contract import MetaKey
-from shared_contract.store import PointRecord, close_store, match, open_store
 
 GUARD_SECONDS = 60
 FINAL_JOB_STATES = frozenset({"succeeded", "failed", "aborted"})

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from haystack import Document
 
-from ingestion_service.adapters.extractors import SourceFile
-from ingestion_service.adapters.extractors.base import Converter
-from ingestion_service.adapters.extractors.registry import default_factories
+from ingestion_service.documents import SourceFile
+from ingestion_service.documents.base import Converter
+from ingestion_service.documents.registry import default_factories
 from ingestion_service.pipeline.indexing import IngestJob
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings

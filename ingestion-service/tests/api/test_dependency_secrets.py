@@ -23,8 +23,8 @@ from fastapi.testclient import TestClient
 
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.errors import S3FetchError
-from shared_contract.http import REQUEST_FAILED
-from shared_contract.http.logs import QUIET_LOGGERS
+from rag_runtime.http import REQUEST_FAILED
+from rag_runtime.http.logs import QUIET_LOGGERS
 
 from ..conftest import free_port  # noqa: TID252
 from ..scripted_servers import RecordedRequest, ScriptedVisionServer  # noqa: TID252

@@ -18,8 +18,8 @@ import pytest
 
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
-from shared_contract import ContractEmbedder
-from shared_contract.http import EDGE_HINTS
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.http import EDGE_HINTS
 
 from .served import GUARD_SECONDS, StallingWriter, served_overrides, serving, stored_points  # noqa: TID252
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from starlette.types import Message, Scope
 
 from ingestion_service.api.uploads import FORM_OVERHEAD_BYTES
-from shared_contract.http import hint_for
+from rag_runtime.http import hint_for
 
 if TYPE_CHECKING:
     from ..conftest import AppFactory  # noqa: TID252

@@ -19,8 +19,8 @@ from ingestion_service.errors import (
     QdrantWriteError,
 )
 from ingestion_service.runtime import ServiceHooks
+from rag_runtime.http import EDGE_HINTS, FALLBACK_HINT, REQUEST_FAILED, hint_for, registered_hints
 from shared_contract import QdrantUnavailableError
-from shared_contract.http import EDGE_HINTS, FALLBACK_HINT, REQUEST_FAILED, hint_for, registered_hints
 
 if TYPE_CHECKING:
     from ..conftest import AppFactory  # noqa: TID252

@@ -19,7 +19,7 @@ import pytest
 
 from ingestion_service.pipeline.indexing import IngestJob
 from ingestion_service.runtime import ServiceHooks
-from shared_contract import ContractEmbedder
+from rag_runtime.embedding import ContractEmbedder
 
 from .served import GUARD_SECONDS, StallingWriter, ingest_form, served_overrides, serving, stored_points  # noqa: TID252
 

@@ -13,7 +13,7 @@ from haystack import Document
 
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
 from ingestion_service.pipeline.embed_text import CONTEXT_KEY, INDEX_BODY_KEY, EmbedTextBuilder
-from shared_contract.store import ChunkPoint
+from rag_runtime.store import ChunkPoint
 
 from .word_tokens import word_counter  # noqa: TID252
 

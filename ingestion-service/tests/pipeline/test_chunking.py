@@ -8,8 +8,8 @@ import pytest
 
 from ingestion_service.pipeline.chunking import markdown_sections, merge_small_sections, pack_tokens
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
-from ingestion_service.pipeline.tokens import TokenCounter
-from shared_contract import ContractEmbedder
+from ingestion_service.tokens import TokenCounter
+from rag_runtime.embedding import ContractEmbedder
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 from haystack import Document
 
 from ingestion_service.pipeline.context import document_title, title_from_filename, usable_title
-from ingestion_service.pipeline.tokens import TokenCounter
+from ingestion_service.tokens import TokenCounter
 
 from .word_tokens import word_counter  # noqa: TID252
 

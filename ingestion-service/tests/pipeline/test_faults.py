@@ -16,16 +16,17 @@ from fastapi import FastAPI
 from haystack import Document, component
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
-from ingestion_service.adapters.extractors import SourceFile
 from ingestion_service.adapters.s3 import ObjectHead, S3Source
+from ingestion_service.documents import SourceFile
 from ingestion_service.errors import S3FetchError
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
 from ingestion_service.pipeline.indexing import PipelineParts
 from ingestion_service.runtime import ServiceHooks
-from shared_contract import ContractEmbedder, EmbeddingError, QdrantUnavailableError, SparseEmbeddingError
-from shared_contract.embedding.types import DocumentVectors
-from shared_contract.http import hint_for
-from shared_contract.store import ChunkPoint
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.embedding.types import DocumentVectors
+from rag_runtime.http import hint_for
+from rag_runtime.store import ChunkPoint
+from shared_contract import EmbeddingError, QdrantUnavailableError, SparseEmbeddingError
 
 if TYPE_CHECKING:
     from ..conftest import AppFactory, Points, Upload  # noqa: TID252

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from ingestion_service.pipeline.packing import SectionPacker, section_blocks
-from ingestion_service.pipeline.tokens import TokenCounter
+from ingestion_service.tokens import TokenCounter
 
 from .word_tokens import word_counter  # noqa: TID252
 

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ingestion_service.pipeline.tokens import TokenCounter
 from ingestion_service.runtime import ServiceHooks
-from shared_contract import ContractEmbedder
+from ingestion_service.tokens import TokenCounter
+from rag_runtime.embedding import ContractEmbedder
 
 if TYPE_CHECKING:
     from ..conftest import AppFactory, MakeSettings, Points, Upload  # noqa: TID252

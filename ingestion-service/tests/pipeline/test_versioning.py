@@ -18,8 +18,7 @@ from ingestion_service.errors import QdrantWriteError
 from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.settings import Settings
-from shared_contract import LIVE_STATE, PENDING_STATE, load_settings
-from shared_contract.store import (
+from rag_runtime.store import (
     bootstrap_collection,
     chunk_point,
     close_store,
@@ -27,6 +26,7 @@ from shared_contract.store import (
     open_store,
     tenant_filter,
 )
+from shared_contract import LIVE_STATE, PENDING_STATE, load_settings
 
 pytestmark = pytest.mark.anyio
 

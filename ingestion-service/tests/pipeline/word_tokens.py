@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from ingestion_service.pipeline.tokens import TokenCounter
+from ingestion_service.tokens import TokenCounter
 
 
 def word_counter() -> TokenCounter:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rag_cli.config import UsageError, env_port, ingestion_endpoint, retrieval_endpoint
 
 if TYPE_CHECKING:
-    from shared_contract.http import LogFormat
+    from rag_runtime.http import LogFormat
 
 # The watcher polls at the quiet period's pace: below this it would spin.
 MIN_DEBOUNCE_MS = 50

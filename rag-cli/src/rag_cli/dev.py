@@ -1,7 +1,7 @@
 """``rag dev``: ingestion-service and retrieval-agent in one process on one embedded Qdrant.
 
 The embedded store can be opened by one process only, so both apps share this process (and,
-through ``shared_contract.store.open_store``, one engine instance) and one copy of the models. Each app still runs alone against a Qdrant
+through ``rag_runtime.store.open_store``, one engine instance) and one copy of the models. Each app still runs alone against a Qdrant
 server in production.
 """
 
@@ -23,14 +23,14 @@ import httpx
 import uvicorn
 
 from rag_cli.config import checkout_root
+from rag_runtime.http import LogFormat, configure_logging
+from rag_runtime.store import STORE_IN_USE, is_legacy_store
 from shared_contract import ContractConfigError, LegacyStoreError, load_settings
-from shared_contract.http import LogFormat, configure_logging
-from shared_contract.store import STORE_IN_USE, is_legacy_store
 
 if TYPE_CHECKING:
     from ingestion_service.settings import Settings as IngestionSettings
+    from rag_runtime.embedding import ContractEmbedder
     from retrieval_agent.settings import Settings as RetrievalSettings
-    from shared_contract import ContractEmbedder
 
 logger = logging.getLogger("rag_cli.dev")
 
@@ -89,8 +89,7 @@ def shared_embedder(ingestion: IngestionSettings, retrieval: RetrievalSettings) 
     count). The dense model that embeds queries only (the int8 copy, or the fp32 model when documents
     take the fused pass) gets the retrieval agent's query thread count.
     """
-    from shared_contract import ContractEmbedder
-    from shared_contract.embedding import fused_pass_configured
+    from rag_runtime.embedding import ContractEmbedder, fused_pass_configured
 
     dense_threads = None
     if retrieval.query_int8 or fused_pass_configured(ingestion, sparse=ingestion.enable_sparse_embeddings):

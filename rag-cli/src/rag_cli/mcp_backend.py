@@ -28,6 +28,7 @@ from rag_cli.client import (
     search_reply,
 )
 from rag_cli.config import Endpoint
+from rag_runtime.http import configure_logging
 from retrieval_agent.mcp.models import (
     CollectionInfo,
     CollectionList,
@@ -42,7 +43,6 @@ from retrieval_agent.mcp.models import (
     document_uri,
 )
 from shared_contract.document_filter import DocumentFilter
-from shared_contract.http import configure_logging
 
 # A search or a long document's text can take a while; the connection itself should not.
 HTTP_TIMEOUT = httpx.Timeout(120.0, connect=10.0)

@@ -21,7 +21,17 @@ from typing import Any
 
 from qdrant_client import models
 
+from rag_cli.errors import MigrationError
 from rag_cli.legacy_store import LegacyCollection, LegacyStoreReadError, read_collection
+from rag_runtime.embedding import SparseVectorData
+from rag_runtime.store import (
+    ChunkPoint,
+    bootstrap_collection,
+    chunk_payload,
+    close_store,
+    is_legacy_store,
+    open_store,
+)
 from shared_contract import (
     DENSE_VECTOR,
     LIVE_STATE,
@@ -32,24 +42,11 @@ from shared_contract import (
     ContractMismatchError,
     ContractSettings,
     MetaKey,
-    SparseVectorData,
 )
 from shared_contract.manifest import MANIFEST_METADATA_KEY
-from shared_contract.store import (
-    ChunkPoint,
-    bootstrap_collection,
-    chunk_payload,
-    close_store,
-    is_legacy_store,
-    open_store,
-)
 
 LEGACY_FOLDER = "legacy-local-mode"
 _PAGE = 256
-
-
-class MigrationError(RuntimeError):
-    """The store cannot be migrated; the message says why and what to do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +185,8 @@ def run_migrate(root: Path) -> int:
 
 def run_optimize(root: Path) -> int:
     """Entry point of ``rag optimize``: build the engine's HNSW graphs and merge segments (maintenance)."""
+    from rag_runtime.store import EdgeStore
     from shared_contract import ContractError, load_settings
-    from shared_contract.store import EdgeStore
 
     async def optimize() -> bool:
         settings = load_settings(ContractSettings, qdrant_uri=None, qdrant_path=root)

@@ -26,7 +26,19 @@ from pathlib import Path
 
 from qdrant_client import models
 
-from rag_cli.migrate import MigrationError
+from rag_cli.errors import MigrationError
+from rag_runtime.embedding import SparseVectorData
+from rag_runtime.store import (
+    ChunkPoint,
+    EdgeStore,
+    PointRecord,
+    bootstrap_collection,
+    close_store,
+    open_store,
+    pending_condition,
+    scroll_pages,
+)
+from rag_runtime.store.edge import MANIFEST_FILE, SHARD_DIR, collection_dir
 from shared_contract import (
     DENSE_VECTOR,
     MULTILINGUAL_VECTOR,
@@ -36,19 +48,8 @@ from shared_contract import (
     CollectionMissingError,
     ContractSettings,
     MetaKey,
-    SparseVectorData,
     verify_manifest,
 )
-from shared_contract.store import (
-    ChunkPoint,
-    EdgeStore,
-    PointRecord,
-    bootstrap_collection,
-    close_store,
-    open_store,
-    pending_condition,
-)
-from shared_contract.store.edge import MANIFEST_FILE, SHARD_DIR, collection_dir
 from shared_contract.version import major_version
 
 CONTRACT_2_FOLDER = "contract-2"
@@ -138,15 +139,10 @@ async def _copy_committed(
     try:
         await bootstrap_collection(new, new_settings)
         committed = models.Filter(must_not=[pending_condition()])
-        offset: str | None = None
-        while True:
-            page, offset = await old.scroll(committed, limit=_PAGE, offset=offset, with_vectors=True)
-            if page:
-                await new.upsert([_live(record) for record in page])
-                copied += len(page)
-                progress(copied)
-            if offset is None:
-                break
+        async for page in scroll_pages(old, committed, page_size=_PAGE, with_vectors=True):
+            await new.upsert([_live(record) for record in page])
+            copied += len(page)
+            progress(copied)
         stored = await new.count(None)
         if stored != copied:
             raise MigrationError(f"the new collection holds {stored} points after {copied} were copied")

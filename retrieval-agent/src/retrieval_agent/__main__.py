@@ -6,10 +6,10 @@ import sys
 
 import uvicorn
 
+from rag_runtime.http import configure_logging
 from retrieval_agent.main import check_startup, create_app, server_config
 from retrieval_agent.settings import get_settings
 from shared_contract import ContractConfigError
-from shared_contract.http import configure_logging
 
 # A configuration refused at start-up, as `rag dev` exits on one.
 EXIT_CONFIG_ERROR = 2

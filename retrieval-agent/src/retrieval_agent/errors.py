@@ -1,4 +1,4 @@
-"""Domain errors of the retrieval agent; ``api/errors.py`` maps each to a wire code."""
+"""Domain errors of the retrieval agent; ``error_table.py`` maps each to a status and wire code."""
 
 from __future__ import annotations
 

@@ -14,6 +14,9 @@ from fastapi import FastAPI
 from prometheus_client import ProcessCollector
 from pydantic_ai.models import Model
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.language_id import language_identifier
+from rag_runtime.store import ChunkStore, close_store, open_store
 from retrieval_agent.adapters.git import find_git
 from retrieval_agent.adapters.llm import build_memory_model, build_query_model, llm_timeout
 from retrieval_agent.adapters.reranker import FastembedReranker, Reranker, build_reranker
@@ -34,9 +37,7 @@ from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
 from retrieval_agent.settings import Settings, get_settings
-from shared_contract import ContractConfigError, ContractEmbedder
-from shared_contract.language_id import language_identifier
-from shared_contract.store import ChunkStore, close_store, open_store
+from shared_contract import ContractConfigError
 
 logger = logging.getLogger("retrieval_agent")
 

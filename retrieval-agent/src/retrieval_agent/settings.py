@@ -10,17 +10,20 @@ from typing import Literal, Self
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
-from retrieval_agent.search.queries import FollowUpMode
-from retrieval_agent.search.relevance import ModelName, PlattModel, RerankerScale, default_models, parse_models
+from rag_runtime.embedding.query_int8 import QueryQuantization, query_int8_enabled
+from rag_runtime.http import LogFormat
+from retrieval_agent.relevance_models import ModelName, PlattModel, RerankerScale, default_models, parse_models
 from shared_contract import ContractConfigError, ContractSettings, load_settings
-from shared_contract.embedding.query_int8 import QueryQuantization, query_int8_enabled
-from shared_contract.http import LogFormat
 from shared_contract.names import check_collection_name
 from shared_contract.settings import check_api_key, check_http_url
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 RerankerProvider = Literal["http", "fastembed"]
 ResultSets = Literal["merged", "per_query"]
+
+
+# How a short follow-up turn is searched without an LLM (see ``followup_context``).
+FollowUpMode = Literal["off", "combined", "both"]
 
 
 class Settings(ContractSettings):

@@ -6,10 +6,11 @@ from collections.abc import Callable
 import pytest
 from qdrant_client import models
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore, chunk_point, tenant_filter
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.search.query import dense_request
-from shared_contract import CollectionMissingError, ContractEmbedder, StoreRequestError
-from shared_contract.store import ChunkStore, chunk_point, tenant_filter
+from shared_contract import CollectionMissingError, StoreRequestError
 
 from ..conftest import (  # noqa: TID252
     RecordingStore,

@@ -10,14 +10,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore
 from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
-from shared_contract import ContractEmbedder
-from shared_contract.store import ChunkStore
 
 from ..conftest import make_settings  # noqa: TID252
 

@@ -10,6 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore, chunk_point
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.documents import (
     TRUNCATION_MARK,
@@ -19,8 +21,6 @@ from retrieval_agent.agent.documents import (
 )
 from retrieval_agent.agent.filters import DocumentFilters, filter_conditions, ingested_on, seq_at
 from retrieval_agent.search.queries import ChatMessage
-from shared_contract import ContractEmbedder
-from shared_contract.store import ChunkStore, chunk_point
 
 from ..conftest import chunk_meta, create_collection, make_settings  # noqa: TID252
 from .agent_support import Script, agent_settings, agentic, call, say, tool_returns  # noqa: TID252

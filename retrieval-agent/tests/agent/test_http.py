@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore
 from retrieval_agent.main import create_app
 from retrieval_agent.settings import Settings
-from shared_contract import ContractConfigError, ContractEmbedder
-from shared_contract.store import ChunkStore
+from shared_contract import ContractConfigError
 
 from ..conftest import AUTH, make_settings  # noqa: TID252
 from ..scripted_llm import (  # noqa: TID252

@@ -11,11 +11,11 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.test import TestModel
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore
 from retrieval_agent.agent.loop import AgenticSearch, AgentResult
 from retrieval_agent.agent.tools import AgentStep
 from retrieval_agent.search.queries import ChatMessage
-from shared_contract import ContractEmbedder
-from shared_contract.store import ChunkStore
 
 from .agent_support import (  # noqa: TID252
     RecordingReranker,

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.types import Message, Scope
 
-from shared_contract.http import hint_for, log_handler
-from shared_contract.store import ChunkStore
+from rag_runtime.http import hint_for, log_handler
+from rag_runtime.store import ChunkStore
 
 from ..conftest import AUTH, BrokenStore, make_settings  # noqa: TID252
 

@@ -9,9 +9,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from retrieval_agent.api.errors import _MAPPING, CODE_HINTS, SEARCH_FAILED, classify, install_error_handlers
-from shared_contract.http import CONTRACT_HINTS, EDGE_HINTS, FALLBACK_HINT, REQUEST_FAILED, hint_for, registered_hints
-from shared_contract.store import ChunkStore
+from rag_runtime.http import CONTRACT_HINTS, EDGE_HINTS, FALLBACK_HINT, REQUEST_FAILED, hint_for, registered_hints
+from rag_runtime.store import ChunkStore
+from retrieval_agent.api.errors import install_error_handlers
+from retrieval_agent.error_table import CODE_HINTS, ERROR_TABLE, SEARCH_FAILED, classify
 
 from ..conftest import AUTH, BrokenStore, make_settings  # noqa: TID252
 
@@ -23,7 +24,7 @@ def _registered() -> None:
     install_error_handlers(FastAPI())  # registers the codes' hints, as create_app does
 
 
-@pytest.mark.parametrize("code", sorted({code for _, _, code, _, _ in _MAPPING} | {classify(RuntimeError())[1]}))
+@pytest.mark.parametrize("code", sorted({code for _, _, code, _, _ in ERROR_TABLE} | {classify(RuntimeError())[1]}))
 def test_every_code_the_service_emits_has_a_hint(code: str) -> None:
     assert code in registered_hints()
     assert hint_for(code).strip()
@@ -31,7 +32,7 @@ def test_every_code_the_service_emits_has_a_hint(code: str) -> None:
 
 
 def test_row_hints_are_more_specific_than_their_code() -> None:
-    for error_type, _, code, _, hint in _MAPPING:
+    for error_type, _, code, _, hint in ERROR_TABLE:
         assert hint is None or (hint.strip() and hint != hint_for(code)), error_type
 
 

@@ -12,9 +12,9 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 
-from shared_contract import ContractEmbedder
-from shared_contract.http import NOT_JSON_MESSAGE, REQUEST_FAILED
-from shared_contract.store import ChunkStore
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.http import NOT_JSON_MESSAGE, REQUEST_FAILED
+from rag_runtime.store import ChunkStore
 
 from ..conftest import AUTH, BrokenStore, add_chunk, chunk_meta  # noqa: TID252
 from ..scripted_llm import (  # noqa: TID252

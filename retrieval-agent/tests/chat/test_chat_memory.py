@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from shared_contract.store import ChunkStore
+from rag_runtime.store import ChunkStore
 
 from ..conftest import AUTH  # noqa: TID252
 from ..memory.memory_script import MemoryScript, memory_requests  # noqa: TID252

@@ -19,10 +19,10 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from rag_runtime.http import REQUEST_FAILED
+from rag_runtime.http.logs import log_handler
+from rag_runtime.store import ChunkStore
 from retrieval_agent.chat.upstream import import_litellm
-from shared_contract.http import REQUEST_FAILED
-from shared_contract.http.logs import log_handler
-from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH  # noqa: TID252
 from ..scripted_llm import Script, ScriptedLLM, Status, stream_chunks, text, tool_call, tool_results, turn  # noqa: TID252

@@ -8,9 +8,9 @@ from typing import Any
 import openai
 import pytest
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore
 from retrieval_agent.main import create_app
-from shared_contract import ContractEmbedder
-from shared_contract.store import ChunkStore
 
 from ..conftest import API_KEY  # noqa: TID252
 from ..scripted_llm import Script, ScriptedLLM, Status, text  # noqa: TID252

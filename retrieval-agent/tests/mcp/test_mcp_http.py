@@ -15,9 +15,9 @@ from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore
 from retrieval_agent.main import create_app
-from shared_contract import ContractEmbedder
-from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, add_chunk, chunk_meta, make_settings  # noqa: TID252
 

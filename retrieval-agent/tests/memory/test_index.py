@@ -11,12 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
+from rag_runtime.embedding import ContractEmbedder, DocumentVectors, QueryVectors
+from rag_runtime.store import ChunkStore, ServerStore, point_id_for, tenant_filter
 from retrieval_agent.memory.facts import Fact
 from retrieval_agent.memory.index import IndexSync, MemoryIndex, RankedFact, point_id, recency_boost
 from retrieval_agent.settings import Settings
-from shared_contract import ContractEmbedder, DocumentVectors, QdrantUnavailableError, QueryVectors, manifest_for
+from shared_contract import QdrantUnavailableError, manifest_for
 from shared_contract.manifest import MANIFEST_METADATA_KEY
-from shared_contract.store import ChunkStore, ServerStore, point_id_for, tenant_filter
 
 from ..conftest import create_collection, make_settings  # noqa: TID252
 

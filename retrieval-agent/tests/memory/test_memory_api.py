@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from shared_contract.http import NOT_JSON_MESSAGE
-from shared_contract.store import ChunkStore, tenant_filter
+from rag_runtime.http import NOT_JSON_MESSAGE
+from rag_runtime.store import ChunkStore, tenant_filter
 
 from ..conftest import AUTH, make_settings  # noqa: TID252
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_runtime.store import ChunkStore
 from retrieval_agent.memory.reconcile import EXTRACT_TOOL
-from shared_contract.store import ChunkStore
 
 from ..chat.chat_support import chat_settings  # noqa: TID252
 from ..conftest import AUTH  # noqa: TID252

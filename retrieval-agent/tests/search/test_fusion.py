@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from rag_runtime.store import PointRecord
 from retrieval_agent.search.fusion import FusedCandidate, standardised, zscore_fuse
-from shared_contract.store import PointRecord
 
 
 def leg(**scores: float) -> list[PointRecord]:

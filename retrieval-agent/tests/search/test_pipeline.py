@@ -9,15 +9,16 @@ import anyio
 import pytest
 from qdrant_client import models
 
+from rag_runtime.embedding import ContractEmbedder, QueryVectors, SparseVectorData
+from rag_runtime.language_id import language_identifier
+from rag_runtime.store import ChunkPoint, ChunkStore, chunk_point
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search import pipeline as pipeline_module
 from retrieval_agent.search.pipeline import LinearSearch, RetrievedList
 from retrieval_agent.search.postprocess import Hit, rrf_fuse
 from retrieval_agent.search.query import FusionParams, hybrid_request
-from shared_contract import ContractEmbedder, EmbeddingError, QueryVectors, SparseVectorData, StoreRequestError
-from shared_contract.language_id import language_identifier
-from shared_contract.store import ChunkPoint, ChunkStore, chunk_point
+from shared_contract import EmbeddingError, StoreRequestError
 
 from ..conftest import (  # noqa: TID252
     RecordingStore,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag_runtime.store import PointRecord
 from retrieval_agent.search.postprocess import (
     Hit,
     content_hash,
@@ -12,7 +13,6 @@ from retrieval_agent.search.postprocess import (
     rrf_fuse,
     top_k,
 )
-from shared_contract.store import PointRecord
 
 
 def hit(text: str, score: float = 0.0) -> Hit:

@@ -13,6 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
+from rag_runtime.store import ChunkStore
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.queries import (
     DEFAULT_TEMPLATE,
@@ -24,7 +25,6 @@ from retrieval_agent.search.queries import (
     render_prompt,
     resolve_queries,
 )
-from shared_contract.store import ChunkStore
 
 from ..conftest import AUTH, make_settings  # noqa: TID252
 from ..scripted_llm import ScriptedLLM, Status  # noqa: TID252

@@ -5,6 +5,8 @@ import dataclasses
 import pytest
 from qdrant_client import models
 
+from rag_runtime.embedding import SparseVectorData
+from rag_runtime.store import tenant_filter
 from retrieval_agent.search.query import (
     PER_TENANT_GRAPH_SEARCHES,
     FusionParams,
@@ -20,8 +22,6 @@ from retrieval_agent.search.query import (
     scoped_filter,
     text_query,
 )
-from shared_contract import SparseVectorData
-from shared_contract.store import tenant_filter
 
 # Committed points of the requested tenant: what every leg filters on.
 TENANT = models.Filter(

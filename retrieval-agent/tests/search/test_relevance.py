@@ -4,16 +4,9 @@ import json
 
 import pytest
 
+from retrieval_agent.relevance_models import DEFAULT_MODELS, PlattModel, RerankerScale, parse_models, sigmoid
 from retrieval_agent.search.postprocess import Hit
-from retrieval_agent.search.relevance import (
-    DEFAULT_MODELS,
-    PlattModel,
-    RelevanceCalibrator,
-    RerankerScale,
-    non_increasing,
-    parse_models,
-    sigmoid,
-)
+from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.settings import Settings
 from shared_contract import ContractConfigError
 

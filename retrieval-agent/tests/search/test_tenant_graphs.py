@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from qdrant_client import models
 
+from rag_runtime.store import ChunkStore, EdgeStore, bootstrap_collection, chunk_point, close_store, open_store
 from retrieval_agent.search.query import (
     FusionParams,
     dense_request,
     hybrid_legs,
     leg_requests,
 )
-from shared_contract.store import ChunkStore, EdgeStore, bootstrap_collection, chunk_point, close_store, open_store
 
 from ..conftest import chunk_meta, make_settings  # noqa: TID252
 

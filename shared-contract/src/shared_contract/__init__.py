@@ -1,11 +1,11 @@
 """The contract ingestion-service and retrieval-agent share.
 
-Collection name, vector names, payload keys, embedding models and prefixes, the collection's
-layout and manifest, and the code that embeds: one definition, so the two services cannot drift
-apart silently.
+Collection name, vector names, payload keys, embedding models and prefixes, the manifest, the
+error registry and the wire models: one definition, so the two services cannot drift apart
+silently. Plain data and pydantic models only; the code both services run on it (store, embedding,
+HTTP edge, LLM clients) is ``rag_runtime``.
 """
 
-from shared_contract.embedding import ContractEmbedder, DocumentVectors, QueryVectors, SparseVectorData
 from shared_contract.errors import (
     CollectionMissingError,
     ContractConfigError,
@@ -54,20 +54,16 @@ __all__ = [
     "CollectionMissingError",
     "CollectionName",
     "ContractConfigError",
-    "ContractEmbedder",
     "ContractError",
     "ContractMismatchError",
     "ContractSettings",
-    "DocumentVectors",
     "EmbeddingError",
     "LegacyStoreError",
     "ManifestMissingError",
     "MetaKey",
     "ModelUnavailableError",
     "QdrantUnavailableError",
-    "QueryVectors",
     "SparseEmbeddingError",
-    "SparseVectorData",
     "StoreIncompatibleError",
     "StoreRequestError",
     "check_collection_name",

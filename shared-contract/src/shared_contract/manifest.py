@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared_contract.embedding.catalog import sparse_model_requires_idf
+from shared_contract.embedding_models import sparse_model_requires_idf
 from shared_contract.errors import ContractConfigError, ContractMismatchError
 from shared_contract.settings import ContractSettings
 from shared_contract.version import CONTRACT_VERSION, READABLE_OLDER_MAJORS, major_version

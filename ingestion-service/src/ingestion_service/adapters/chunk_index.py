@@ -1,6 +1,6 @@
 """A file's chunks in the shared collection: write, publish, sweep, delete, inspect, recover.
 
-Everything goes through the storage port (``shared_contract.store``), so the same code runs on a
+Everything goes through the storage port (``rag_runtime.store``), so the same code runs on a
 Qdrant server and on the embedded engine. Store failures arrive as the contract's typed errors;
 callers decide which wire code they become.
 """
@@ -14,9 +14,7 @@ from typing import Any
 
 from qdrant_client import models
 
-from shared_contract import LIVE_STATE, PAYLOAD_META, MetaKey, meta_path
-from shared_contract.schema import tenant_kind
-from shared_contract.store import (
+from rag_runtime.store import (
     ChunkPoint,
     ChunkStore,
     PointRecord,
@@ -25,8 +23,11 @@ from shared_contract.store import (
     match,
     pending_condition,
     read_newest_version,
+    scroll_pages,
     tenant_condition,
 )
+from shared_contract import LIVE_STATE, PAYLOAD_META, MetaKey, meta_path
+from shared_contract.schema import tenant_kind
 
 _RECOVERY_PAGE = 1024
 # A file has one committed head per tenant, two for the moment between publish and sweep.
@@ -251,17 +252,11 @@ class ChunkIndex:
         """(file, tenant) -> newest seq, for files with more than one committed version."""
         seqs: dict[tuple[str, str], set[int]] = defaultdict(set)
         live = models.Filter(must_not=[pending_condition()])
-        offset: str | None = None
-        while True:
-            page, offset = await self.store.scroll(
-                live, limit=_RECOVERY_PAGE, offset=offset, with_payload=_RECOVERY_FIELDS
-            )
+        async for page in scroll_pages(self.store, live, page_size=_RECOVERY_PAGE, with_payload=_RECOVERY_FIELDS):
             for record in page:
                 meta = record.payload.get("meta") or {}
                 seq = _as_seq(meta.get(MetaKey.INGEST_SEQ))
                 file_id, tenant = meta.get(MetaKey.FILE_ID), meta.get(MetaKey.COLLECTION_NAME)
                 if seq is not None and isinstance(file_id, str) and isinstance(tenant, str):
                     seqs[(file_id, tenant)].add(seq)
-            if offset is None:
-                break
         return {key: max(values) for key, values in seqs.items() if len(values) > 1}

@@ -26,9 +26,7 @@ import anyio
 from qdrant_client import models
 
 from ingestion_service.errors import TooManyDocumentsError
-from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey, meta_path
-from shared_contract.attributes import AttributeValue
-from shared_contract.store import (
+from rag_runtime.store import (
     ChunkStore,
     PointRecord,
     committed_file_filter,
@@ -37,9 +35,12 @@ from shared_contract.store import (
     match,
     pending_condition,
     read_newest_version,
+    scroll_pages,
     tenant_condition,
     tenant_filter,
 )
+from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey, meta_path
+from shared_contract.attributes import AttributeValue
 from shared_contract.text import chunk_origin, stitch
 
 # Heads read into memory for one list or stats call; one more is TOO_MANY_DOCUMENTS.
@@ -249,15 +250,12 @@ class DocumentCatalog:
         )
         heads: dict[str, dict[str, Any]] = {}
         read = 0
-        offset: str | None = None
-        while True:
-            page, offset = await self.store.scroll(selector, limit=_PAGE, offset=offset, with_payload=list(fields))
+        async for page in scroll_pages(self.store, selector, page_size=_PAGE, with_payload=list(fields)):
             read += len(page)
             if read > self.max_documents:
                 raise TooManyDocumentsError(self.max_documents)
             _newest_by_file(page, heads)
-            if offset is None:
-                return heads
+        return heads
 
     async def _chunks(self, file_id: str, collection_name: str, meta: dict[str, Any]) -> int:
         recorded = _int(meta.get(MetaKey.CHUNK_COUNT))
@@ -302,12 +300,8 @@ class DocumentCatalog:
             must_not=[pending_condition()],
         )
         heads: dict[str, dict[str, Any]] = {}
-        offset: str | None = None
-        while True:
-            page, offset = await self.store.scroll(selector, limit=_PAGE, offset=offset, with_payload=[PAYLOAD_META])
+        async for page in scroll_pages(self.store, selector, page_size=_PAGE, with_payload=[PAYLOAD_META]):
             _newest_by_file(page, heads)
-            if offset is None:
-                break
         documents: list[DocumentInfo] = []
         for file_id in file_ids:
             meta = heads.get(file_id)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from tokenizers import Tokenizer
 
-from ingestion_service.pipeline.tokens import TokenCounter
 from ingestion_service.settings import Settings
-from shared_contract import ContractEmbedder, ModelUnavailableError
-from shared_contract.embedding.catalog import model_folder
+from ingestion_service.tokens import TokenCounter
+from rag_runtime.embedding import ContractEmbedder
+from shared_contract import ModelUnavailableError
+from shared_contract.embedding_models import model_folder
 
 
 def load_token_counter(settings: Settings, embedder: ContractEmbedder) -> TokenCounter:

@@ -1,5 +1,5 @@
 """The HTTP edge: Bearer API_KEY on everything but the health probes and API docs, checked before a
-body is read (constant time), and a body cap on every route (``shared_contract.http.EdgeMiddleware``)."""
+body is read (constant time), and a body cap on every route (``rag_runtime.http.EdgeMiddleware``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fastapi import FastAPI, Security
 
 from ingestion_service.api.uploads import FORM_OVERHEAD_BYTES
 from ingestion_service.settings import Settings
-from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
+from rag_runtime.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
 
 UPLOAD_PATHS = frozenset({"/api/v1/ingest", "/api/v1/extract", "/process", "/api/v1/process"})
 

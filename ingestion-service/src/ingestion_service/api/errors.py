@@ -1,4 +1,4 @@
-"""The one place typed errors become wire bodies, in the shared flat shape (``shared_contract.http``),
+"""The one place typed errors become wire bodies, in the shared flat shape (``rag_runtime.http``),
 with a hint per code (or per error class, where one code covers causes with different remedies)."""
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from ingestion_service.errors import (
     S3FetchError,
     UnsupportedMediaTypeError,
 )
+from rag_runtime.http import error_response, install_framework_error_handlers, register_hints
 from shared_contract import ContractError
-from shared_contract.http import error_response, install_framework_error_handlers, register_hints
 
 CLEANUP_NOTE = " Removing this run's partial chunks failed too; the next ingest of this file removes them."
 
 # The codes only this service emits. INVALID_REQUEST, EMBEDDING_FAILED, SPARSE_EMBEDDING_FAILED,
-# PAYLOAD_TOO_LARGE and SHUTTING_DOWN have their hints in shared_contract.http (both services report them).
+# PAYLOAD_TOO_LARGE and SHUTTING_DOWN have their hints in rag_runtime.http (both services report them).
 CODE_HINTS: Mapping[ErrorCode, str] = {
     "EXTRACTION_FAILED": (
         "Check that the file opens in its own application (not encrypted, not damaged); compare engines "

@@ -15,7 +15,7 @@ from pathlib import PurePath
 from haystack import Document
 
 from ingestion_service.pipeline.chunking import markdown_sections
-from ingestion_service.pipeline.tokens import TokenCounter
+from ingestion_service.tokens import TokenCounter
 from shared_contract import MetaKey
 
 # Titles that say nothing about the document (seen in the metadata of real files).

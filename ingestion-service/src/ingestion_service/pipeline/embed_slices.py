@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ingestion_service.errors import IngestionError
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 from shared_contract import ContractError
 
 # Texts per embedder call: a run can only stop between calls (deadline, disconnect, shutdown),

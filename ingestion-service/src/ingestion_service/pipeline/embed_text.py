@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ingestion_service.pipeline.chunking import pack_tokens
-from ingestion_service.pipeline.tokens import TokenCounter
+from ingestion_service.tokens import TokenCounter
+from rag_runtime.embedding import SPECIAL_TOKENS_RESERVE, TokenWindow
 from shared_contract import MetaKey
-from shared_contract.embedding import SPECIAL_TOKENS_RESERVE, TokenWindow
 
 BREADCRUMB_SEPARATOR = " > "
 SAFETY_MARGIN = 4  # tokenizing a concatenation can differ by a token or two at the seams

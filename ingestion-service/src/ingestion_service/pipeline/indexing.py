@@ -13,8 +13,9 @@ import anyio.to_thread
 from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 
+from ingestion_service import run_control
 from ingestion_service.adapters.chunk_index import ChunkIndex
-from ingestion_service.adapters.extractors import ConverterRegistry, SourceFile
+from ingestion_service.documents import ConverterRegistry, SourceFile
 from ingestion_service.errors import (
     EmbeddingFailedError,
     ExtractionError,
@@ -26,7 +27,7 @@ from ingestion_service.errors import (
     SparseEmbeddingFailedError,
 )
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline import run_control, versioning
+from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer, chunk_id
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter, WriteBatch
 from ingestion_service.pipeline.components.dense_embedder import ContractDenseEmbedder
@@ -40,25 +41,24 @@ from ingestion_service.pipeline.components.token_splitter import TokenSplitter
 from ingestion_service.pipeline.components.unit_splitter import UnitSplitter
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver
-from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
+from ingestion_service.run_control import RunControl
 from ingestion_service.settings import Settings
+from rag_runtime.embedding import ContractEmbedder, SparseVectorData
+from rag_runtime.language_id import language_identifier
+from rag_runtime.store import ChunkPoint, PointRecord, point_id_for
+from rag_runtime.store.points import PAYLOAD_ID
 from shared_contract import (
     DENSE_VECTOR,
     MULTILINGUAL_VECTOR,
     PAYLOAD_META,
     PENDING_STATE,
     SPARSE_VECTOR,
-    ContractEmbedder,
     ContractError,
     EmbeddingError,
     MetaKey,
     SparseEmbeddingError,
-    SparseVectorData,
 )
-from shared_contract.language_id import language_identifier
-from shared_contract.store import ChunkPoint, PointRecord, point_id_for
-from shared_contract.store.points import PAYLOAD_ID
 
 logger = logging.getLogger(__name__)
 

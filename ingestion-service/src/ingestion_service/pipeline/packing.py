@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ingestion_service.pipeline.chunking import pack_tokens
 from ingestion_service.pipeline.tables import Table, is_table_line, keyed_row, parse_pipe_table, row_line
-from ingestion_service.pipeline.tokens import TokenCounter
+from ingestion_service.tokens import TokenCounter
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+\S")

@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from ingestion_service.adapters import chunk_index
 from ingestion_service.api.errors import CLASS_HINTS
 from ingestion_service.errors import ReservedCollectionError
-from shared_contract.http import hint_for
-from shared_contract.store import ChunkPoint
+from rag_runtime.http import hint_for
+from rag_runtime.store import ChunkPoint
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.runtime import ServiceHooks
-from shared_contract.http import hint_for
+from rag_runtime.http import hint_for
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252

@@ -16,9 +16,9 @@ from ingestion_service.adapters.document_catalog import DocumentCatalog, Documen
 from ingestion_service.api.errors import CLASS_HINTS
 from ingestion_service.errors import MetadataUpdateFailedError
 from ingestion_service.runtime import ServiceHooks
+from rag_runtime.http import hint_for
+from rag_runtime.store import ChunkPoint, ChunkStore, PointRecord
 from shared_contract import PENDING_STATE, QdrantUnavailableError
-from shared_contract.http import hint_for
-from shared_contract.store import ChunkPoint, ChunkStore, PointRecord
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from fastapi.testclient import TestClient
 
 from ingestion_service.runtime import ServiceHooks
-from shared_contract import ContractEmbedder
+from rag_runtime.embedding import ContractEmbedder
 
 from ...conftest import bootstrap_with  # noqa: TID252
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_runtime.http import hint_for
 from shared_contract import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR
-from shared_contract.http import hint_for
 
 from ...conftest import bootstrap_with  # noqa: TID252
 

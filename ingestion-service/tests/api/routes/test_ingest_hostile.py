@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pypdf import PdfReader, PdfWriter
 
-from shared_contract.store import PointRecord
+from rag_runtime.store import PointRecord
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252

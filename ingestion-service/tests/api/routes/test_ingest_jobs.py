@@ -19,7 +19,7 @@ from haystack import Document, component
 
 from ingestion_service.api.routes.ingest import prefers_async
 from ingestion_service.pipeline.indexing import IngestJob, PipelineParts
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 from ingestion_service.runtime import ServiceHooks
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from fastapi.testclient import TestClient
 
-from shared_contract.store import PointRecord
+from rag_runtime.store import PointRecord
 
 if TYPE_CHECKING:
     from ...conftest import Points, Upload  # noqa: TID252

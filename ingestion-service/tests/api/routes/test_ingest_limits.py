@@ -17,10 +17,10 @@ import pytest
 from fastapi.testclient import TestClient
 from haystack import Document
 
-from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.documents import SourceFile
 from ingestion_service.errors import CORRUPT_REASON
 from ingestion_service.runtime import ServiceHooks
-from shared_contract.http import hint_for
+from rag_runtime.http import hint_for
 
 from ...workbooks import sparse_xls_bomb, value, xlsx  # noqa: TID252
 

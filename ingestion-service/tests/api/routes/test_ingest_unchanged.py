@@ -12,7 +12,7 @@ import boto3
 from fastapi.testclient import TestClient
 from haystack import Document
 
-from ingestion_service.adapters.extractors import SourceFile
+from ingestion_service.documents import SourceFile
 from ingestion_service.runtime import ServiceHooks
 from shared_contract import DENSE_VECTOR
 

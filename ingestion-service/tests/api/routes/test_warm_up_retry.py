@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
-from shared_contract import ContractEmbedder
-from shared_contract.embedding.dense import TeiDenseEmbedder
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.embedding.dense import TeiDenseEmbedder
 
 from ...scripted_servers import LoopbackServer, RecordedRequest  # noqa: TID252
 

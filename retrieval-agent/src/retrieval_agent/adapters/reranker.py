@@ -8,10 +8,10 @@ from typing import Any, Protocol
 import anyio.to_thread
 import httpx
 
+from rag_runtime.embedding import local_model_dir
 from retrieval_agent.errors import RerankerError
 from retrieval_agent.settings import Settings
 from shared_contract import ModelUnavailableError
-from shared_contract.embedding import local_model_dir
 
 
 class Reranker(Protocol):

@@ -15,6 +15,20 @@ from dataclasses import dataclass
 
 from qdrant_client import models
 
+from rag_runtime.lexical import LEXICAL_FIELD_PREFIX
+from rag_runtime.store import (
+    ChunkStore,
+    PointRecord,
+    ServerStore,
+    committed_file_filter,
+    match,
+    pending_condition,
+    scroll_pages,
+    tenant_condition,
+    tenant_counts,
+    tenant_filter,
+    verify_collection,
+)
 from retrieval_agent.settings import Settings
 from shared_contract import (
     PAYLOAD_CONTENT,
@@ -26,20 +40,7 @@ from shared_contract import (
     has_live_key,
     meta_path,
 )
-from shared_contract.lexical import LEXICAL_FIELD_PREFIX
 from shared_contract.schema import TenantKind
-from shared_contract.store import (
-    ChunkStore,
-    PointRecord,
-    ServerStore,
-    committed_file_filter,
-    match,
-    pending_condition,
-    tenant_condition,
-    tenant_counts,
-    tenant_filter,
-    verify_collection,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -187,13 +188,12 @@ class StoreSearch:
         it is given, and the agent's tools build every selector that way (``agent/filters.py``).
         """
         records: list[PointRecord] = []
-        offset: str | None = None
-        while len(records) < max_points:
-            page, offset = await self.store.scroll(
-                selector, limit=min(_SCROLL_PAGE, max_points - len(records)), offset=offset, with_payload=list(payload)
-            )
-            records.extend(page)
-            if offset is None:
+        if max_points < 1:
+            return records
+        pages = scroll_pages(self.store, selector, page_size=min(_SCROLL_PAGE, max_points), with_payload=list(payload))
+        async for page in pages:
+            records.extend(page[: max_points - len(records)])
+            if len(records) >= max_points:
                 break
         return records
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from qdrant_client import models
 
+from rag_runtime.store import PointRecord, file_filter, pending_condition
 from retrieval_agent.adapters.store import StoreSearch
 from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey, meta_path
-from shared_contract.store import PointRecord, file_filter, pending_condition
 from shared_contract.text import stitch
 
 # Splits read per store call: ~400-token chunks make this far more text than any budget.

@@ -47,6 +47,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 from qdrant_client import models
 
+from rag_runtime.store import match
 from retrieval_agent.adapters.llm_failures import log_failure_detail, model_failure
 from retrieval_agent.agent.plain_text import parse_queries
 from retrieval_agent.agent.prompt import system_prompt, user_prompt
@@ -67,7 +68,6 @@ from retrieval_agent.search.queries import ChatMessage, last_user_message
 from retrieval_agent.settings import Settings
 from shared_contract import MetaKey
 from shared_contract.attributes import shown_key
-from shared_contract.store import match
 
 logger = logging.getLogger(__name__)
 

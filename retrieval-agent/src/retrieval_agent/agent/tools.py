@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 from qdrant_client import models
 
+from rag_runtime.store import match
 from retrieval_agent.agent.documents import (
     DocumentEntry,
     WholeDocument,
@@ -33,7 +34,6 @@ from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.query import scoped_filter
 from retrieval_agent.settings import Settings
 from shared_contract import MetaKey
-from shared_contract.store import match
 
 logger = logging.getLogger(__name__)
 

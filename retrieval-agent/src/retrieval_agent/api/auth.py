@@ -1,12 +1,12 @@
 """The HTTP edge: Bearer API_KEY on everything but the health probes and API docs, checked before a
-body is read (constant time), and MAX_REQUEST_BYTES on every body (``shared_contract.http.EdgeMiddleware``)."""
+body is read (constant time), and MAX_REQUEST_BYTES on every body (``rag_runtime.http.EdgeMiddleware``)."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI, Security
 
+from rag_runtime.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
 from retrieval_agent.settings import Settings
-from shared_contract.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
 
 # Routes declare the scheme with this (OpenAPI); the middleware has already checked the key.
 BEARER = Security(bearer_scheme)

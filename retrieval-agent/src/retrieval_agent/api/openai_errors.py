@@ -1,6 +1,6 @@
 """The /v1 routes' errors in OpenAI's shape, ``{"error": {"message", "type", "code", "param"}}``.
 
-The rest of the service answers the flat shape (``shared_contract.http``); OpenAI SDKs read
+The rest of the service answers the flat shape (``rag_runtime.http``); OpenAI SDKs read
 ``error.message``, so /v1 is the documented exception. Two pieces: the handler of :class:`ChatError`
 (the chat's own failures, upstream statuses included), and a middleware that rewrites the flat errors
 other layers answer on /v1 paths (the edge's 401 and 413, validation errors as 400, store failures)
@@ -17,9 +17,9 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rag_runtime.http.logs import log_request_failed
+from rag_runtime.http.request_id import REQUEST_ID_HEADER, request_id_of
 from retrieval_agent.chat.errors import ChatError, error_type_for, openai_error
-from shared_contract.http.logs import log_request_failed
-from shared_contract.http.request_id import REQUEST_ID_HEADER, request_id_of
 
 OPENAI_PREFIX = "/v1/"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_agent.api.leniency import adjust
 from retrieval_agent.chat.models import ChatMessageIn, RagSource
+from retrieval_agent.search.leniency import adjust
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.queries import ChatMessage
 from shared_contract import MetaKey

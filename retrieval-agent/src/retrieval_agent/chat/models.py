@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator, model_validator
 
-from retrieval_agent.api.leniency import well_formed_json
+from retrieval_agent.search.leniency import well_formed_json
 
 # OpenAI request fields forwarded to the upstream as they came; other unknown fields are ignored
 # (LiteLLM would refuse or mis-route some of them).

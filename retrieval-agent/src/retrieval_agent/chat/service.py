@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import anyio
 
+from rag_runtime.store import KNOWLEDGE_BASES
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.chat.context import SourceBook, context_message, search_messages
 from retrieval_agent.chat.errors import (
@@ -55,7 +56,6 @@ from retrieval_agent.settings import Settings
 from shared_contract import CollectionMissingError
 from shared_contract.names import check_collection_name
 from shared_contract.schema import MEMORY_TENANT_RULE, tenant_kind
-from shared_contract.store import KNOWLEDGE_BASES
 
 logger = logging.getLogger(__name__)
 

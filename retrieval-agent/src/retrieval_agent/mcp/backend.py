@@ -10,9 +10,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from rag_runtime.store import KNOWLEDGE_BASES, ingested_at, tenant_counts, tenant_filter
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.documents import list_document_entries, read_whole_document
-from retrieval_agent.api.errors import classify
+from retrieval_agent.error_table import classify
 from retrieval_agent.errors import RetrievalError
 from retrieval_agent.mcp.models import (
     CollectionInfo,
@@ -32,7 +33,6 @@ from retrieval_agent.search.query import request_conditions
 from shared_contract import ContractError, MetaKey
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.schema import TenantKind, tenant_kind
-from shared_contract.store import KNOWLEDGE_BASES, ingested_at, tenant_counts, tenant_filter
 
 logger = logging.getLogger(__name__)
 

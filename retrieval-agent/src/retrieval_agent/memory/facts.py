@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import yaml
 
-from shared_contract.lexical import FALLBACK_LANGUAGE
+from rag_runtime.lexical import FALLBACK_LANGUAGE
 from shared_contract.names import COLLECTION_NAME_MAX_CHARS
 from shared_contract.schema import MEMORY_COLLECTION_PREFIX
 

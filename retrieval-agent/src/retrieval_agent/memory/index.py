@@ -19,32 +19,25 @@ from typing import Any, Final, Protocol
 
 from qdrant_client import models
 
-from retrieval_agent.adapters.store import StoreSearch
-from retrieval_agent.memory.facts import Fact
-from retrieval_agent.memory.ranking import cosines, mmr
-from retrieval_agent.search.query import DENSE_SEARCH, RESULT_PAYLOAD, FusionParams, hybrid_request, scoped_filter
-from retrieval_agent.settings import Settings
-from shared_contract import (
-    DENSE_VECTOR,
-    PAYLOAD_CONTENT,
-    PAYLOAD_META,
-    DocumentVectors,
-    MetaKey,
-    QueryVectors,
-    SparseVectorData,
-    lexical,
-    meta_path,
-)
-from shared_contract.schema import memory_collection_name
-from shared_contract.store import (
+from rag_runtime import lexical
+from rag_runtime.embedding import DocumentVectors, QueryVectors, SparseVectorData
+from rag_runtime.store import (
     ChunkPoint,
     ChunkStore,
     PointRecord,
     chunk_point,
     match,
+    scroll_pages,
     tenant_condition,
     tenant_filter,
 )
+from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.memory.facts import Fact
+from retrieval_agent.memory.ranking import cosines, mmr
+from retrieval_agent.search.query import DENSE_SEARCH, RESULT_PAYLOAD, FusionParams, hybrid_request, scoped_filter
+from retrieval_agent.settings import Settings
+from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, MetaKey, meta_path
+from shared_contract.schema import memory_collection_name
 
 COLLECTION_TYPE: Final = "memory"
 # Payload keys of a fact point beyond the contract's MetaKey.
@@ -106,7 +99,7 @@ def rfc3339(value: datetime) -> str:
 
 
 def point_id(user: str, fact_id: str) -> str:
-    """The chunk id of a fact's point; :func:`shared_contract.store.point_id_for` makes it a UUID."""
+    """The chunk id of a fact's point; :func:`rag_runtime.store.point_id_for` makes it a UUID."""
     return f"{memory_collection_name(user)}/{fact_id}"
 
 
@@ -188,16 +181,13 @@ class MemoryIndex:
         selector = models.Filter(must=[tenant_condition([tenant])])
         keys = [meta_path(MetaKey.FILE_ID), meta_path(MetaKey.CONTENT_HASH)]
         hashes: dict[str, str] = {}
-        offset: str | None = None
-        while True:
-            page, offset = await self.store.scroll(selector, limit=_SCROLL_PAGE, offset=offset, with_payload=keys)
+        async for page in scroll_pages(self.store, selector, page_size=_SCROLL_PAGE, with_payload=keys):
             for record in page:
                 meta = record.payload.get(PAYLOAD_META) or {}
                 fact_id = meta.get(MetaKey.FILE_ID)
                 if isinstance(fact_id, str):
                     hashes[fact_id] = str(meta.get(MetaKey.CONTENT_HASH) or "")
-            if offset is None:
-                return hashes
+        return hashes
 
     @staticmethod
     def _point(

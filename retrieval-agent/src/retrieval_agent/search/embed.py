@@ -8,9 +8,9 @@ from typing import TypeVar
 
 import anyio
 
+from rag_runtime.embedding import ContractEmbedder, QueryVectors, SparseVectorData
 from retrieval_agent.errors import first_leaf
 from retrieval_agent.metrics import SearchMetrics
-from shared_contract import ContractEmbedder, QueryVectors, SparseVectorData
 
 T = TypeVar("T")
 

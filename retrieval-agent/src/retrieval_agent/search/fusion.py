@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared_contract.store import PointRecord
+from rag_runtime.store import PointRecord
 
 # What each candidate of a leg without spread gets: the better of two candidates' value.
 NO_SPREAD = 2.0

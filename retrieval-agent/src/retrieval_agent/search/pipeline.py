@@ -26,10 +26,15 @@ import anyio
 import anyio.to_thread
 from qdrant_client import models
 
+from rag_runtime.embedding import ContractEmbedder, SparseVectorData
+from rag_runtime.language_id import language_identifier
+from rag_runtime.lexical import lexical_fields
+from rag_runtime.store import PointRecord
 from retrieval_agent.adapters.reranker import Reranker
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.errors import first_leaf
 from retrieval_agent.metrics import SearchMetrics, SearchPath
+from retrieval_agent.relevance_models import FITTED_K
 from retrieval_agent.search.embed import QueryVectorMemo, embed_beside, embed_hybrid_query, embed_query
 from retrieval_agent.search.fusion import FusedCandidate, zscore_fuse
 from retrieval_agent.search.lexical import Bm25Cache
@@ -54,14 +59,11 @@ from retrieval_agent.search.query import (
     multilingual_weight_for,
     rrf_request,
 )
-from retrieval_agent.search.relevance import FITTED_K, RelevanceCalibrator, non_increasing
+from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
 from retrieval_agent.settings import Settings
-from shared_contract import ContractEmbedder, SparseVectorData, StoreRequestError
-from shared_contract.embedding.catalog import dense_model_languages
-from shared_contract.language_id import language_identifier
-from shared_contract.lexical import lexical_fields
-from shared_contract.store import PointRecord
+from shared_contract import StoreRequestError
+from shared_contract.embedding_models import dense_model_languages
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from rag_runtime.store import PointRecord
 from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
-from shared_contract.store import PointRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from pydantic_ai.settings import ModelSettings
 from retrieval_agent.adapters.llm_failures import log_failure_detail, model_failure
 from retrieval_agent.errors import QueryGenerationError
 from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.settings import FollowUpMode
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +75,6 @@ class ResolvedQueries:
     primary: str | None
     source: Literal["explicit", "generated", "fallback", "last_user_message", "follow_up", "none"]
 
-
-FollowUpMode = Literal["off", "combined", "both"]
 
 # Openers and pronouns that lean on an earlier turn (en, da, no, sv, de, fr). Words common in
 # self-contained questions too ("det", "der", "that") are left out: they would pull in context

@@ -14,19 +14,14 @@ from typing import Final, Literal
 
 from qdrant_client import models
 
+from rag_runtime import lexical
+from rag_runtime.embedding import SparseVectorData
+from rag_runtime.store import committed_filter, live_condition, pending_condition, tenant_condition
+from rag_runtime.store.document_filter import filter_conditions
 from retrieval_agent.errors import InvalidFilterError
-from shared_contract import (
-    DENSE_VECTOR,
-    MULTILINGUAL_VECTOR,
-    PAYLOAD_CONTENT,
-    PAYLOAD_META,
-    SPARSE_VECTOR,
-    SparseVectorData,
-    lexical,
-)
+from shared_contract import DENSE_VECTOR, MULTILINGUAL_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, SPARSE_VECTOR
 from shared_contract.attributes import AttributeType
-from shared_contract.document_filter import DocumentFilter, filter_conditions
-from shared_contract.store import committed_filter, live_condition, pending_condition, tenant_condition
+from shared_contract.document_filter import DocumentFilter
 
 # The lexical copies (``lexical_<code>``) duplicate ``content``: never read them back.
 RESULT_PAYLOAD = (PAYLOAD_CONTENT, PAYLOAD_META)

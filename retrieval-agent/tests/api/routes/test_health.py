@@ -5,8 +5,8 @@ from collections.abc import Callable
 import anyio
 from fastapi.testclient import TestClient
 
+from rag_runtime.store import ChunkStore, bootstrap_collection
 from shared_contract import ContractSettings
-from shared_contract.store import ChunkStore, bootstrap_collection
 
 from ...conftest import make_settings  # noqa: TID252
 

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from shared_contract.store import ChunkStore
+from rag_runtime.store import ChunkStore
 
 from ...conftest import AUTH, make_settings  # noqa: TID252
 

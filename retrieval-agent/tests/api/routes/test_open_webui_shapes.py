@@ -33,8 +33,8 @@ from fastapi.testclient import TestClient
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from retrieval_agent.api.leniency import MAX_MESSAGE_CHARS
-from shared_contract.store import ChunkStore
+from rag_runtime.store import ChunkStore
+from retrieval_agent.search.leniency import MAX_MESSAGE_CHARS
 
 from ...conftest import AUTH, make_settings  # noqa: TID252
 

@@ -11,11 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.types import Message, Scope
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.embedding.query_int8 import Int8QueryEmbedder
+from rag_runtime.store import ChunkStore
 from retrieval_agent.main import create_app
 from retrieval_agent.settings import Settings
-from shared_contract import ContractEmbedder
-from shared_contract.embedding.query_int8 import Int8QueryEmbedder
-from shared_contract.store import ChunkStore
 
 from ...conftest import AUTH, add_chunk, chunk_meta, make_settings  # noqa: TID252
 

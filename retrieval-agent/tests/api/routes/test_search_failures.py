@@ -16,11 +16,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.http import NOT_JSON_MESSAGE, hint_for
+from rag_runtime.store import ChunkStore
 from retrieval_agent.adapters.reranker import HttpReranker
-from retrieval_agent.api.errors import STORE_REJECTED_HINT
-from shared_contract import ContractEmbedder, StoreRequestError
-from shared_contract.http import NOT_JSON_MESSAGE, hint_for
-from shared_contract.store import ChunkStore
+from retrieval_agent.error_table import STORE_REJECTED_HINT
+from shared_contract import StoreRequestError
 
 from ...conftest import AUTH, RecordingStore, make_settings  # noqa: TID252
 

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from qdrant_client import models
 
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore, chunk_point, close_store, open_store
 from retrieval_agent.settings import Settings
-from shared_contract import ContractEmbedder
-from shared_contract.store import ChunkStore, chunk_point, close_store, open_store
 
 from ...agent.agent_support import RecordingReranker, Script, call, say, tool_returns  # noqa: TID252
 from ...conftest import AUTH, RecordingStore, chunk_meta, create_collection, make_settings  # noqa: TID252

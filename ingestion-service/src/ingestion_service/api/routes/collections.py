@@ -20,9 +20,9 @@ from ingestion_service.api.routes.reindex import ReindexDep, reindex_job_url, re
 from ingestion_service.errors import PipelineFailedError
 from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
 from ingestion_service.pipeline.fingerprint import ingest_fingerprint
+from rag_runtime.http import ErrorBody, require_json_body
+from rag_runtime.store import KNOWLEDGE_BASES, tenant_counts
 from shared_contract import CollectionName
-from shared_contract.http import ErrorBody, require_json_body
-from shared_contract.store import KNOWLEDGE_BASES, tenant_counts
 
 router = APIRouter(
     prefix="/api/v1/collections", tags=["collections"], dependencies=[Depends(reject_repeated_query_params)]

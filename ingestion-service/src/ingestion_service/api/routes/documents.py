@@ -41,10 +41,11 @@ from ingestion_service.errors import (
 )
 from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
 from ingestion_service.settings import Settings
+from rag_runtime.http import ErrorBody, require_json_body
+from rag_runtime.store.document_filter import filter_conditions
 from shared_contract import CollectionName, ContractError, MetaKey
 from shared_contract.attributes import AttributeValue, check_attributes
-from shared_contract.document_filter import DocumentFilter, filter_conditions
-from shared_contract.http import ErrorBody, require_json_body
+from shared_contract.document_filter import DocumentFilter
 
 router = APIRouter(
     prefix="/api/v1/documents",

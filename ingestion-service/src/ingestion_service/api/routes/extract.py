@@ -9,16 +9,16 @@ from collections.abc import Mapping, Sequence
 from fastapi import APIRouter, Request
 from haystack import Document
 
-from ingestion_service.adapters.extractors import Converter, SourceFile
 from ingestion_service.api.deps import RuntimeDep
 from ingestion_service.api.errors import error_message
 from ingestion_service.api.models import EngineError, EngineResult, ExtractedDocument, ExtractResponse, check_filename
 from ingestion_service.api.openapi import EXTRACT_BODY
 from ingestion_service.api.uploads import parse_multipart
+from ingestion_service.documents import Converter, SourceFile
 from ingestion_service.errors import IngestionError, InvalidRequestError, UnsupportedMediaTypeError
 from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
-from ingestion_service.pipeline.run_control import run_bounded
+from ingestion_service.run_control import run_bounded
 from ingestion_service.runtime import ServiceRuntime
 from shared_contract.attributes import shown_key
 

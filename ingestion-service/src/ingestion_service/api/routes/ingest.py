@@ -63,11 +63,11 @@ from ingestion_service.jobs import JobSnapshot
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.pipeline.fingerprint import ingest_fingerprint
 from ingestion_service.pipeline.indexing import DocumentLabels, IndexingRunner, IngestJob, IngestOutcome
-from ingestion_service.pipeline.run_control import RunControl
 from ingestion_service.pipeline.versioning import RunVersion
+from ingestion_service.run_control import RunControl
 from ingestion_service.runtime import ServiceRuntime
+from rag_runtime.http import ErrorBody, error_content, note_request_fields, request_id_of
 from shared_contract.attributes import shown_key
-from shared_contract.http import ErrorBody, error_content, note_request_fields, request_id_of
 
 logger = logging.getLogger(__name__)
 

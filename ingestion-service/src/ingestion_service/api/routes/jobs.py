@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request, Response
 from ingestion_service.api.deps import RuntimeDep
 from ingestion_service.api.models import IngestJobResponse
 from ingestion_service.jobs import JobSnapshot
-from shared_contract.http import ErrorBody
+from rag_runtime.http import ErrorBody
 
 JOBS_PATH = "/api/v1/ingest/jobs"
 

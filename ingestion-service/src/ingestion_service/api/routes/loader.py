@@ -26,7 +26,7 @@ from ingestion_service.api.uploads import save_raw_body
 from ingestion_service.errors import IngestionError, InvalidRequestError
 from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
-from ingestion_service.pipeline.run_control import run_bounded
+from ingestion_service.run_control import run_bounded
 
 router = APIRouter(tags=["open-webui loader"])
 

@@ -7,7 +7,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ingestion_service.api.deps import RuntimeDep
-from shared_contract.http import PROMETHEUS_TEXT_RESPONSE
+from rag_runtime.http import PROMETHEUS_TEXT_RESPONSE
 
 router = APIRouter(tags=["metrics"])
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from ingestion_service.api.models import ReindexJobResponse
 from ingestion_service.reindex import ReindexManager, ReindexRecord
-from shared_contract.http import ErrorBody
+from rag_runtime.http import ErrorBody
 
 REINDEX_JOBS_PATH = "/api/v1/reindex/jobs"
 

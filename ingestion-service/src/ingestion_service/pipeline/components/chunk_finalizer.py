@@ -12,7 +12,7 @@ from ingestion_service.errors import DocumentTooLargeError, NoExtractableTextErr
 from ingestion_service.pipeline.chunking import pack_tokens
 from ingestion_service.pipeline.embed_text import CONTEXT_KEY, MIN_CONTENT_TOKENS, TRANSIENT_KEYS, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 from shared_contract import MetaKey
 
 _SHRINK_STEP = 8

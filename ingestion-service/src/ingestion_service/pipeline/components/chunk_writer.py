@@ -11,9 +11,10 @@ from haystack import Document, component
 from ingestion_service.errors import QdrantWriteError
 from ingestion_service.pipeline.embed_text import TRANSIENT_KEYS, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from shared_contract import ContractError, SparseVectorData
-from shared_contract.lexical import DEFAULT_LEXICAL_WINDOW, lexical_windows
-from shared_contract.store import ChunkPoint, chunk_point
+from rag_runtime.embedding import SparseVectorData
+from rag_runtime.lexical import DEFAULT_LEXICAL_WINDOW, lexical_windows
+from rag_runtime.store import ChunkPoint, chunk_point
+from shared_contract import ContractError
 
 # Modest batches: each is one store update, and the embedded engine holds the GIL while it runs.
 WRITE_BATCH_SIZE = 64

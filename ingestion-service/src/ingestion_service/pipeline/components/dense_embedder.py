@@ -11,8 +11,9 @@ from ingestion_service.errors import EmbeddingFailedError
 from ingestion_service.pipeline.embed_slices import EMBED_SLICE
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.pipeline.run_control import checkpoint
-from shared_contract import ContractEmbedder, ContractError, DocumentVectors, SparseVectorData
+from ingestion_service.run_control import checkpoint
+from rag_runtime.embedding import ContractEmbedder, DocumentVectors, SparseVectorData
+from shared_contract import ContractError
 
 
 @component

@@ -6,10 +6,10 @@ from typing import Any
 
 from haystack import Document, component
 
-from ingestion_service.adapters.extractors import Converter, ConverterRegistry, SourceFile
+from ingestion_service.documents import Converter, ConverterRegistry, SourceFile
 from ingestion_service.errors import DocumentTooLargeError, ExtractionError, IngestionError, NoExtractableTextError
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 
 EXTRACTOR_KEY = "extractor"
 

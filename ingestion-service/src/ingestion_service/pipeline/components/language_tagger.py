@@ -5,9 +5,9 @@ from __future__ import annotations
 from haystack import Document, component
 
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
+from rag_runtime.language_id import DOCUMENT_SAMPLE_CHARS, LanguageIdentifier
 from shared_contract import MetaKey
-from shared_contract.language_id import DOCUMENT_SAMPLE_CHARS, LanguageIdentifier
 
 
 @component

@@ -12,7 +12,7 @@ from ingestion_service.pipeline.context import document_title
 from ingestion_service.pipeline.embed_text import CONTEXT_KEY, INDEX_BODY_KEY, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.pipeline.packing import SectionPacker
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 from shared_contract import MetaKey
 
 # Slides: each one's heading path starts afresh (a slide without a title is not under the last one's).

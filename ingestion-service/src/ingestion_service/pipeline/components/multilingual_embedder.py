@@ -10,7 +10,7 @@ from ingestion_service.errors import EmbeddingFailedError
 from ingestion_service.pipeline.embed_slices import embed_in_slices
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from shared_contract.embedding.multilingual import MultilingualEmbedder
+from rag_runtime.embedding.multilingual import MultilingualEmbedder
 
 
 @component

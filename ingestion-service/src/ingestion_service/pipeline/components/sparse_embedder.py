@@ -11,7 +11,7 @@ from ingestion_service.errors import SparseEmbeddingFailedError
 from ingestion_service.pipeline.embed_slices import embed_in_slices
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from shared_contract import ContractEmbedder
+from rag_runtime.embedding import ContractEmbedder
 
 
 @component

@@ -7,7 +7,7 @@ from haystack import Document, component
 from ingestion_service.pipeline.chunking import pack_tokens
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 from shared_contract import MetaKey
 
 

@@ -8,7 +8,7 @@ from haystack import Document, component
 from haystack.components.preprocessors import DocumentSplitter
 
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.pipeline.run_control import checkpoint
+from ingestion_service.run_control import checkpoint
 from shared_contract import MetaKey
 
 # Haystack's "sentence" unit needs NLTK (not a dependency); "period" splits at full stops.

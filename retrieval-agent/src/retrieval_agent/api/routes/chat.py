@@ -9,12 +9,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response
 
+from rag_runtime.http import require_json_body
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import ChatDep, MetricsDep, SettingsDep
 from retrieval_agent.chat.errors import chat_disabled
 from retrieval_agent.chat.memory import speaker_of
 from retrieval_agent.chat.models import ChatCompletion, ChatCompletionRequest, ModelList, OpenAIErrorBody
-from shared_contract.http import require_json_body
 
 _ERRORS: dict[int | str, dict[str, object]] = {
     status: {"model": OpenAIErrorBody, "description": description}

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from retrieval_agent.api.deps import StoreDep
-from retrieval_agent.api.errors import classify
+from retrieval_agent.error_table import classify
 from shared_contract import ContractError
 
 router = APIRouter(tags=["health"])

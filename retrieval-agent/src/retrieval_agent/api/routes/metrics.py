@@ -6,9 +6,9 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from rag_runtime.http import ERROR_RESPONSES, PROMETHEUS_TEXT_RESPONSE
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import MetricsDep, SettingsDep
-from shared_contract.http import ERROR_RESPONSES, PROMETHEUS_TEXT_RESPONSE
 
 router = APIRouter(tags=["metrics"], dependencies=[BEARER], responses=ERROR_RESPONSES)
 

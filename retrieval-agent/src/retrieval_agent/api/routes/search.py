@@ -8,13 +8,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Response
 
+from rag_runtime.http import ERROR_RESPONSES, require_json_body
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import AgentDep, MetricsDep, SearchDep
-from retrieval_agent.api.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.api.models import SearchRequest, SearchResponse
+from retrieval_agent.search.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.query import request_conditions
-from shared_contract.http import ERROR_RESPONSES, require_json_body
 
 logger = logging.getLogger(__name__)
 

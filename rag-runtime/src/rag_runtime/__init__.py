@@ -1,0 +1,1 @@
+"""The code both RAG services run on the contract: store, embedding, HTTP edge, language identification."""
