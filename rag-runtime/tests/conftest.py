@@ -16,8 +16,11 @@ from rag_runtime.embedding import ContractEmbedder  # noqa: E402
 from rag_runtime.store import store_in_use  # noqa: E402
 from shared_contract import ContractSettings, load_settings  # noqa: E402
 
-# Every contract variable, and the old name SPARSE_EMBEDDING_MODEL still accepts.
-CONTRACT_ENV_VARS = [name.upper() for name in ContractSettings.model_fields] + ["SPARSE_QUERY_MODEL"]
+# Every contract variable but where the offline models are (the tests read those), and the old
+# name SPARSE_EMBEDDING_MODEL still accepts.
+_MODEL_LOCATIONS = {"local_models_dir", "fastembed_cache_path"}
+CONTRACT_ENV_VARS = [name.upper() for name in ContractSettings.model_fields if name not in _MODEL_LOCATIONS]
+CONTRACT_ENV_VARS.append("SPARSE_QUERY_MODEL")
 
 
 @pytest.fixture(autouse=True)

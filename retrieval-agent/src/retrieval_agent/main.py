@@ -16,6 +16,7 @@ from pydantic_ai.models import Model
 
 from rag_runtime.embedding import ContractEmbedder
 from rag_runtime.language_id import language_identifier
+from rag_runtime.llm import import_litellm, provider_names, routed_to_provider
 from rag_runtime.store import ChunkStore, close_store, open_store
 from retrieval_agent.adapters.git import find_git
 from retrieval_agent.adapters.llm import build_memory_model, build_query_model, llm_timeout
@@ -27,7 +28,7 @@ from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.openai_errors import install_openai_errors
 from retrieval_agent.api.routes import chat, health, memory, metrics, search
 from retrieval_agent.chat.service import ChatService
-from retrieval_agent.chat.upstream import ChatUpstream, import_litellm, provider_names, routed_to_provider
+from retrieval_agent.chat.upstream import ChatUpstream
 from retrieval_agent.mcp.http import mount_mcp
 from retrieval_agent.memory.index import MemoryIndex
 from retrieval_agent.memory.reconcile import Reconciler

@@ -21,8 +21,8 @@ from starlette.routing import Route
 
 from rag_runtime.http import REQUEST_FAILED
 from rag_runtime.http.logs import log_handler
+from rag_runtime.llm import import_litellm
 from rag_runtime.store import ChunkStore
-from retrieval_agent.chat.upstream import import_litellm
 
 from ..conftest import AUTH  # noqa: TID252
 from ..scripted_llm import Script, ScriptedLLM, Status, stream_chunks, text, tool_call, tool_results, turn  # noqa: TID252

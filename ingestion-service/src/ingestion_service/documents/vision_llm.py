@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import mimetypes
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from ingestion_service.documents.rendering import RenderedPages, image_pages, re
 from ingestion_service.documents.vision_profiles import PROFILES, prompt_for
 from ingestion_service.errors import InvalidRequestError
 from ingestion_service.settings import Settings
+from rag_runtime.llm import OPENAI_PROVIDER, import_litellm, names_provider, provider_names
 from shared_contract.redact import redact_secrets, redact_url
 
 if TYPE_CHECKING:
@@ -50,8 +50,6 @@ OFFICE_SUFFIXES = frozenset(
 )  # fmt: skip
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".jpe", ".tif", ".tiff", ".gif", ".webp", ".bmp"})
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff", "image/gif", "image/webp", "image/bmp"})
-# What a bare model name is sent as: LiteLLM's OpenAI provider with our api_base and client.
-_OPENAI_PROVIDER = "openai"
 # The key the OpenAI client sends when none is configured: local servers (vLLM) accept any, and an
 # explicit value keeps the SDK from picking up OPENAI_API_KEY from the environment for our endpoint.
 _NO_KEY = "not-set"
@@ -69,7 +67,7 @@ class VisionLlmConverter:
         self._settings = settings
         # LiteLLM takes httpx's Timeout (it passes it on per request; the SDK converts it).
         self._timeout = httpx.Timeout(settings.vision_llm_read_timeout, connect=settings.vision_llm_connect_timeout)
-        self._litellm = _import_litellm()
+        self._litellm = import_litellm()
         self._model, self._endpoint, self._openai_path = self._route(settings)
         api_key = settings.vision_llm_api_key.get_secret_value() if settings.vision_llm_api_key else None
         self._api_key = api_key
@@ -99,13 +97,12 @@ class VisionLlmConverter:
         """
         model = settings.vision_llm_model
         base_url = settings.vision_llm_api_base_url
-        prefix, slash, _ = model.partition("/")
-        providers = {str(getattr(provider, "value", provider)) for provider in self._litellm.provider_list}
-        if slash and prefix in providers:
-            return model, redact_url(base_url) or f"{prefix} (provider default)", prefix == _OPENAI_PROVIDER
+        prefix = model.partition("/")[0]
+        if names_provider(model, provider_names(self._litellm)):
+            return model, redact_url(base_url) or f"{prefix} (provider default)", prefix == OPENAI_PROVIDER
         if not base_url:
             return None, "(not configured)", False
-        return f"{_OPENAI_PROVIDER}/{model}", redact_url(base_url), True
+        return f"{OPENAI_PROVIDER}/{model}", redact_url(base_url), True
 
     def close(self) -> None:
         """Close the HTTP clients (the registry calls it at shutdown)."""
@@ -265,21 +262,6 @@ class VisionLlmConverter:
         if isinstance(status, int):
             return f"answered HTTP {status}", f"answered HTTP {status}: {_short(exc)}"
         return "failed", f"failed: {_short(exc)}"
-
-
-def _import_litellm() -> Any:
-    """LiteLLM, configured for a server: no network at import, no telemetry, no third-party logging."""
-    # The bundled cost map instead of fetching one from GitHub at import time.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    # No "Give Feedback / Get Help" banners on stdout for every failed call.
-    litellm.suppress_debug_info = True
-    # Page images and transcripts are documents' content: never hand them to logging callbacks.
-    litellm.turn_off_message_logging = True
-    litellm.num_retries = 0
-    return litellm
 
 
 def _classify(source: SourceFile) -> tuple[str, str]:

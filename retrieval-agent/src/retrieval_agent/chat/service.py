@@ -19,8 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -30,7 +29,6 @@ from retrieval_agent.chat.context import SourceBook, context_message, search_mes
 from retrieval_agent.chat.errors import (
     INVALID_KNOWLEDGE_BASE,
     KNOWLEDGE_BASE_NOT_FOUND,
-    UPSTREAM_ERROR,
     ChatError,
     ChatOutcome,
     invalid_request,
@@ -47,7 +45,9 @@ from retrieval_agent.chat.models import (
     ModelList,
     Usage,
 )
-from retrieval_agent.chat.tools import RagTools, tool_schemas
+from retrieval_agent.chat.rounds import StreamedRound, ToolCall, first_choice, one_chunk, tool_calls_of
+from retrieval_agent.chat.tools import RagTools
+from retrieval_agent.chat.turn import ChatTurn, insert_system
 from retrieval_agent.chat.upstream import ChatUpstream, unfinished_stream
 from retrieval_agent.memory.service import MemoryService, Speaker
 from retrieval_agent.metrics import SearchMetrics
@@ -65,8 +65,6 @@ KB_JOINER = "+"
 _MAX_TENANTS = 10_000
 _LAST_ROUND_NOTE = "(That was the last tool round: no more tool calls. Answer now from the passages above.)"
 
-ToolCall = dict[str, Any]
-
 
 def split_model(model: str) -> tuple[str, list[str]]:
     """``gpt-4o-mini@kb1+kb2`` -> (``gpt-4o-mini``, [kb1, kb2]); a name without ``@`` names no knowledge base."""
@@ -74,168 +72,6 @@ def split_model(model: str) -> tuple[str, list[str]]:
     if not separator:
         return model, []
     return name, suffix.split(KB_JOINER)
-
-
-def _tool_calls(raw: object) -> list[ToolCall]:
-    """An answer's tool calls in OpenAI's request shape (ids made up where the upstream sent none)."""
-    calls: list[ToolCall] = []
-    for index, item in enumerate(raw if isinstance(raw, list) else []):
-        if not isinstance(item, dict):
-            continue
-        function = item.get("function") if isinstance(item.get("function"), dict) else {}
-        assert isinstance(function, dict)
-        calls.append(
-            {
-                "id": str(item.get("id") or f"call_{uuid.uuid4().hex[:12]}_{index}"),
-                "type": "function",
-                "function": {
-                    "name": str(function.get("name") or ""),
-                    "arguments": str(function.get("arguments") or ""),
-                },
-            }
-        )
-    return calls
-
-
-def _accumulate(calls: dict[int, ToolCall], delta: object) -> None:
-    """Add one streamed tool-call delta (id and name come once, the arguments in pieces)."""
-    if not isinstance(delta, dict):
-        return
-    index = delta.get("index")
-    slot = calls.setdefault(index if isinstance(index, int) else len(calls), {"id": None, "function": {}})
-    if delta.get("id"):
-        slot["id"] = delta["id"]
-    function = delta.get("function")
-    if isinstance(function, dict):
-        if function.get("name"):
-            slot["function"]["name"] = function["name"]
-        if function.get("arguments"):
-            slot["function"]["arguments"] = slot["function"].get("arguments", "") + function["arguments"]
-
-
-@dataclass
-class StreamedRound:
-    """One streamed round as it comes in: tool-call deltas gathered, text after a tool call held."""
-
-    gathered: dict[int, ToolCall] = field(default_factory=lambda: dict[int, ToolCall]())
-    held: list[str] = field(default_factory=lambda: list[str]())
-    finish: str | None = None
-    said: bool = False  # any text or tool call at all
-    wrote: bool = False  # any text
-
-    def take(self, part: dict[str, Any]) -> list[str]:
-        """Read one chunk; returns the text to send on now."""
-        now: list[str] = []
-        for choice in part.get("choices") or []:
-            delta = choice.get("delta") or {}
-            for call_delta in delta.get("tool_calls") or []:
-                _accumulate(self.gathered, call_delta)
-                self.said = True
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                self.said = self.wrote = True
-                if self.gathered:
-                    self.held.append(content)  # text of a round that may not be the last
-                else:
-                    now.append(content)
-            if choice.get("finish_reason"):
-                self.finish = str(choice["finish_reason"])
-        return now
-
-    def tool_calls(self) -> list[ToolCall]:
-        return _tool_calls([self.gathered[index] for index in sorted(self.gathered)])
-
-
-def _first_choice(answer: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A whole completion's first choice and its message (empty where the upstream sent none)."""
-    choices = answer.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    message = choice.get("message")
-    return choice, message if isinstance(message, dict) else {}
-
-
-async def _one_chunk(answer: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    """A whole completion as the one chunk of a stream (its tool calls as complete deltas)."""
-    choice, message = _first_choice(answer)
-    calls = [{"index": index, **call} for index, call in enumerate(_tool_calls(message.get("tool_calls")))]
-    delta = {"content": message.get("content"), "tool_calls": calls}
-    yield {
-        "choices": [{"index": 0, "delta": delta, "finish_reason": choice.get("finish_reason")}],
-        "usage": answer.get("usage"),
-    }
-
-
-def _insert_system(messages: list[dict[str, Any]], content: str) -> None:
-    """A system message after the client's own system messages: some chat templates refuse a system
-    turn later on."""
-    at = next((i for i, message in enumerate(messages) if message.get("role") != "system"), len(messages))
-    messages.insert(at, {"role": "system", "content": content})
-
-
-@dataclass
-class ChatTurn:
-    """One request, prepared: the upstream model, the augmented messages, the tools and the sources."""
-
-    model: str
-    upstream_model: str
-    messages: list[dict[str, Any]]
-    book: SourceBook
-    rag_tools: RagTools | None
-    max_tool_rounds: int
-    params: dict[str, Any]
-    client_tools: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
-    tool_choice: Any = None
-    memory_sources: list[MemorySource] = field(default_factory=lambda: list[MemorySource]())
-    include_usage: bool = False
-
-    @property
-    def stream_params(self) -> dict[str, Any]:
-        """A streamed call's parameters: the upstream reports usage only when asked."""
-        return {**self.params, "stream_options": {"include_usage": True}} if self.include_usage else self.params
-
-    @property
-    def client_tool_names(self) -> frozenset[str]:
-        names = (tool.get("function", {}).get("name") for tool in self.client_tools if isinstance(tool, dict))
-        return frozenset(name for name in names if isinstance(name, str))
-
-    def offers_rag_tools(self, rounds: int) -> bool:
-        return self.rag_tools is not None and rounds < self.max_tool_rounds
-
-    def check_answered(self, wrote: bool, calls: Sequence[ToolCall], rounds: int) -> None:
-        """A final answer that is only calls to tools not offered (ours after the cap, or none at all)
-        is no answer: an upstream error, not an empty reply that reads as finished."""
-        if calls and not wrote:
-            names = ", ".join(sorted({call["function"]["name"] for call in calls}))
-            capped = self.rag_tools is not None and rounds >= self.max_tool_rounds > 0
-            after = f" after CHAT_MAX_TOOL_ROUNDS={self.max_tool_rounds} tool rounds" if capped else ""
-            raise ChatError(
-                502,
-                f"The upstream model answered only with calls to tools it was not offered ({names}){after}, "
-                "not with an answer.",
-                code=UPSTREAM_ERROR,
-                outcome="upstream_error",
-            )
-
-    def tools(self, rounds: int) -> list[dict[str, Any]] | None:
-        """What the model may call in this round: the client's tools, and ours until the cap (a client tool
-        of the same name wins)."""
-        tools = list(self.client_tools)
-        if self.offers_rag_tools(rounds):
-            taken = self.client_tool_names
-            tools.extend(tool for tool in tool_schemas() if tool["function"]["name"] not in taken)
-        return tools or None
-
-    def decide(
-        self, calls: Sequence[ToolCall], rounds: int
-    ) -> tuple[Literal["client", "server", "answer"], list[ToolCall]]:
-        """What an answer's tool calls mean: calls of client tools go back to the client; else, while our
-        tools are offered, every call is run here (an unknown name gets an error result); else it is the answer."""
-        client = [call for call in calls if call["function"]["name"] in self.client_tool_names]
-        if client:
-            return "client", client
-        if calls and self.offers_rag_tools(rounds):
-            return "server", list(calls)
-        return "answer", []
 
 
 class ChatService:
@@ -322,12 +158,12 @@ class ChatService:
             context, shown = context_message(book.sources, tools=rag_tools is not None)
             book.keep(shown)
             if shown or rag_tools is not None:
-                _insert_system(messages, context)
+                insert_system(messages, context)
         remembered: list[MemorySource] = []
         if self.memory is not None and speaker is not None:
             remembered = memory_sources(await self.memory.recall(speaker, recall_text(request.messages)))
             if remembered:
-                _insert_system(messages, memory_message(remembered))
+                insert_system(messages, memory_message(remembered))
             said, earlier = user_turn(request.messages)
             self.memory.remember(speaker, said, context=earlier)
         return ChatTurn(
@@ -381,9 +217,9 @@ class ChatService:
         while True:
             answer = await self._ask_whole(turn, rounds)
             usage.add(answer.get("usage"))
-            choice, message = _first_choice(answer)
+            choice, message = first_choice(answer)
             content = message.get("content") if isinstance(message.get("content"), str) else None
-            asked = _tool_calls(message.get("tool_calls"))
+            asked = tool_calls_of(message.get("tool_calls"))
             kind, calls = turn.decide(asked, rounds)
             if kind == "server":
                 await self._run_tools(turn, content, calls, rounds)
@@ -514,7 +350,7 @@ class ChatService:
         logger.warning(
             "the upstream's stream for %s carried no answer; asking again without streaming", turn.upstream_model
         )
-        return _one_chunk(await self._ask_whole(turn, rounds))
+        return one_chunk(await self._ask_whole(turn, rounds))
 
     async def _ask_whole(self, turn: ChatTurn, rounds: int) -> dict[str, Any]:
         """One round's whole (unstreamed) completion."""

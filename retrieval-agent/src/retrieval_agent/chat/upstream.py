@@ -10,14 +10,14 @@ CHAT_UPSTREAM_API_KEY.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httpx
 
+from rag_runtime.llm import OPENAI_PROVIDER, import_litellm, provider_names, routed_to_provider
 from retrieval_agent.chat.errors import (
     UPSTREAM_ERROR,
     UPSTREAM_TIMEOUT,
@@ -30,62 +30,16 @@ from shared_contract.redact import REDACTED, redact_secrets
 
 logger = logging.getLogger(__name__)
 
-_OPENAI_PROVIDER = "openai"
 # The OpenAI client refuses an empty key; keyless upstreams (Ollama, vLLM) ignore this one.
 _NO_KEY = "no-key"
 _MODELS_TIMEOUT = httpx.Timeout(5.0)
 _MAX_MESSAGE_CHARS = 500
 # The loggers LiteLLM gives a stderr handler of its own at import.
-_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 # The upstream's answer headers a client needs to retry well; passed on with its error.
 _RETRY_HEADERS = ("retry-after", "retry-after-ms")
 _RETRY_HEADER_PREFIX = "x-ratelimit-reset-"
 _MAX_HEADER_CHARS = 64
 _MIN_MASKED_KEY_CHARS = 8
-
-
-def import_litellm() -> Any:
-    """LiteLLM, configured for a server: no network at import, no telemetry, no third-party logging."""
-    # The bundled cost map instead of fetching one from GitHub at import time.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    # No "Give Feedback / Get Help" banners on stdout for every failed call.
-    litellm.suppress_debug_info = True
-    # Chats and retrieved passages are users' content: never hand them to logging callbacks.
-    litellm.turn_off_message_logging = True
-    # A failed call is answered at once with the upstream's status; the client decides about retrying.
-    litellm.num_retries = 0
-    # Usage is what the upstream reports. LiteLLM would count a stream's tokens itself (tiktoken over the
-    # whole answer, synchronously in the event loop: seconds for a long answer) when it reports none.
-    litellm.disable_token_counter = True
-    _log_through_root()
-    return litellm
-
-
-def _log_through_root() -> None:
-    """LiteLLM's log lines through the service's handler (its format, one line each) instead of the raw
-    stderr handler LiteLLM adds, whose secret filter moves to the logger."""
-    for name in _LITELLM_LOGGERS:
-        own = logging.getLogger(name)
-        for handler in list(own.handlers):
-            own.removeHandler(handler)
-            for log_filter in handler.filters:
-                if log_filter not in own.filters:
-                    own.addFilter(log_filter)
-        own.propagate = True
-
-
-def provider_names(litellm: Any) -> frozenset[str]:
-    """The provider prefixes LiteLLM routes to a provider of its own."""
-    return frozenset(str(getattr(provider, "value", provider)) for provider in litellm.provider_list)
-
-
-def routed_to_provider(model: str, providers: Collection[str]) -> bool:
-    """Whether ``model`` names a LiteLLM provider (``anthropic/...``) instead of CHAT_UPSTREAM_BASE_URL."""
-    prefix, slash, _ = model.partition("/")
-    return bool(slash) and prefix in providers and prefix != _OPENAI_PROVIDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +79,8 @@ class ChatUpstream:
         if routed_to_provider(model, self._providers):
             return Route(model=model, api_base=None, api_key=None)
         prefix, slash, name = model.partition("/")
-        bare = name if slash and prefix == _OPENAI_PROVIDER else model
-        return Route(model=f"{_OPENAI_PROVIDER}/{bare}", api_base=self._base_url, api_key=self._api_key or _NO_KEY)
+        bare = name if slash and prefix == OPENAI_PROVIDER else model
+        return Route(model=f"{OPENAI_PROVIDER}/{bare}", api_base=self._base_url, api_key=self._api_key or _NO_KEY)
 
     def _arguments(
         self,
@@ -159,7 +113,7 @@ class ChatUpstream:
     def _unlisted(self, model: str, params: Mapping[str, Any]) -> list[str]:
         """The parameters in ``params`` that LiteLLM does not list as supported for ``model``."""
         _, _, name = model.partition("/")
-        supported = self._litellm.get_supported_openai_params(model=name, custom_llm_provider=_OPENAI_PROVIDER)
+        supported = self._litellm.get_supported_openai_params(model=name, custom_llm_provider=OPENAI_PROVIDER)
         return [key for key in params if key not in (supported or [])]
 
     async def complete(
