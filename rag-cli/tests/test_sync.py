@@ -28,20 +28,18 @@ from starlette.routing import Route
 from rag_cli.__main__ import main
 from rag_cli.client import StoredDocument, file_id_for
 from rag_cli.config import Endpoint
-from rag_cli.sync import (
+from rag_cli.sync.listing import folder_files
+from rag_cli.sync.plan import (
     FolderSource,
     S3Source,
     SourceEntry,
     SourceError,
     SyncOptions,
-    folder_files,
     parse_source,
     plan_sync,
-    run_sync,
     sync_file_id,
-    watch_source,
-    watch_until_signalled,
 )
+from rag_cli.sync.watch import run_sync, watch_source, watch_until_signalled
 
 from .conftest import serving  # noqa: TID252
 

@@ -254,7 +254,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
-    from rag_cli.sync import SyncOptions, run_sync
+    from rag_cli.sync.plan import SyncOptions
+    from rag_cli.sync.watch import run_sync
 
     problem = None
     if args.concurrency < 1:
