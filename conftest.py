@@ -1,4 +1,5 @@
-"""What every test root shares: the ``models`` marker on each test that loads the offline models.
+"""What every test root shares: the ``models`` marker on each test that loads the offline models,
+and the removal of test stores that a killed run left on tmpfs.
 
 A test that uses a root's ``embedder`` fixture (directly or through an app or a seeded store) is
 marked here; one that builds a model-loading app or embedder itself carries ``pytest.mark.models``
@@ -6,6 +7,11 @@ in its module. ``make test-fast`` runs ``-m "not models"``.
 """
 
 from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -17,3 +23,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.models)
+
+
+# The tmpfs roots the test sessions keep their stores in, named ``<root>-<pid>-<random>``.
+_STORE_ROOT = re.compile(r"(?:ingestion|retrieval-agent|rag-runtime)-tests-(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def pytest_sessionstart() -> None:
+    """A session removes its stores when it ends; one that was killed could not, so the next one does."""
+    shm = Path("/dev/shm")  # noqa: S108 - only entries this suite names, of processes no longer running
+    if not shm.is_dir():
+        return
+    for entry in shm.iterdir():
+        match = _STORE_ROOT.match(entry.name)
+        if match is not None and not _alive(int(match.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)

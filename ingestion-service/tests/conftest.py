@@ -60,7 +60,7 @@ def _fast_temp_dir() -> str | None:
 # and apps built with the same qdrant_index share that shard, as replicas share a server collection.
 # Only named here: the first store opened creates it, so a run that opens none (--collect-only)
 # leaves nothing behind.
-STORE_ROOT = Path(_fast_temp_dir() or tempfile.gettempdir()) / f"ingestion-tests-{uuid.uuid4().hex[:12]}"
+STORE_ROOT = Path(_fast_temp_dir() or tempfile.gettempdir()) / f"ingestion-tests-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(scope="session", autouse=True)

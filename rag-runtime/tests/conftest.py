@@ -39,7 +39,7 @@ def _memory_stores_on_tmpfs() -> Iterator[None]:
     if not (shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * 2**30):
         yield
         return
-    previous, tempfile.tempdir = tempfile.tempdir, tempfile.mkdtemp(prefix="rag-runtime-tests-", dir=shm)
+    previous, tempfile.tempdir = tempfile.tempdir, tempfile.mkdtemp(prefix=f"rag-runtime-tests-{os.getpid()}-", dir=shm)
     try:
         yield
     finally:

@@ -102,7 +102,7 @@ def _stores_on_tmpfs() -> Iterator[None]:
         yield
         return
     previous = tempfile.tempdir
-    root = tempfile.mkdtemp(prefix="retrieval-agent-tests-", dir=shm)
+    root = tempfile.mkdtemp(prefix=f"retrieval-agent-tests-{os.getpid()}-", dir=shm)
     tempfile.tempdir = root
     try:
         yield
