@@ -1,5 +1,5 @@
 """What every test root shares: the ``models`` marker on each test that loads the offline models,
-and the removal of test stores that a killed run left on tmpfs.
+the removal of ':memory:' stores a test left open, and of test stores a killed run left on tmpfs.
 
 A test that uses a root's ``embedder`` fixture (directly or through an app or a seeded store) is
 marked here; one that builds a model-loading app or embedder itself carries ``pytest.mark.models``
@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,23 @@ def pytest_sessionstart() -> None:
         match = _STORE_ROOT.match(entry.name)
         if match is not None and not _alive(int(match.group(1))):
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def _memory_stores() -> set[Path]:
+    """The ':memory:' stores' directories (``EdgeStore.in_memory``) under the temporary root."""
+    return set(Path(tempfile.gettempdir()).glob("qdrant-edge-*"))
+
+
+@pytest.fixture(autouse=True)
+def _drop_unclosed_memory_stores() -> Iterator[None]:
+    """A ':memory:' store removes itself on close; one a test left open is removed when the test
+    ends, unless something (a module fixture) still holds it."""
+    from rag_runtime.store import store_in_use  # the integration roots need no store library
+
+    before = _memory_stores()
+    yield
+    for root in _memory_stores() - before:
+        collections = root / "collections"
+        held = collections.is_dir() and any(store_in_use(directory) for directory in collections.iterdir())
+        if not held:
+            shutil.rmtree(root, ignore_errors=True)

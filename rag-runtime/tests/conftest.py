@@ -13,7 +13,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache" / "models"))
 
 from rag_runtime.embedding import ContractEmbedder  # noqa: E402
-from rag_runtime.store import store_in_use  # noqa: E402
 from shared_contract import ContractSettings, load_settings  # noqa: E402
 
 # Every contract variable but where the offline models are (the tests read those), and the old
@@ -45,24 +44,6 @@ def _memory_stores_on_tmpfs() -> Iterator[None]:
     finally:
         shutil.rmtree(tempfile.tempdir, ignore_errors=True)
         tempfile.tempdir = previous
-
-
-def _memory_stores() -> set[Path]:
-    """The ':memory:' stores' directories (``EdgeStore.in_memory``) under the temporary root."""
-    return set(Path(tempfile.gettempdir()).glob("qdrant-edge-*"))
-
-
-@pytest.fixture(autouse=True)
-def _drop_unclosed_memory_stores() -> Iterator[None]:
-    """A ':memory:' store removes itself on close; one a test left open is removed when the test
-    ends, unless something (a module fixture) still holds it."""
-    before = _memory_stores()
-    yield
-    for root in _memory_stores() - before:
-        collections = root / "collections"
-        held = collections.is_dir() and any(store_in_use(directory) for directory in collections.iterdir())
-        if not held:
-            shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,6 @@ from rag_runtime.store import (  # noqa: E402
     close_store,
     collection_spec,
     open_store,
-    store_in_use,
 )
 from retrieval_agent.main import create_app  # noqa: E402
 from retrieval_agent.settings import Settings  # noqa: E402
@@ -109,24 +108,6 @@ def _stores_on_tmpfs() -> Iterator[None]:
     finally:
         tempfile.tempdir = previous
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _memory_stores() -> set[Path]:
-    """The ':memory:' stores' directories (``EdgeStore.in_memory``) under the temporary root."""
-    return set(Path(tempfile.gettempdir()).glob("qdrant-edge-*"))
-
-
-@pytest.fixture(autouse=True)
-def _drop_unclosed_memory_stores() -> Iterator[None]:
-    """A ':memory:' store removes itself on close; one a test left open is removed when the test
-    ends, unless something (a module fixture) still holds it."""
-    before = _memory_stores()
-    yield
-    for root in _memory_stores() - before:
-        collections = root / "collections"
-        held = collections.is_dir() and any(store_in_use(directory) for directory in collections.iterdir())
-        if not held:
-            shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
