@@ -227,20 +227,25 @@ def read_names(cls: type[BaseSettings]) -> dict[str, str]:
 
 
 def _sections(classes: Iterable[type[BaseSettings]]) -> dict[tuple[type[BaseSettings], str], str]:
-    """(class, field) -> the first line of the section comment above it in the class source ("" when none)."""
+    """(class, field) -> the first line of the section comment above it in the source of the settings
+    group that declares it ("" when none). A service's class composes groups, so its fields are
+    declared in its bases."""
     found: dict[tuple[type[BaseSettings], str], str] = {}
     field_line = re.compile(r"^    (\w+)\s*:")
     for cls in classes:
-        heading = ""
-        previous = ""
-        for line in inspect.getsource(cls).splitlines():
-            comment = re.match(r"^    # (.+)$", line)
-            if comment and not previous.strip():
-                heading = re.split(r":|;| \(", comment.group(1).strip(), maxsplit=1)[0].rstrip(".")
-            match = field_line.match(line)
-            if match and match.group(1) in cls.model_fields:
-                found.setdefault((cls, match.group(1)), heading)
-            previous = line
+        for group in cls.__mro__:
+            if not issubclass(group, BaseSettings) or group is BaseSettings:
+                continue
+            heading = ""
+            previous = ""
+            for line in inspect.getsource(group).splitlines():
+                comment = re.match(r"^    # (.+)$", line)
+                if comment and not previous.strip():
+                    heading = re.split(r":|;| \(", comment.group(1).strip(), maxsplit=1)[0].rstrip(".")
+                match = field_line.match(line)
+                if match and match.group(1) in cls.model_fields:
+                    found.setdefault((cls, match.group(1)), heading)
+                previous = line
     return found
 
 

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ingestion_service.settings import Settings
+from ingestion_service.settings import GROUPS, ChunkingSettings, Settings
 from shared_contract import ContractConfigError, load_settings
+from shared_contract.settings import group_fields
 
 if TYPE_CHECKING:
     from .conftest import MakeSettings  # noqa: TID252
@@ -91,3 +92,30 @@ def test_log_level_is_case_insensitive(make_test_settings: MakeSettings, spellin
 def test_unknown_log_level_names_the_variable(make_test_settings: MakeSettings) -> None:
     with pytest.raises(ContractConfigError, match=r"^LOG_LEVEL"):
         make_test_settings(log_level="verbose")
+
+
+def test_every_setting_belongs_to_exactly_one_group() -> None:
+    owners = {
+        name: [group.__name__ for group in GROUPS if name in group_fields(group)] for name in Settings.model_fields
+    }
+    assert {name: groups for name, groups in owners.items() if len(groups) != 1} == {}
+    assert all(issubclass(Settings, group) for group in GROUPS)
+
+
+def test_no_group_validator_shadows_another() -> None:
+    # Validators are looked up by name across the bases: a name two groups share keeps only one.
+    names = [
+        name
+        for group in GROUPS
+        for kind in (group.__pydantic_decorators__.field_validators, group.__pydantic_decorators__.model_validators)
+        for name in kind
+    ]
+    assert sorted(names) == sorted(set(names))
+
+
+def test_a_group_reads_its_flat_variables_and_checks_them_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHUNK_SIZE", "500")
+    assert ChunkingSettings(_env_file=None).chunk_size == 500
+    monkeypatch.setenv("CHUNK_OVERLAP", "500")
+    with pytest.raises(ContractConfigError, match=r"^CHUNK_OVERLAP"):
+        load_settings(ChunkingSettings, _env_file=None)

@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from retrieval_agent.relevance_models import DEFAULT_MODELS, RRF_HYBRID_MODELS, PlattModel
-from retrieval_agent.settings import Settings
+from retrieval_agent.settings import GROUPS, RerankSettings, Settings
 from shared_contract import ContractConfigError, load_settings
+from shared_contract.settings import group_fields
 
 from .conftest import API_KEY  # noqa: TID252
 
@@ -128,3 +129,44 @@ def test_a_memory_path_that_is_no_directory_is_refused_when_memory_is_on(
     monkeypatch.setenv("ENABLE_MEMORY", "true")
     with pytest.raises(ContractConfigError, match=r"^MEMORY_PATH: .* is not a directory"):
         load_settings(Settings)
+
+
+def test_every_setting_belongs_to_exactly_one_group() -> None:
+    owners = {
+        name: [group.__name__ for group in GROUPS if name in group_fields(group)] for name in Settings.model_fields
+    }
+    assert {name: groups for name, groups in owners.items() if len(groups) != 1} == {}
+    assert all(issubclass(Settings, group) for group in GROUPS)
+
+
+def test_no_group_validator_shadows_another() -> None:
+    # Validators are looked up by name across the bases: a name two groups share keeps only one.
+    names = [
+        name
+        for group in GROUPS
+        for kind in (group.__pydantic_decorators__.field_validators, group.__pydantic_decorators__.model_validators)
+        for name in kind
+    ]
+    assert sorted(names) == sorted(set(names))
+
+
+def test_a_group_reads_its_flat_variables_and_checks_them_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RERANKER_MODEL", "BAAI/bge-reranker-base")
+    assert RerankSettings(_env_file=None).reranker_model == "BAAI/bge-reranker-base"
+    monkeypatch.setenv("ENABLE_RERANKING", "true")
+    with pytest.raises(ContractConfigError, match=r"^RERANKER_API_BASE_URL"):
+        load_settings(RerankSettings, _env_file=None)
+
+
+@pytest.mark.parametrize(
+    ("name", "variable"),
+    [
+        ("reranker_api_base_url", "RERANKER_API_BASE_URL"),
+        ("agent_api_base_url", "AGENT_API_BASE_URL"),
+        ("chat_upstream_base_url", "CHAT_UPSTREAM_BASE_URL"),
+    ],
+)
+def test_every_upstream_url_must_be_http(name: str, variable: str) -> None:
+    with pytest.raises(ContractConfigError) as caught:
+        load_settings(Settings, api_key=API_KEY, _env_file=None, **{name: "ftp://upstream"})
+    assert caught.value.variable == variable

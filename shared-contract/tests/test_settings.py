@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from shared_contract import CONTRACT_VERSION, ContractConfigError, ContractSettings, load_settings
+from shared_contract.settings import CONTRACT_GROUPS, StoreSettings, group_fields
 from shared_contract.version import major_version
 
 
@@ -90,3 +91,13 @@ def test_contract_version_is_semantic_and_matches_the_package() -> None:
     assert CONTRACT_VERSION == version("shared-contract")
     assert major_version(CONTRACT_VERSION) >= 1
     assert len(CONTRACT_VERSION.split(".")) == 3
+
+
+def test_every_contract_setting_belongs_to_exactly_one_group() -> None:
+    owners = {name: [g for g in CONTRACT_GROUPS if name in group_fields(g)] for name in ContractSettings.model_fields}
+    assert {name: groups for name, groups in owners.items() if len(groups) != 1} == {}
+
+
+def test_the_store_group_reads_the_design_names_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QDRANT_URI", "http://qdrant:6333/")
+    assert StoreSettings(_env_file=None).qdrant_uri == "http://qdrant:6333"

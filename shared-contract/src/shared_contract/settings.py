@@ -1,12 +1,16 @@
 """The settings both services must agree on, read from the design's variable names.
 
-Each service's own ``Settings`` class subclasses :class:`ContractSettings`, so the two sides
-parse and validate these variables with the same code.
+The variables come in groups, one class per concern (:class:`StoreSettings`,
+:class:`EmbeddingSettings`, ...), composed into :class:`ContractSettings`. Each service's own
+``Settings`` composes these with its own groups, so the two sides parse and validate the shared
+variables with the same code, every variable keeps its flat name (``QDRANT_URI``) and code reads
+``settings.qdrant_uri``; a component that needs one concern takes that group's type.
 """
 
 from __future__ import annotations
 
 import enum
+import inspect
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
 
@@ -56,8 +60,9 @@ def check_api_key(value: SecretStr) -> SecretStr:
     return value
 
 
-class ContractSettings(BaseSettings):
-    """Variables whose values must match between ingestion-service and retrieval-agent."""
+class SettingsGroup(BaseSettings):
+    """One concern's variables; every group shares the contract's environment rules, so a service's
+    ``Settings`` composes groups (multiple inheritance, flat names) and each group also loads alone."""
 
     model_config = SettingsConfigDict(
         env_file=".env",
@@ -69,6 +74,16 @@ class ContractSettings(BaseSettings):
         # would otherwise be printed in the start-up traceback.
         hide_input_in_errors=True,
     )
+
+
+def group_fields(group: type[BaseSettings]) -> tuple[str, ...]:
+    """The fields ``group`` declares itself (not those it inherits), in declaration order."""
+    own = inspect.get_annotations(group)
+    return tuple(name for name in group.model_fields if name in own)
+
+
+class StoreSettings(SettingsGroup):
+    """Where the collection lives and how it is laid out."""
 
     # Qdrant: a server URI, or an embedded store at qdrant_path when no URI is given.
     qdrant_uri: Annotated[str | None, Fingerprint.OPERATIONAL] = Field(
@@ -99,6 +114,20 @@ class ContractSettings(BaseSettings):
     qdrant_write_consistency_factor: Annotated[int | None, Fingerprint.OPERATIONAL] = Field(
         default=None, ge=1, description="Replicas that must confirm a write before it succeeds."
     )
+
+    @field_validator("qdrant_uri")
+    @classmethod
+    def _qdrant_uri(cls, value: str | None) -> str | None:
+        return value if value == ":memory:" else check_http_url(value)
+
+    @property
+    def embedded_qdrant(self) -> bool:
+        """True when Qdrant runs in-process (embedded path or ':memory:')."""
+        return self.qdrant_uri is None or self.qdrant_uri == ":memory:"
+
+
+class EmbeddingSettings(SettingsGroup):
+    """The models that write and query the vectors: dense, sparse (BM42) and multilingual."""
 
     # Dense embedding.
     embedding_provider: Annotated[EmbeddingProvider, Fingerprint.SHAPES] = Field(
@@ -141,33 +170,10 @@ class ContractSettings(BaseSettings):
         ),
     )
 
-    # The caller's document attributes both services index and filter on ("key:type,..."; types:
-    # keyword, integer, float, datetime). Each gets a payload index at bootstrap.
-    indexed_attributes: Annotated[str, Fingerprint.OPERATIONAL] = Field(
-        default="", description="Filterable attributes, e.g. 'department:keyword,year:integer,published:datetime'."
-    )
-
-    # Where offline-built models live (``make models``); each model in ``<org>__<name>/``.
-    local_models_dir: Annotated[Path | None, Fingerprint.OPERATIONAL] = None
-    fastembed_cache_path: Annotated[Path | None, Fingerprint.OPERATIONAL] = None
-
-    @field_validator("embedding_api_base_url", "qdrant_uri")
+    @field_validator("embedding_api_base_url")
     @classmethod
-    def _http_url(cls, value: str | None, info: Any) -> str | None:
-        if value == ":memory:" and info.field_name == "qdrant_uri":
-            return value
+    def _api_base_url(cls, value: str | None) -> str | None:
         return check_http_url(value)
-
-    @field_validator("indexed_attributes")
-    @classmethod
-    def _attributes_parse(cls, value: str) -> str:
-        parse_indexed_attributes(value)
-        return value
-
-    @property
-    def attribute_types(self) -> dict[str, AttributeType]:
-        """INDEXED_ATTRIBUTES as ``{key: type}``."""
-        return parse_indexed_attributes(self.indexed_attributes)
 
     @model_validator(mode="after")
     def _check_provider(self) -> Self:
@@ -234,10 +240,48 @@ class ContractSettings(BaseSettings):
         model = self.multilingual_model
         return None if model is None else known_dense_dim(model, self.multilingual_embedding_provider)
 
+
+class AttributeSettings(SettingsGroup):
+    """Document attributes the collection indexes for filters."""
+
+    # The caller's document attributes both services index and filter on ("key:type,..."; types:
+    # keyword, integer, float, datetime). Each gets a payload index at bootstrap.
+    indexed_attributes: Annotated[str, Fingerprint.OPERATIONAL] = Field(
+        default="", description="Filterable attributes, e.g. 'department:keyword,year:integer,published:datetime'."
+    )
+
+    @field_validator("indexed_attributes")
+    @classmethod
+    def _attributes_parse(cls, value: str) -> str:
+        parse_indexed_attributes(value)
+        return value
+
     @property
-    def embedded_qdrant(self) -> bool:
-        """True when Qdrant runs in-process (embedded path or ':memory:')."""
-        return self.qdrant_uri is None or self.qdrant_uri == ":memory:"
+    def attribute_types(self) -> dict[str, AttributeType]:
+        """INDEXED_ATTRIBUTES as ``{key: type}``."""
+        return parse_indexed_attributes(self.indexed_attributes)
+
+
+class ModelFilesSettings(SettingsGroup):
+    """Where the models are read from on disk."""
+
+    # Where offline-built models live (``make models``); each model in ``<org>__<name>/``.
+    local_models_dir: Annotated[Path | None, Fingerprint.OPERATIONAL] = None
+    fastembed_cache_path: Annotated[Path | None, Fingerprint.OPERATIONAL] = None
+
+
+# Bases from the last group to the first: pydantic lists the fields of the base furthest down the
+# MRO first, so ``model_fields`` (and .env.example) follow the groups top to bottom.
+class ContractSettings(ModelFilesSettings, AttributeSettings, EmbeddingSettings, StoreSettings):
+    """Variables whose values must match between ingestion-service and retrieval-agent."""
+
+
+CONTRACT_GROUPS: tuple[type[SettingsGroup], ...] = (
+    StoreSettings,
+    EmbeddingSettings,
+    AttributeSettings,
+    ModelFilesSettings,
+)
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)

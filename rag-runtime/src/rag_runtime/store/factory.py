@@ -12,7 +12,7 @@ from rag_runtime.store.port import ChunkStore
 from rag_runtime.store.server import ServerStore
 from shared_contract.errors import LegacyStoreError
 from shared_contract.manifest import CollectionManifest, verify_manifest
-from shared_contract.settings import ContractSettings
+from shared_contract.settings import ContractSettings, StoreSettings
 
 
 @dataclass
@@ -30,7 +30,7 @@ def is_legacy_store(path: Path) -> bool:
     return (path / "meta.json").is_file() and (path / "collection").is_dir()
 
 
-def open_store(settings: ContractSettings) -> ChunkStore:
+def open_store(settings: StoreSettings) -> ChunkStore:
     """The store the settings name. Pair every call with :func:`close_store`.
 
     An embedded directory can be opened by one process only, so callers in one process share one
