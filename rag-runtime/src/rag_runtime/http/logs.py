@@ -12,6 +12,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
+from pythonjsonlogger.core import RESERVED_ATTRS, merge_record_extra
+from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.types import Scope
@@ -23,12 +25,15 @@ LogFormat = Literal["json", "text"]
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
 # A LogRecord's own attributes; everything else on a record came from ``extra=`` and is kept.
 # uvicorn's ``color_message`` repeats the message with ANSI colours: noise in both formats.
-_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {
-    "message",
-    "asctime",
-    "request_id",
-    "taskName",
-    "color_message",
+_RECORD_FIELDS = frozenset(RESERVED_ATTRS) | {"request_id", "taskName", "color_message"}
+# JSON keys: the record attributes python-json-logger reads, renamed to the names the lines have.
+_JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s"
+_JSON_NAMES = {
+    "asctime": "time",
+    "levelname": "level",
+    "name": "logger",
+    "exc_info": "exception",
+    "stack_info": "stack",
 }
 
 REQUEST_FAILED = "request_failed"
@@ -46,7 +51,7 @@ failure_logger = logging.getLogger("rag_runtime.http.failures")
 
 def record_extras(record: logging.LogRecord) -> dict[str, Any]:
     """The fields a record got from ``extra=`` (the request id is formatted on its own)."""
-    return {key: value for key, value in vars(record).items() if key not in _RECORD_FIELDS and not key.startswith("_")}
+    return merge_record_extra(record, {}, reserved=_RECORD_FIELDS)
 
 
 class RequestIdFilter(logging.Filter):
@@ -63,24 +68,23 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, request id, the record's extras, traceback."""
+class JsonFormatter(_LibraryJsonFormatter):
+    """One JSON object per line: time, level, logger, message, request id, the record's extras, and
+    ``exception`` / ``stack`` when the record has them (python-json-logger's formatter, keys renamed)."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, object] = {
-            "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-            "request_id": getattr(record, "request_id", None) or current_request_id.get(),
-        }
-        entry.update(record_extras(record))
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        if record.stack_info:
-            entry["stack"] = self.formatStack(record.stack_info)
-        # default=str: an extra that is not JSON (a Path, an enum) is logged as its text, never dropped.
-        return json.dumps(entry, default=str, ensure_ascii=False)
+    def __init__(self) -> None:
+        super().__init__(
+            _JSON_FIELDS,
+            rename_fields=_JSON_NAMES,
+            reserved_attrs=sorted(_RECORD_FIELDS),
+            # str: an extra that is not JSON (a Path, an enum) is logged as its text, never dropped.
+            json_default=str,
+            json_ensure_ascii=False,
+        )
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: ARG002 - logging's signature
+        """ISO 8601 in UTC, to the millisecond."""
+        return datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds")
 
 
 def _escaped(text: str) -> str:
