@@ -1,5 +1,9 @@
 """Request ids: one per request, in the response header, in error bodies and in every log line."""
 
+# Not asgi-correlation-id: its middleware appends X-Request-ID to every response, also to the error
+# responses that already carry it (they must: Starlette's 500 is sent outside every middleware), so
+# clients would read the id twice; and it runs apart from the key and body checks of EdgeMiddleware.
+
 from __future__ import annotations
 
 import re
