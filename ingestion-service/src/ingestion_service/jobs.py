@@ -42,6 +42,8 @@ from ingestion_service.run_control import RunControl
 logger = logging.getLogger(__name__)
 
 JobState = Literal["queued", "running", "succeeded", "failed", "aborted"]
+# A reindex job's states (reindex.py), here so the wire models import them without the store.
+ReindexState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FinalState = Literal["succeeded", "failed", "aborted"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "aborted"})
 

@@ -74,6 +74,7 @@ from ingestion_service.intake import (
     remove_workdir,
     upload_path,
 )
+from ingestion_service.jobs import ReindexState
 from ingestion_service.pipeline.fingerprint import ingest_fingerprint
 from ingestion_service.pipeline.indexing import DocumentLabels, IndexingRunner, IngestJob, SourceIdentity
 from ingestion_service.pipeline.versioning import RunVersion
@@ -93,7 +94,6 @@ from shared_contract import PAYLOAD_META, ContractError, MetaKey, meta_path
 
 logger = logging.getLogger(__name__)
 
-ReindexState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 DocumentOutcome = Literal["reingested", "unchanged", "failed", "skipped"]
 

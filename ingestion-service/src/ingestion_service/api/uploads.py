@@ -216,19 +216,3 @@ async def save_raw_body(request: Request, destination: Path, *, max_bytes: int) 
     finally:
         await anyio.to_thread.run_sync(handle.close)
     return size
-
-
-TRUE_WORDS = frozenset({"true", "1", "yes", "y"})
-FALSE_WORDS = frozenset({"false", "0", "no", "n"})
-
-
-def parse_form_bool(name: str, value: str | None, *, default: bool) -> bool:
-    """Strict form boolean: true/1/yes/y or false/0/no/n (any case); anything else is a 400."""
-    if value is None or not value.strip():
-        return default
-    word = value.strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise InvalidRequestError(f"Form field {name!r} must be a boolean (true/false/1/0/yes/no).")

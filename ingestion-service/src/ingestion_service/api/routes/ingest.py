@@ -8,14 +8,12 @@ the header says.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Query, Request
@@ -29,12 +27,14 @@ from ingestion_service.api.models import (
     ExtractionInfo,
     IngestAccepted,
     IngestFields,
+    IngestForm,
     IngestRequestJSON,
     IngestResponse,
 )
 from ingestion_service.api.openapi import INGEST_BODY
 from ingestion_service.api.routes.jobs import job_url
-from ingestion_service.api.uploads import parse_form_bool, parse_multipart
+from ingestion_service.api.uploads import parse_multipart
+from ingestion_service.api.validation import invalid_request, json_reason, strict_json
 from ingestion_service.errors import (
     ClientDisconnectedError,
     IngestAbortedError,
@@ -67,14 +67,12 @@ from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.run_control import RunControl
 from ingestion_service.runtime import ServiceRuntime
 from rag_runtime.http import ErrorBody, error_content, note_request_fields, request_id_of
-from shared_contract.attributes import shown_key
 
 logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"], responses=FORBIDDEN_RESPONSE)
 
 MAX_JSON_BYTES = 64 * 1024
-_FORM_FIELDS = frozenset(IngestFields.model_fields)
 RESPOND_ASYNC = "respond-async"
 
 ModeQuery = Annotated[
@@ -84,44 +82,6 @@ ModeQuery = Annotated[
         "sync: answer when indexed, whatever `Prefer` says. Default: `Prefer`, else sync."
     ),
 ]
-
-
-def _pydantic_message(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors()[:5]:
-        location = ".".join(str(part) for part in error["loc"]) or "body"
-        parts.append(f"{location}: {error['msg']}")
-    return "Invalid request: " + "; ".join(parts)
-
-
-class _NotStrictJsonError(ValueError):
-    """Text Python's json module reads that is not JSON, or cannot be read here (the reason, no value)."""
-
-
-def _refuse_constant(_name: str) -> NoReturn:
-    raise _NotStrictJsonError("NaN and Infinity are not JSON numbers")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotStrictJsonError("a number is beyond float range")
-    return value
-
-
-def _strict_json(text: str | bytes | bytearray) -> Any:
-    """``json.loads`` without Python's extensions: NaN, Infinity and numbers past float range
-    (which the store refuses) and nesting past the parser's recursion limit are ValueErrors."""
-    try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except RecursionError as exc:
-        # The C parser recurses per level: a 10 KB body of "{" reaches the interpreter's limit.
-        raise _NotStrictJsonError("nested too deeply") from exc
-
-
-def _reason(exc: ValueError) -> str:
-    # Our reasons only: other ValueErrors' text is the parser's, not written for callers.
-    return f" ({exc})" if isinstance(exc, _NotStrictJsonError) else ""
 
 
 async def _json_fields(request: Request) -> IngestRequestJSON:
@@ -134,65 +94,22 @@ async def _json_fields(request: Request) -> IngestRequestJSON:
     except ClientDisconnect as exc:
         raise ClientDisconnectedError("client disconnected while sending the body") from exc
     try:
-        data = _strict_json(body)
+        data = strict_json(body)
     except ValueError as exc:
-        raise InvalidRequestError(f"Invalid request: body is not valid JSON{_reason(exc)}.") from exc
+        raise InvalidRequestError(f"Invalid request: body is not valid JSON{json_reason(exc)}.") from exc
     if not isinstance(data, dict):
         raise InvalidRequestError("Invalid request: body must be a JSON object.")
     try:
         return IngestRequestJSON.model_validate(data)
     except ValidationError as exc:
-        raise InvalidRequestError(_pydantic_message(exc)) from exc
+        raise invalid_request(exc) from exc
 
 
-def _form_tags(value: str) -> list[str]:
-    """``a,b`` or a JSON array of strings (a blank field: no tags)."""
-    text = value.strip()
-    if text.startswith("["):
-        parsed = _form_json("tags", text)
-        if not isinstance(parsed, list) or not all(isinstance(item, str) for item in parsed):
-            raise InvalidRequestError(
-                "Invalid request: form field 'tags' must be comma-separated or a JSON array of strings."
-            )
-        return list(parsed)
-    return [tag for tag in text.split(",") if tag.strip()]
-
-
-def _form_json(name: str, text: str) -> object:
+def _form_fields(fields: dict[str, str]) -> IngestForm:
     try:
-        return _strict_json(text)
-    except ValueError as exc:
-        raise InvalidRequestError(f"Invalid request: form field {name!r} is not valid JSON{_reason(exc)}.") from exc
-
-
-def _form_json_object(name: str, value: str) -> dict[str, object]:
-    parsed = _form_json(name, value)
-    if not isinstance(parsed, dict):
-        raise InvalidRequestError(f"Invalid request: form field {name!r} must be a JSON object.")
-    return parsed
-
-
-def _form_fields(fields: dict[str, str]) -> IngestFields:
-    unknown = sorted(set(fields) - _FORM_FIELDS)
-    if unknown:
-        raise InvalidRequestError(f"Invalid request: unknown form field(s) {', '.join(map(shown_key, unknown))}.")
-    values: dict[str, object] = {name: value for name, value in fields.items() if name not in ("overwrite", "force")}
-    for required in ("file_id", "filename", "collection_name", "user_id"):
-        if not str(values.get(required, "")).strip():
-            raise InvalidRequestError(f"Invalid request: form field {required!r} is required.")
-    for optional in ("collection_type", "category"):
-        if not str(values.get(optional, "")).strip():
-            values.pop(optional, None)
-    values["overwrite"] = parse_form_bool("overwrite", fields.get("overwrite"), default=True)
-    values["force"] = parse_form_bool("force", fields.get("force"), default=False)
-    if "tags" in fields:
-        values["tags"] = _form_tags(fields["tags"])
-    if "attributes" in fields:
-        values["attributes"] = _form_json_object("attributes", fields["attributes"])
-    try:
-        return IngestFields.model_validate(values)
+        return IngestForm.model_validate(fields)
     except ValidationError as exc:
-        raise InvalidRequestError(_pydantic_message(exc)) from exc
+        raise invalid_request(exc, form=True) from exc
 
 
 def prefers_async(prefer_headers: list[str]) -> bool:
