@@ -33,6 +33,29 @@ def test_rendered_file_has_the_front_matter_the_issue_names_and_the_fact_as_body
     assert text.endswith("---\nThe user prefers uv for Python package management.\n")
 
 
+def test_a_deleted_fact_is_written_byte_for_byte_in_the_files_layout() -> None:
+    moment = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
+    fact = Fact(
+        id="f-1",
+        text="Æblegrød on Fridays.",
+        created_at=moment,
+        updated_at=moment,
+        language="da",
+        deleted_at=moment,
+        deleted_reason="asked to forget",
+    )
+    assert fact.render() == (
+        "---\nid: f-1\nrole: memory\ncreated_at: '2026-11-01T10:00:00Z'\nupdated_at: '2026-11-01T10:00:00Z'\n"
+        "conversation_id: null\nsource_message_id: null\nlanguage: da\ndeleted_at: '2026-11-01T10:00:00Z'\n"
+        "deleted_reason: asked to forget\n---\nÆblegrød on Fridays.\n"
+    )
+
+
+def test_a_body_with_rule_lines_but_no_front_matter_is_all_fact() -> None:
+    parsed = parse_fact(b"Tea, not coffee.\n---\nid: other\n---\nAt work too.\n", stem="tea", modified=MODIFIED)
+    assert parsed.text == "Tea, not coffee.\n---\nid: other\n---\nAt work too."
+
+
 def test_a_rendered_fact_parses_back_to_itself_with_the_hash_of_its_bytes() -> None:
     stored, data = _fact().rendered()
     parsed = parse_fact(data, stem=stored.id, modified=MODIFIED)

@@ -28,7 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from rag_runtime.lexical import FALLBACK_LANGUAGE
 from shared_contract.names import COLLECTION_NAME_MAX_CHARS
@@ -43,9 +45,19 @@ MAX_FACT_CHARS: Final = 2_000
 USER_MAX_CHARS: Final = COLLECTION_NAME_MAX_CHARS - len(MEMORY_COLLECTION_PREFIX)
 USER_RULE: Final = f"must be 1-{USER_MAX_CHARS} characters, each an ASCII letter, digit, '_' or '-'"
 _USER: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{USER_MAX_CHARS}}}")
-_FRONT_MATTER: Final = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _LANGUAGE: Final = re.compile(r"[a-z]{2,3}")
 _FACT_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+class _FactFileHandler(YAMLHandler):
+    """python-frontmatter's YAML handler (safe loader and dumper) writing the files' own layout:
+    the body right after the closing ``---`` and a final line break, as every fact file has them."""
+
+    def format(self, post: frontmatter.Post, **kwargs: object) -> str:
+        return f"---\n{self.export(post.metadata, **kwargs)}\n---\n{post.content}\n"
+
+
+_HANDLER: Final = _FactFileHandler()
 
 
 class FactFormatError(ValueError):
@@ -144,8 +156,7 @@ class Fact:
         if self.deleted_at is not None:
             front["deleted_at"] = _timestamp(self.deleted_at)
             front["deleted_reason"] = self.deleted_reason
-        header = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, default_flow_style=False)
-        return f"---\n{header}---\n{self.text.strip()}\n"
+        return frontmatter.dumps(frontmatter.Post(self.text.strip(), **front), _HANDLER, sort_keys=False)
 
     def rendered(self) -> tuple[Fact, bytes]:
         """This fact with its ``content_hash`` set, and the bytes to write."""
@@ -162,16 +173,21 @@ def parse_fact(data: bytes, *, stem: str, modified: datetime) -> Fact:
         raise FactFormatError(f"{stem}{FACT_SUFFIX} is not UTF-8") from exc
     front: dict[str, Any] = {}
     body = text
-    match = _FRONT_MATTER.match(text)
-    if match is not None:
+    # The handler's own steps, not frontmatter.loads: loads drops a front matter that is not a mapping
+    # without a word, and would also take a TOML or JSON header.
+    if _HANDLER.detect(text):
         try:
-            loaded = yaml.safe_load(match.group(1)) or {}
-        except yaml.YAMLError as exc:
-            raise FactFormatError(f"{stem}{FACT_SUFFIX}: the front matter is not valid YAML ({exc})") from exc
-        if not isinstance(loaded, dict):
-            raise FactFormatError(f"{stem}{FACT_SUFFIX}: the front matter is not a mapping")
-        front = {str(key): value for key, value in loaded.items()}
-        body = text[match.end() :]
+            header, body = _HANDLER.split(text)
+        except ValueError:
+            header = None  # an opening "---" never closed: all body, as a hand-written file
+        if header is not None:
+            try:
+                loaded = _HANDLER.load(header) or {}
+            except yaml.YAMLError as exc:
+                raise FactFormatError(f"{stem}{FACT_SUFFIX}: the front matter is not valid YAML ({exc})") from exc
+            if not isinstance(loaded, dict):
+                raise FactFormatError(f"{stem}{FACT_SUFFIX}: the front matter is not a mapping")
+            front = {str(key): value for key, value in loaded.items()}
     declared = front.get("id")
     if declared is not None and str(declared) != stem:
         raise FactFormatError(f"{stem}{FACT_SUFFIX}: its id {declared!r} is not its file name")
