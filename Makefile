@@ -66,7 +66,7 @@ fuzz: install models ## schemathesis against both services' OpenAPI on a real `r
 	$(UV) run --no-sync pytest tests-fuzz
 
 .PHONY: deploy-check
-deploy-check: install ## Static checks of docker-compose.yml, the Dockerfiles, deploy/k8s and .env.example (offline)
+deploy-check: install ## Static checks of docker-compose.yml, the Dockerfiles, deploy/k8s and .env.example (no Docker; checkov via uv tool run)
 	$(UV) run --no-sync python scripts/deploy_check.py
 
 .PHONY: lint

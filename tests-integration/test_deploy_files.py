@@ -25,8 +25,8 @@ SCRIPTS = REPO_ROOT / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
-import deploy_check  # noqa: E402 - scripts/ is not a package
-import env_example  # noqa: E402
+import env_example  # noqa: E402 - scripts/ is not a package
+from deploy_checks.prometheus import prometheus_auth_problems  # noqa: E402
 
 ENV_EXAMPLE = REPO_ROOT / ".env.example"
 COMPOSE = REPO_ROOT / "docker-compose.yml"
@@ -143,7 +143,7 @@ def _job(prometheus: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_every_api_protected_scrape_target_gets_its_key() -> None:
     prometheus, compose = _scrape_files()
-    assert deploy_check.prometheus_auth_problems(prometheus, compose) == []
+    assert prometheus_auth_problems(prometheus, compose) == []
     # Qdrant's key is optional: its credentials file must exist whether or not QDRANT_API_KEY is set.
     assert _job(prometheus, "qdrant")["authorization"]["credentials_file"] == "/etc/prometheus/qdrant_api_key"
     assert compose["configs"]["qdrant_api_key"]["content"].startswith("${QDRANT_API_KEY:-")
@@ -154,18 +154,18 @@ def test_every_api_protected_scrape_target_gets_its_key() -> None:
 def test_scrape_job_without_credentials_is_caught(job_name: str) -> None:
     prometheus, compose = _scrape_files()
     del _job(prometheus, job_name)["authorization"]
-    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    problems = prometheus_auth_problems(prometheus, compose)
     assert any(f"scrape job {job_name}:" in problem and "no credentials" in problem for problem in problems)
 
 
 def test_scrape_credentials_from_the_wrong_or_missing_file_are_caught() -> None:
     prometheus, compose = _scrape_files()
     _job(prometheus, "qdrant")["authorization"]["credentials_file"] = "/run/secrets/retrieval_api_key"
-    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    problems = prometheus_auth_problems(prometheus, compose)
     assert any("scrape job qdrant:" in problem and "not that key" in problem for problem in problems)
     prometheus, compose = _scrape_files()
     compose["services"]["prometheus"]["configs"] = []
-    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    problems = prometheus_auth_problems(prometheus, compose)
     assert any("scrape job qdrant:" in problem and "mounts nothing" in problem for problem in problems)
 
 
@@ -176,11 +176,11 @@ def test_optional_key_from_an_environment_secret_or_empty_default_is_caught() ->
     compose["services"]["prometheus"]["secrets"].append("qdrant_api_key")
     compose["services"]["prometheus"]["configs"] = []
     _job(prometheus, "qdrant")["authorization"]["credentials_file"] = "/run/secrets/qdrant_api_key"
-    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    problems = prometheus_auth_problems(prometheus, compose)
     assert any("scrape job qdrant:" in problem and "environment secret" in problem for problem in problems)
     prometheus, compose = _scrape_files()
     compose["configs"]["qdrant_api_key"]["content"] = "${QDRANT_API_KEY:-}"
-    problems = deploy_check.prometheus_auth_problems(prometheus, compose)
+    problems = prometheus_auth_problems(prometheus, compose)
     assert any("scrape job qdrant:" in problem and "can be empty" in problem for problem in problems)
 
 
@@ -188,4 +188,4 @@ def test_open_target_needs_no_credentials() -> None:
     prometheus, compose = _scrape_files()
     del compose["services"]["qdrant"]["environment"]["QDRANT__SERVICE__API_KEY"]
     del _job(prometheus, "qdrant")["authorization"]
-    assert deploy_check.prometheus_auth_problems(prometheus, compose) == []
+    assert prometheus_auth_problems(prometheus, compose) == []
