@@ -19,7 +19,7 @@ import pytest
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
 from rag_runtime.embedding import ContractEmbedder
-from rag_runtime.http import EDGE_HINTS
+from rag_runtime.http import hint_for
 
 from .served import GUARD_SECONDS, StallingWriter, served_overrides, serving, stored_points  # noqa: TID252
 
@@ -127,7 +127,7 @@ def test_shutdown_aborts_a_running_ingest_after_the_grace_period(
     assert head.split(b"\r\n")[0] == b"HTTP/1.1 503 Service Unavailable"
     error = json.loads(body)
     assert (error["code"], error["status"]) == ("SHUTTING_DOWN", False)
-    assert error["hint"] == EDGE_HINTS["SHUTTING_DOWN"]
+    assert error["hint"] == hint_for("SHUTTING_DOWN")
     assert f"x-request-id: {error['request_id']}".encode() in head.lower()
     assert not list(overrides["scratch_dir"].glob("proc-*"))
     _assert_previous_version_only(settings, before)

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from ingestion_service import errors as domain_errors
 from ingestion_service.adapters.chunk_index import ChunkIndex
-from ingestion_service.api.errors import CLASS_HINTS, CODE_HINTS, hint_of, install_error_handlers
+from ingestion_service.error_table import CODES, ERROR_TABLE, UPLOAD_TOO_LARGE_HINT
 from ingestion_service.errors import (
-    ErrorCode,
     ExtractionDependencyError,
     IngestionError,
+    InvalidRequestError,
     PayloadTooLargeError,
     QdrantWriteError,
 )
 from ingestion_service.runtime import ServiceHooks
-from rag_runtime.http import EDGE_HINTS, FALLBACK_HINT, REQUEST_FAILED, hint_for, registered_hints
-from shared_contract import QdrantUnavailableError
+from rag_runtime.http import FALLBACK_HINT, REQUEST_FAILED, hint_for
+from shared_contract import SHARED_CODES, QdrantUnavailableError, registered_codes
 
 if TYPE_CHECKING:
     from ..conftest import AppFactory  # noqa: TID252
@@ -33,35 +34,52 @@ def all_subclasses(cls: type[IngestionError]) -> set[type[IngestionError]]:
     return found
 
 
-def emitted_codes() -> set[str]:
-    return set(get_args(ErrorCode)) | {cls.code for cls in all_subclasses(IngestionError) | {IngestionError}}
+# Every class errors.py defines; subclasses elsewhere (an adapter's GotenbergError) answer from their parent's row.
+DOMAIN_ERRORS = sorted(
+    (cls for cls in all_subclasses(IngestionError) | {IngestionError} if cls.__module__ == domain_errors.__name__),
+    key=lambda cls: cls.__name__,
+)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _registered() -> None:
-    install_error_handlers(FastAPI())  # registers the codes' hints, as create_app does
+@pytest.mark.parametrize("error_type", DOMAIN_ERRORS, ids=lambda cls: cls.__name__)
+def test_every_domain_error_class_has_its_own_row(error_type: type[IngestionError]) -> None:
+    row = ERROR_TABLE.rows.get(error_type)
+    assert row is not None
+    assert row.message  # what public_message answers
+    assert error_type.code == row.code
 
 
-@pytest.mark.parametrize("code", sorted(emitted_codes()))
-def test_every_code_the_service_emits_has_a_hint(code: str) -> None:
-    assert code in registered_hints()
+@pytest.mark.parametrize("code", sorted({row.code for row in ERROR_TABLE.rows.values()} | {ERROR_TABLE.fallback.code}))
+def test_every_code_the_service_emits_is_registered_with_a_hint(code: str) -> None:
+    assert code in registered_codes()
     assert hint_for(code).strip()
     assert hint_for(code) != FALLBACK_HINT
 
 
-def test_the_code_table_covers_exactly_the_codes_only_this_service_has() -> None:
-    # The shared codes (INVALID_REQUEST, EMBEDDING_FAILED, ...) keep their one hint in shared_contract.
-    shared = {"INVALID_REQUEST", "EMBEDDING_FAILED", "SPARSE_EMBEDDING_FAILED", "PAYLOAD_TOO_LARGE", "SHUTTING_DOWN"}
-    assert set(CODE_HINTS) | shared == set(get_args(ErrorCode))
+def test_the_service_registers_only_codes_of_its_own() -> None:
+    # The shared codes (INVALID_REQUEST, EMBEDDING_FAILED, ...) keep their one spec in shared_contract.
+    own = {spec.code for spec in CODES}
+    assert not own & set(SHARED_CODES)
+    assert own == {row.code for row in ERROR_TABLE.rows.values()} - set(SHARED_CODES)
 
 
-def test_class_hints_are_more_specific_than_their_code() -> None:
-    for cls, hint in CLASS_HINTS.items():
-        assert hint.strip()
-        assert hint != hint_for(cls.code), cls
-    assert hint_of(PayloadTooLargeError(10)) == CLASS_HINTS[PayloadTooLargeError]
-    assert hint_of(ExtractionDependencyError("Gotenberg", "is down", setting="GOTENBERG_URL")) is not None
-    assert hint_of(QdrantWriteError("boom")) is None  # the code's hint
+def test_row_hints_are_more_specific_than_their_code() -> None:
+    for error_type, row in ERROR_TABLE.rows.items():
+        assert row.hint is None or (row.hint.strip() and row.hint != hint_for(row.code)), error_type
+    assert ERROR_TABLE.classify(PayloadTooLargeError(10)).hint == UPLOAD_TOO_LARGE_HINT
+    gotenberg = ExtractionDependencyError("Gotenberg", "is down", setting="GOTENBERG_URL")
+    assert ERROR_TABLE.classify(gotenberg).hint != hint_for("EXTRACTION_FAILED")
+    assert ERROR_TABLE.classify(QdrantWriteError("boom")).hint == hint_for("QDRANT_WRITE_FAILED")
+
+
+def test_the_errors_attributes_answer_from_the_table_and_are_read_only() -> None:
+    refused = InvalidRequestError("collection_name: not allowed")
+    assert (refused.code, refused.status_code, refused.detail()) == ("INVALID_REQUEST", 422, str(refused))
+    assert domain_errors.PipelineFailedError.code == "PIPELINE_FAILED"
+    assert domain_errors.PipelineFailedError.public_message == "Indexing pipeline failed."
+    assert not domain_errors.IngestTimeoutError(5).server_fault
+    with pytest.raises(AttributeError):
+        refused.code = "OTHER"
 
 
 def failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -83,7 +101,7 @@ def test_a_validation_error_is_one_warning_with_the_file_and_collection(
 ) -> None:
     response = client.delete("/api/v1/documents/f-1?collection_name=no%20spaces", headers={"X-Request-ID": "v-1"})
     assert response.status_code == 422
-    assert response.json()["hint"] == EDGE_HINTS["INVALID_REQUEST"]
+    assert response.json()["hint"] == hint_for("INVALID_REQUEST")
     record = the_failure(caplog)
     assert record.levelno == logging.WARNING
     assert fields(record, "request_id", "method", "path", "status", "code", "file_id", "collection_name") == {
@@ -100,7 +118,7 @@ def test_a_validation_error_is_one_warning_with_the_file_and_collection(
 def test_a_401_is_one_warning_and_the_body_has_the_hint(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
     response = client.put("/api/v1/ingest", json={}, headers={"Authorization": "", "X-Request-ID": "a-1"})
     assert response.status_code == 401
-    assert response.json()["hint"] == EDGE_HINTS["UNAUTHORIZED"]
+    assert response.json()["hint"] == hint_for("UNAUTHORIZED")
     record = the_failure(caplog)
     assert record.levelno == logging.WARNING
     assert fields(record, "request_id", "path", "status", "code") == {
@@ -140,7 +158,7 @@ def test_a_5xx_domain_error_is_one_error_with_the_cause_and_traceback(
         caplog.clear()
         response = client.delete("/api/v1/documents/f-9?collection_name=kb-9", headers={"X-Request-ID": "d-1"})
     assert response.status_code == 500
-    assert response.json()["hint"] == CODE_HINTS["DELETE_FAILED"]
+    assert response.json()["hint"] == hint_for("DELETE_FAILED")
     record = the_failure(caplog)
     assert record.levelno == logging.ERROR
     assert fields(record, "request_id", "method", "path", "status", "code", "file_id", "collection_name") == {
@@ -175,7 +193,7 @@ def test_an_unexpected_error_is_one_error_line_with_the_request_id(
         "status": False,
         "error": "Indexing pipeline failed.",
         "code": "PIPELINE_FAILED",
-        "hint": CODE_HINTS["PIPELINE_FAILED"],
+        "hint": hint_for("PIPELINE_FAILED"),
         "request_id": "b-1",
     }
     record = the_failure(caplog)

@@ -15,8 +15,6 @@ from pydantic import BaseModel, SecretStr
 from starlette.types import Receive, Scope, Send
 
 from rag_runtime.http import (
-    CONTRACT_HINTS,
-    EDGE_HINTS,
     FALLBACK_HINT,
     REQUEST_FAILED,
     BodyLimit,
@@ -29,10 +27,9 @@ from rag_runtime.http import (
     log_handler,
     note_request_fields,
     public_paths,
-    register_hints,
-    registered_hints,
 )
 from rag_runtime.http import errors as errors_module
+from shared_contract import CONTRACT_CODES, EDGE_CODES, registered_codes
 
 API_KEY = "k" * 40
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -100,24 +97,18 @@ def fields(record: logging.LogRecord, *names: str) -> dict[str, object]:
 
 
 def edge_codes() -> set[str]:
-    return set(errors_module._CODE_BY_STATUS.values()) | {
-        errors_module.INVALID_REQUEST,
-        errors_module.UNAUTHORIZED,
-        errors_module.NOT_FOUND,
-        errors_module.METHOD_NOT_ALLOWED,
-        errors_module.PAYLOAD_TOO_LARGE,
-    }
+    return set(errors_module._CODE_BY_STATUS.values()) | set(EDGE_CODES)
 
 
-@pytest.mark.parametrize("code", sorted(edge_codes() | set(CONTRACT_HINTS)))
+@pytest.mark.parametrize("code", sorted(edge_codes() | set(CONTRACT_CODES)))
 def test_every_edge_and_contract_code_has_a_hint(code: str) -> None:
-    assert code in registered_hints()
+    assert code in registered_codes()
     assert hint_for(code).strip()
     assert hint_for(code) != FALLBACK_HINT
 
 
 def test_the_unauthorized_hint_names_the_key_variables_of_both_sides() -> None:
-    hint = EDGE_HINTS["UNAUTHORIZED"]
+    hint = hint_for("UNAUTHORIZED")
     for variable in ("API_KEY", "EXTERNAL_INGESTION_API_KEY", "RAG_EXTERNAL_RETRIEVAL_API_KEY"):
         assert variable in hint
 
@@ -132,30 +123,16 @@ def test_error_content_is_the_flat_body_with_the_codes_hint() -> None:
         "status": False,
         "error": "Bad.",
         "code": "INVALID_REQUEST",
-        "hint": EDGE_HINTS["INVALID_REQUEST"],
+        "hint": hint_for("INVALID_REQUEST"),
         "request_id": "r-1",
     }
     assert error_content("Bad.", "INVALID_REQUEST", "r-1", hint="Own hint.")["hint"] == "Own hint."
 
 
-def test_register_hints_is_idempotent_and_refuses_a_second_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(errors_module, "_HINTS", dict(registered_hints()))
-    register_hints({"TEST_CODE": "Do this."})
-    register_hints({"TEST_CODE": "Do this."})
-    assert hint_for("TEST_CODE") == "Do this."
-    with pytest.raises(ValueError, match="another hint"):
-        register_hints({"TEST_CODE": "Do that."})
-    with pytest.raises(ValueError, match="another hint"):
-        register_hints({"QDRANT_UNAVAILABLE": "A service's own idea."})
-    with pytest.raises(ValueError, match="empty"):
-        register_hints({"OTHER_CODE": " "})
-    assert "OTHER_CODE" not in registered_hints()
-
-
 def test_the_openapi_error_model_requires_the_hint() -> None:
     schema = ErrorBody.model_json_schema()
     assert set(schema["required"]) == {"error", "code", "hint", "request_id"}
-    assert schema["examples"][0]["hint"] == CONTRACT_HINTS["QDRANT_UNAVAILABLE"]
+    assert schema["examples"][0]["hint"] == hint_for("QDRANT_UNAVAILABLE")
 
 
 # --- one request_failed line per failure ---------------------------------------------------------------
@@ -170,7 +147,7 @@ def test_a_validation_error_logs_one_warning_with_the_route_template(
         headers={**AUTH, "X-Request-ID": "val-1"},
     )
     assert response.status_code == 422
-    assert response.json()["hint"] == EDGE_HINTS["INVALID_REQUEST"]
+    assert response.json()["hint"] == hint_for("INVALID_REQUEST")
     record = the_failure(caplog)
     assert record.levelno == logging.WARNING
     assert fields(record, "request_id", "method", "path", "status", "code", "file_id", "collection_name") == {
@@ -198,7 +175,7 @@ def test_a_401_from_the_middleware_logs_one_warning_and_carries_the_hint(
         "status": False,
         "error": "Missing or wrong API key.",
         "code": "UNAUTHORIZED",
-        "hint": EDGE_HINTS["UNAUTHORIZED"],
+        "hint": hint_for("UNAUTHORIZED"),
         "request_id": "auth-1",
     }
     record = the_failure(caplog)
@@ -216,7 +193,7 @@ def test_a_401_from_the_middleware_logs_one_warning_and_carries_the_hint(
 def test_a_413_from_the_middleware_logs_one_line(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
     response = client.put("/items/f-3", content=b"x" * 2000, headers={**AUTH, "content-type": "application/json"})
     assert response.status_code == 413
-    assert response.json()["hint"] == EDGE_HINTS["PAYLOAD_TOO_LARGE"]
+    assert response.json()["hint"] == hint_for("PAYLOAD_TOO_LARGE")
     record = the_failure(caplog)
     assert fields(record, "status", "code") == {"status": 413, "code": "PAYLOAD_TOO_LARGE"}
 

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 from pydantic import SecretStr
 
-from rag_runtime.http import EDGE_HINTS, BodyLimit, EdgeMiddleware, install_framework_error_handlers, public_paths
+from rag_runtime.http import BodyLimit, EdgeMiddleware, hint_for, install_framework_error_handlers, public_paths
 
 API_KEY = "k" * 40
 GUARD_SECONDS = 30
@@ -93,7 +93,7 @@ def test_a_request_cancelled_by_the_servers_shutdown_is_answered_503_shutting_do
         "status": False,
         "error": "The service was shutting down and stopped this request before it finished.",
         "code": "SHUTTING_DOWN",
-        "hint": EDGE_HINTS["SHUTTING_DOWN"],
+        "hint": hint_for("SHUTTING_DOWN"),
         "request_id": error["request_id"],
     }
     assert f"x-request-id: {error['request_id']}".encode() in head.lower()

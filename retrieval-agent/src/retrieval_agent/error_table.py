@@ -1,13 +1,11 @@
 """The retrieval agent's one error table: each domain error's status, wire code, message and hint.
 
-The HTTP handlers (``api/errors.py``), the MCP tools and readiness all answer from it. The
-contract-layer codes (QDRANT_UNAVAILABLE, EMBEDDING_FAILED, ...) have their hints in
-``rag_runtime.http``; this service's own codes register theirs here.
+The HTTP handlers (``api/errors.py``), the MCP tools and readiness all answer from it. The shared
+codes (QDRANT_UNAVAILABLE, EMBEDDING_FAILED, ...) have their status and hint in
+``shared_contract.error_codes``; this service's own codes are registered here.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from rag_runtime.http import (
     COLLECTION_MISMATCH,
@@ -17,6 +15,8 @@ from rag_runtime.http import (
     QDRANT_UNAVAILABLE,
     SPARSE_EMBEDDING_FAILED,
     STORE_INCOMPATIBLE,
+    ErrorTable,
+    error_row,
 )
 from retrieval_agent.errors import (
     FactNotFoundError,
@@ -29,6 +29,7 @@ from shared_contract import (
     CollectionMissingError,
     ContractMismatchError,
     EmbeddingError,
+    ErrorCodeSpec,
     ManifestMissingError,
     ModelUnavailableError,
     QdrantUnavailableError,
@@ -42,56 +43,92 @@ MEMORY_DISABLED = "MEMORY_DISABLED"
 FACT_NOT_FOUND = "FACT_NOT_FOUND"
 MEMORY_FAILED = "MEMORY_FAILED"
 
-CODE_HINTS: Mapping[str, str] = {
-    SEARCH_FAILED: (
-        "A fault inside the retrieval agent: the request_failed log line with this request_id has the "
-        "cause and traceback. Retry once; report it if it repeats."
+CODES = (
+    ErrorCodeSpec(
+        code=SEARCH_FAILED,
+        status=500,
+        hint=(
+            "A fault inside the retrieval agent: the request_failed log line with this request_id has the "
+            "cause and traceback. Retry once; report it if it repeats."
+        ),
     ),
-    MEMORY_DISABLED: "Long-term memory is off: set ENABLE_MEMORY=true (and MEMORY_PATH) on the retrieval agent.",
-    FACT_NOT_FOUND: "GET /api/v1/memory/{user}/facts lists the user's facts; deleted ones are in the folder's deleted/.",
-    MEMORY_FAILED: (
-        "The memory folder or its Git repository failed (disk full, permissions, a git lock left behind): "
-        "the request_failed log line has git's message. Nothing was half-written."
+    ErrorCodeSpec(
+        code=MEMORY_DISABLED,
+        status=503,
+        hint="Long-term memory is off: set ENABLE_MEMORY=true (and MEMORY_PATH) on the retrieval agent.",
     ),
-}
+    ErrorCodeSpec(
+        code=FACT_NOT_FOUND,
+        status=404,
+        hint="GET /api/v1/memory/{user}/facts lists the user's facts; deleted ones are in the folder's deleted/.",
+    ),
+    ErrorCodeSpec(
+        code=MEMORY_FAILED,
+        status=500,
+        hint=(
+            "The memory folder or its Git repository failed (disk full, permissions, a git lock left behind): "
+            "the request_failed log line has git's message. Nothing was half-written."
+        ),
+    ),
+)
 
 STORE_REJECTED_HINT = (
     "The collection lacks a vector, field or index this version searches (written by an older ingestion "
     "service?): the request_failed log line has Qdrant's answer; re-ingest into a new collection if it persists."
 )
 
-# (status, code, message shown to the caller, hint when the code's own is too broad); the log gets
-# the exception text.
-ERROR_TABLE: list[tuple[type[Exception], int, str, str | None, str | None]] = [
-    (InvalidFilterError, 422, INVALID_REQUEST, None, None),
-    (InvalidMemoryRequestError, 422, INVALID_REQUEST, None, None),
-    (MemoryDisabledError, 503, MEMORY_DISABLED, "Long-term memory is disabled (ENABLE_MEMORY=false).", None),
-    (FactNotFoundError, 404, FACT_NOT_FOUND, None, None),
-    (MemoryStorageError, 500, MEMORY_FAILED, "The memory folder could not be changed or read.", None),
-    (QdrantUnavailableError, 503, QDRANT_UNAVAILABLE, "Qdrant is unreachable or failed.", None),
-    (CollectionMissingError, 503, COLLECTION_MISSING, None, None),
-    (ContractMismatchError, 503, COLLECTION_MISMATCH, None, None),
-    (ManifestMissingError, 503, COLLECTION_MISMATCH, None, None),
-    (ModelUnavailableError, 503, EMBEDDING_FAILED, "The query embedding model is unavailable.", None),
-    (SparseEmbeddingError, 503, SPARSE_EMBEDDING_FAILED, "Sparse query embedding failed.", None),
-    (EmbeddingError, 503, EMBEDDING_FAILED, "Query embedding failed.", None),
-    (StoreIncompatibleError, 503, STORE_INCOMPATIBLE, None, None),
-    (StoreRequestError, 500, SEARCH_FAILED, "Qdrant rejected the search request.", STORE_REJECTED_HINT),
-]
+# A row without a message shows the error's own text (written to be shown); the log gets it either
+# way. Every row is a typed failure, whose text is the whole story: only an error no row covers (a
+# bug, SEARCH_FAILED) is logged with its traceback.
+ERROR_TABLE = ErrorTable(
+    [
+        error_row(InvalidFilterError, INVALID_REQUEST),
+        error_row(InvalidMemoryRequestError, INVALID_REQUEST),
+        error_row(
+            MemoryDisabledError,
+            MEMORY_DISABLED,
+            message="Long-term memory is disabled (ENABLE_MEMORY=false).",
+            cause_only=True,
+        ),
+        error_row(FactNotFoundError, FACT_NOT_FOUND),
+        error_row(
+            MemoryStorageError,
+            MEMORY_FAILED,
+            message="The memory folder could not be changed or read.",
+            cause_only=True,
+        ),
+        error_row(
+            QdrantUnavailableError, QDRANT_UNAVAILABLE, message="Qdrant is unreachable or failed.", cause_only=True
+        ),
+        error_row(CollectionMissingError, COLLECTION_MISSING, cause_only=True),
+        error_row(ContractMismatchError, COLLECTION_MISMATCH, cause_only=True),
+        error_row(ManifestMissingError, COLLECTION_MISMATCH, cause_only=True),
+        error_row(
+            ModelUnavailableError,
+            EMBEDDING_FAILED,
+            message="The query embedding model is unavailable.",
+            cause_only=True,
+        ),
+        error_row(
+            SparseEmbeddingError, SPARSE_EMBEDDING_FAILED, message="Sparse query embedding failed.", cause_only=True
+        ),
+        error_row(EmbeddingError, EMBEDDING_FAILED, message="Query embedding failed.", cause_only=True),
+        error_row(StoreIncompatibleError, STORE_INCOMPATIBLE, cause_only=True),
+        error_row(
+            StoreRequestError,
+            SEARCH_FAILED,
+            message="Qdrant rejected the search request.",
+            hint=STORE_REJECTED_HINT,
+            cause_only=True,
+        ),
+    ],
+    codes=CODES,
+    fallback_code=SEARCH_FAILED,
+    fallback_message="Unexpected search failure.",
+)
 
 
 def classify(exc: Exception) -> tuple[int, str, str]:
-    """Status, code and caller-facing message for ``exc``."""
-    status, code, message, _ = classify_with_hint(exc)
-    return status, code, message
-
-
-def classify_with_hint(exc: Exception) -> tuple[int, str, str, str | None]:
-    for error_type, status, code, message, hint in ERROR_TABLE:
-        if isinstance(exc, error_type):
-            return status, code, message or str(exc), hint
-    return 500, SEARCH_FAILED, "Unexpected search failure.", None
-
-
-def is_expected(exc: Exception) -> bool:
-    return any(isinstance(exc, error_type) for error_type, *_ in ERROR_TABLE)
+    """Status, code and caller-facing message for ``exc`` (what MCP and readiness report)."""
+    classified = ERROR_TABLE.classify(exc)
+    return classified.status, classified.code, classified.message

@@ -6,34 +6,62 @@ import logging
 from collections.abc import Callable
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from rag_runtime.http import CONTRACT_HINTS, EDGE_HINTS, FALLBACK_HINT, REQUEST_FAILED, hint_for, registered_hints
+from rag_runtime.http import FALLBACK_HINT, REQUEST_FAILED, hint_for
 from rag_runtime.store import ChunkStore
-from retrieval_agent.api.errors import install_error_handlers
-from retrieval_agent.error_table import CODE_HINTS, ERROR_TABLE, SEARCH_FAILED, classify
+from retrieval_agent import errors as domain_errors
+from retrieval_agent.error_table import CODES, ERROR_TABLE, SEARCH_FAILED
+from shared_contract import SHARED_CODES, ContractConfigError, ContractError, registered_codes
 
 from ..conftest import AUTH, BrokenStore, make_settings  # noqa: TID252
 
 BODY = {"queries": ["Eiffel Tower"], "collection_names": ["kb-a"], "k": 2}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _registered() -> None:
-    install_error_handlers(FastAPI())  # registers the codes' hints, as create_app does
+def subclasses(cls: type[Exception]) -> set[type[Exception]]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= subclasses(sub)
+    return found
 
 
-@pytest.mark.parametrize("code", sorted({code for _, _, code, _, _ in ERROR_TABLE} | {classify(RuntimeError())[1]}))
-def test_every_code_the_service_emits_has_a_hint(code: str) -> None:
-    assert code in registered_hints()
+# Bases no code raises, and errors the pipeline handles before they could reach a caller (the reranker
+# and query generation fail open; settings errors stop the start-up).
+NOT_ANSWERED = {
+    domain_errors.RetrievalError,
+    domain_errors.MemoryFailure,
+    domain_errors.RerankerError,
+    domain_errors.QueryGenerationError,
+    ContractError,
+    ContractConfigError,
+}
+
+
+@pytest.mark.parametrize(
+    "error_type",
+    sorted((subclasses(domain_errors.RetrievalError) | subclasses(ContractError)) - NOT_ANSWERED, key=str),
+)
+def test_every_domain_error_a_caller_can_get_has_a_row(error_type: type[Exception]) -> None:
+    assert ERROR_TABLE.row_for(error_type) is not None
+
+
+@pytest.mark.parametrize("code", sorted({row.code for row in ERROR_TABLE.rows.values()} | {ERROR_TABLE.fallback.code}))
+def test_every_code_the_service_emits_is_registered_with_a_hint(code: str) -> None:
+    assert code in registered_codes()
     assert hint_for(code).strip()
     assert hint_for(code) != FALLBACK_HINT
 
 
+def test_the_service_registers_only_codes_of_its_own() -> None:
+    for spec in CODES:
+        assert registered_codes()[spec.code] == spec
+    assert not {spec.code for spec in CODES} & set(SHARED_CODES)  # shared codes keep their one spec
+
+
 def test_row_hints_are_more_specific_than_their_code() -> None:
-    for error_type, _, code, _, hint in ERROR_TABLE:
-        assert hint is None or (hint.strip() and hint != hint_for(code)), error_type
+    for error_type, row in ERROR_TABLE.rows.items():
+        assert row.hint is None or (row.hint.strip() and row.hint != hint_for(row.code)), error_type
 
 
 def failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -53,7 +81,7 @@ def fields(record: logging.LogRecord, *names: str) -> dict[str, object]:
 def test_a_validation_error_is_one_warning(api: TestClient, caplog: pytest.LogCaptureFixture) -> None:
     response = api.post("/search", json={"k": 2}, headers={**AUTH, "X-Request-ID": "v-1"})
     assert response.status_code == 422
-    assert response.json()["hint"] == EDGE_HINTS["INVALID_REQUEST"]
+    assert response.json()["hint"] == hint_for("INVALID_REQUEST")
     record = the_failure(caplog)
     assert record.levelno == logging.WARNING
     assert fields(record, "request_id", "method", "path", "status", "code") == {
@@ -68,7 +96,7 @@ def test_a_validation_error_is_one_warning(api: TestClient, caplog: pytest.LogCa
 def test_a_401_is_one_warning_and_the_body_has_the_hint(api: TestClient, caplog: pytest.LogCaptureFixture) -> None:
     response = api.post("/search", json=BODY, headers={"X-Request-ID": "a-1"})
     assert response.status_code == 401
-    assert response.json()["hint"] == EDGE_HINTS["UNAUTHORIZED"]
+    assert response.json()["hint"] == hint_for("UNAUTHORIZED")
     record = the_failure(caplog)
     assert record.levelno == logging.WARNING
     assert fields(record, "request_id", "path", "status", "code") == {
@@ -87,7 +115,7 @@ def test_a_domain_error_is_one_error_line_with_its_cause(
     response = api.post("/search", json=BODY, headers={**AUTH, "X-Request-ID": "m-1"})
     assert response.status_code == 503
     assert response.json()["code"] == "COLLECTION_MISSING"
-    assert response.json()["hint"] == CONTRACT_HINTS["COLLECTION_MISSING"]
+    assert response.json()["hint"] == hint_for("COLLECTION_MISSING")
     record = the_failure(caplog)
     assert record.levelno == logging.ERROR
     assert fields(record, "request_id", "method", "path", "status", "code") == {
@@ -108,7 +136,7 @@ def test_an_unexpected_error_is_one_error_line_with_the_traceback_and_request_id
     caplog.clear()
     response = api.post("/search", json=BODY, headers={**AUTH, "X-Request-ID": "bug-1"})
     assert response.status_code == 500
-    assert response.json()["hint"] == CODE_HINTS[SEARCH_FAILED]
+    assert response.json()["hint"] == hint_for(SEARCH_FAILED)
     assert "a bug" not in response.text
     record = the_failure(caplog)
     assert record.levelno == logging.ERROR

@@ -1,11 +1,19 @@
 """The contract ingestion-service and retrieval-agent share.
 
 Collection name, vector names, payload keys, embedding models and prefixes, the manifest, the
-error registry and the wire models: one definition, so the two services cannot drift apart
-silently. Plain data and pydantic models only; the code both services run on it (store, embedding,
-HTTP edge, LLM clients) is ``rag_runtime``.
+error types, the registry of wire error codes (each with its status and hint) and the wire models:
+one definition, so the two services cannot drift apart silently. Plain data and pydantic models
+only; the code both services run on it (store, embedding, HTTP edge, LLM clients) is ``rag_runtime``.
 """
 
+from shared_contract.error_codes import (
+    CONTRACT_CODES,
+    EDGE_CODES,
+    SHARED_CODES,
+    ErrorCodeSpec,
+    register_codes,
+    registered_codes,
+)
 from shared_contract.errors import (
     CollectionMissingError,
     ContractConfigError,
@@ -41,14 +49,17 @@ from shared_contract.version import CONTRACT_VERSION
 
 __all__ = [
     "COLLECTION_NAME_PATTERN",
+    "CONTRACT_CODES",
     "CONTRACT_VERSION",
     "DEFAULT_COLLECTION",
     "DENSE_VECTOR",
+    "EDGE_CODES",
     "LIVE_STATE",
     "MULTILINGUAL_VECTOR",
     "PAYLOAD_CONTENT",
     "PAYLOAD_META",
     "PENDING_STATE",
+    "SHARED_CODES",
     "SPARSE_VECTOR",
     "CollectionManifest",
     "CollectionMissingError",
@@ -58,6 +69,7 @@ __all__ = [
     "ContractMismatchError",
     "ContractSettings",
     "EmbeddingError",
+    "ErrorCodeSpec",
     "LegacyStoreError",
     "ManifestMissingError",
     "MetaKey",
@@ -72,6 +84,8 @@ __all__ = [
     "load_settings",
     "manifest_for",
     "meta_path",
+    "register_codes",
+    "registered_codes",
     "user_memory_collection_name",
     "verify_manifest",
 ]

@@ -1,4 +1,4 @@
-"""Typed failures of the contract layer. Services map them to their wire error codes."""
+"""Typed failures of the contract layer. Each service's error table maps them to wire codes (``error_codes``)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from ingestion_service.adapters import chunk_index
-from ingestion_service.api.errors import CLASS_HINTS
-from ingestion_service.errors import ReservedCollectionError
+from ingestion_service.error_table import RESERVED_HINT
 from rag_runtime.http import hint_for
 from rag_runtime.store import ChunkPoint
 
@@ -137,7 +136,7 @@ def test_the_documents_api_refuses_a_memory_tenant_as_ingest_does(
         scope = {"collection_name": MEMORY}
         ingest = upload(client, docs / TABLE, file_id="fact-1", collection_name=MEMORY)
         assert ingest.status_code == 403
-        expected = {"error": RESERVED, "code": "INVALID_REQUEST", "hint": CLASS_HINTS[ReservedCollectionError]}
+        expected = {"error": RESERVED, "code": "INVALID_REQUEST", "hint": RESERVED_HINT}
         assert {key: ingest.json()[key] for key in expected} == expected
 
         for response in (

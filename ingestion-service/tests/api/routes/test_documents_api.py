@@ -13,8 +13,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from ingestion_service.adapters.document_catalog import DocumentCatalog, DocumentChanges
-from ingestion_service.api.errors import CLASS_HINTS
-from ingestion_service.errors import MetadataUpdateFailedError
+from ingestion_service.error_table import METADATA_HINT
 from ingestion_service.runtime import ServiceHooks
 from rag_runtime.http import hint_for
 from rag_runtime.store import ChunkPoint, ChunkStore, PointRecord
@@ -423,7 +422,7 @@ def test_a_store_failure_during_patch_is_qdrant_write_failed(app_client: AppFact
             "status": False,
             "error": "Updating the document's metadata failed.",
             "code": "QDRANT_WRITE_FAILED",
-            "hint": CLASS_HINTS[MetadataUpdateFailedError],
+            "hint": METADATA_HINT,
             "request_id": response.headers["x-request-id"],
         }
 

@@ -1,32 +1,17 @@
-"""The HTTP edge both services share: error shape, hints and status policy, request ids, the API-key
-and body-cap middleware, log formatting (with the one ``request_failed`` line per failure) and the
-OpenAPI declarations (see docs/contract.md, Errors)."""
+"""The HTTP edge both services share: error shape, the error table type and status policy, request
+ids, the API-key and body-cap middleware, log formatting (with the one ``request_failed`` line per
+failure) and the OpenAPI declarations (see docs/contract.md, Errors)."""
 
 from rag_runtime.http.bodies import NOT_JSON_MESSAGE, require_json_body
+from rag_runtime.http.error_table import Classified, ErrorRow, ErrorTable, error_row
 from rag_runtime.http.errors import (
-    COLLECTION_MISMATCH,
-    COLLECTION_MISSING,
-    CONTRACT_HINTS,
-    EDGE_HINTS,
-    EMBEDDING_FAILED,
     FALLBACK_HINT,
-    INVALID_REQUEST,
-    METHOD_NOT_ALLOWED,
-    NOT_FOUND,
-    PAYLOAD_TOO_LARGE,
-    QDRANT_UNAVAILABLE,
-    SHUTTING_DOWN,
     SHUTTING_DOWN_MESSAGE,
-    SPARSE_EMBEDDING_FAILED,
-    STORE_INCOMPATIBLE,
-    UNAUTHORIZED,
     ErrorBody,
     error_content,
     error_response,
     hint_for,
     install_framework_error_handlers,
-    register_hints,
-    registered_hints,
     validation_message,
 )
 from rag_runtime.http.logs import (
@@ -50,12 +35,24 @@ from rag_runtime.http.middleware import (
 )
 from rag_runtime.http.openapi import ERROR_RESPONSES, PROMETHEUS_TEXT_RESPONSE, bearer_scheme
 from rag_runtime.http.request_id import REQUEST_ID_HEADER, current_request_id, request_id_of
+from shared_contract.error_codes import (
+    COLLECTION_MISMATCH,
+    COLLECTION_MISSING,
+    EMBEDDING_FAILED,
+    INVALID_REQUEST,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    PAYLOAD_TOO_LARGE,
+    QDRANT_UNAVAILABLE,
+    SHUTTING_DOWN,
+    SPARSE_EMBEDDING_FAILED,
+    STORE_INCOMPATIBLE,
+    UNAUTHORIZED,
+)
 
 __all__ = [
     "COLLECTION_MISMATCH",
     "COLLECTION_MISSING",
-    "CONTRACT_HINTS",
-    "EDGE_HINTS",
     "EMBEDDING_FAILED",
     "ERROR_RESPONSES",
     "FALLBACK_HINT",
@@ -75,8 +72,11 @@ __all__ = [
     "STORE_INCOMPATIBLE",
     "UNAUTHORIZED",
     "BodyLimit",
+    "Classified",
     "EdgeMiddleware",
     "ErrorBody",
+    "ErrorRow",
+    "ErrorTable",
     "JsonFormatter",
     "LogFormat",
     "RequestBodyTooLargeError",
@@ -88,14 +88,13 @@ __all__ = [
     "current_request_id",
     "error_content",
     "error_response",
+    "error_row",
     "hint_for",
     "install_framework_error_handlers",
     "log_handler",
     "log_request_failed",
     "note_request_fields",
     "public_paths",
-    "register_hints",
-    "registered_hints",
     "request_id_of",
     "require_json_body",
     "validation_message",

@@ -5,8 +5,9 @@ Every failure is the flat body ``{"status": false, "error": <message>, "code": <
 bodies that are not JSON) are mapped here; each service maps its own domain errors and emits them
 through :func:`error_response`, which also writes the request's one ``request_failed`` log line.
 
-Hints are looked up by code in one registry: the edge and contract-layer codes are registered here,
-each service registers its domain codes when it builds its app (:func:`register_hints`).
+Hints are looked up by code in the one registry, ``shared_contract.error_codes``: the edge and
+contract-layer codes are registered there, each service registers its own codes through its error
+table (``error_table.py``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
-from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -26,24 +26,16 @@ from starlette.routing import Match
 
 from rag_runtime.http.logs import log_request_failed
 from rag_runtime.http.request_id import REQUEST_ID_HEADER, request_id_of
-
-# The codes of the HTTP edge.
-INVALID_REQUEST = "INVALID_REQUEST"
-UNAUTHORIZED = "UNAUTHORIZED"
-NOT_FOUND = "NOT_FOUND"
-METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
-PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
-# A request the server cancelled when its shutdown grace ran out (answered by the edge, 503).
-SHUTTING_DOWN = "SHUTTING_DOWN"
-
-# Failures of the contract layer (the store and the embedder), which both services report with the
-# same code: their hints live here, once, so the two services cannot give one code two hints.
-QDRANT_UNAVAILABLE = "QDRANT_UNAVAILABLE"
-COLLECTION_MISSING = "COLLECTION_MISSING"
-COLLECTION_MISMATCH = "COLLECTION_MISMATCH"
-STORE_INCOMPATIBLE = "STORE_INCOMPATIBLE"
-EMBEDDING_FAILED = "EMBEDDING_FAILED"
-SPARSE_EMBEDDING_FAILED = "SPARSE_EMBEDDING_FAILED"
+from shared_contract.error_codes import (
+    INVALID_REQUEST,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    PAYLOAD_TOO_LARGE,
+    QDRANT_UNAVAILABLE,
+    SHARED_CODES,
+    UNAUTHORIZED,
+    registered_codes,
+)
 
 # A refused rule (403) and a body in the wrong Content-Type (415) are invalid requests too: the message
 # names the rule or the header (docs/contract.md, Statuses).
@@ -67,86 +59,11 @@ SHUTTING_DOWN_MESSAGE = "The service was shutting down and stopped this request 
 # For a code nobody registered (``HTTP_<status>``): still somewhere to look.
 FALLBACK_HINT = "The service's request_failed log line with this request_id has the cause."
 
-EDGE_HINTS: Mapping[str, str] = {
-    INVALID_REQUEST: (
-        "Fix the field the error names (location: rule) and send the request again; the service's "
-        "GET /docs shows the request schema."
-    ),
-    UNAUTHORIZED: (
-        "Send 'Authorization: Bearer <key>' with the called service's API_KEY. In Open WebUI: "
-        "EXTERNAL_INGESTION_API_KEY or EXTERNAL_DOCUMENT_LOADER_API_KEY (ingestion), "
-        "RAG_EXTERNAL_RETRIEVAL_API_KEY (retrieval)."
-    ),
-    NOT_FOUND: (
-        "Check the URL against the service's GET /openapi.json (ingestion routes are under /api/v1, "
-        "retrieval's is POST /search); a base URL variable with a wrong path is the usual cause."
-    ),
-    METHOD_NOT_ALLOWED: "Use one of the methods the Allow response header lists.",
-    SHUTTING_DOWN: "The service was stopping: send the request again (another replica, or once it is back).",
-    PAYLOAD_TOO_LARGE: (
-        "Send a smaller body, or raise the variable the error names on the service "
-        "(MAX_UPLOAD_BYTES for uploads, MAX_REQUEST_BYTES for other routes)."
-    ),
-}
-
-CONTRACT_HINTS: Mapping[str, str] = {
-    QDRANT_UNAVAILABLE: (
-        "Check QDRANT_URI (or QDRANT_PATH for the embedded store) and that Qdrant is up; "
-        "GET /health/ready shows the store's state."
-    ),
-    COLLECTION_MISSING: (
-        "The collection QDRANT_INDEX does not exist yet: ingest a first document through the ingestion "
-        "service (it creates it), or point QDRANT_INDEX at the collection the ingestion service writes."
-    ),
-    COLLECTION_MISMATCH: (
-        "Give both services the same contract settings (EMBEDDING_MODEL, EMBEDDING_DIM, the prefixes, "
-        "SPARSE_EMBEDDING_MODEL) or point QDRANT_INDEX at a matching collection; GET /health/ready names "
-        "the setting that differs."
-    ),
-    STORE_INCOMPATIBLE: (
-        "Upgrade the Qdrant server (1.20 or newer), or copy an old embedded store with `rag migrate`; "
-        "the error says which."
-    ),
-    EMBEDDING_FAILED: (
-        "Check the embedding settings (EMBEDDING_PROVIDER, EMBEDDING_API_BASE_URL, or the model built "
-        "under LOCAL_MODELS_DIR by `make models`) and GET /health/ready; the request_failed log line "
-        "with this request_id has the cause."
-    ),
-    SPARSE_EMBEDDING_FAILED: (
-        "Check that SPARSE_EMBEDDING_MODEL is built under LOCAL_MODELS_DIR (`make models`) or reachable, "
-        "and GET /health/ready; the request_failed log line with this request_id has the cause."
-    ),
-}
-
-_HINTS: dict[str, str] = {**EDGE_HINTS, **CONTRACT_HINTS}
-# A service's code type (a Literal of its codes, say): Mapping's key type is invariant.
-_Code = TypeVar("_Code", bound=str)
-
-
-def register_hints(hints: Mapping[_Code, str]) -> None:
-    """Add a service's domain codes and their hints (called when it builds its app; idempotent).
-
-    One code has one hint per process (``rag dev`` serves both services from one), so registering
-    another hint for a known code is an error, found by the first test that builds the app.
-    """
-    for code, hint in hints.items():
-        known = _HINTS.get(code)
-        if not hint.strip():
-            raise ValueError(f"the hint of {code} is empty")
-        if known is not None and known != hint:
-            raise ValueError(f"{code} already has another hint: {known!r}")
-    for code, hint in hints.items():
-        _HINTS[code] = hint
-
-
-def registered_hints() -> Mapping[str, str]:
-    """Every registered code and its hint (read-only)."""
-    return MappingProxyType(_HINTS)
-
 
 def hint_for(code: str) -> str:
     """What the caller or operator should do about ``code`` (the fallback when none is registered)."""
-    return _HINTS.get(code, FALLBACK_HINT)
+    spec = registered_codes().get(code)
+    return FALLBACK_HINT if spec is None else spec.hint
 
 
 class ErrorBody(BaseModel):
@@ -159,7 +76,7 @@ class ErrorBody(BaseModel):
                     "status": False,
                     "error": "Qdrant is unreachable or failed.",
                     "code": QDRANT_UNAVAILABLE,
-                    "hint": CONTRACT_HINTS[QDRANT_UNAVAILABLE],
+                    "hint": SHARED_CODES[QDRANT_UNAVAILABLE].hint,
                     "request_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                 }
             ]

@@ -20,16 +20,10 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rag_runtime.http.errors import (
-    PAYLOAD_TOO_LARGE,
-    SHUTTING_DOWN,
-    SHUTTING_DOWN_MESSAGE,
-    UNAUTHORIZED,
-    UNAUTHORIZED_MESSAGE,
-    error_content,
-)
+from rag_runtime.http.errors import SHUTTING_DOWN_MESSAGE, UNAUTHORIZED_MESSAGE, error_content
 from rag_runtime.http.logs import log_request_failed
 from rag_runtime.http.request_id import REQUEST_ID_HEADER, accept_request_id, current_request_id, tag_exception
+from shared_contract.error_codes import PAYLOAD_TOO_LARGE, SHUTTING_DOWN, UNAUTHORIZED
 
 
 @dataclass(frozen=True, slots=True)

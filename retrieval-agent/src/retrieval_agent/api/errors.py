@@ -9,9 +9,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from rag_runtime.http import error_response, install_framework_error_handlers, register_hints
+from rag_runtime.http import install_framework_error_handlers
 from retrieval_agent.api.openai_errors import as_openai, is_openai_path
-from retrieval_agent.error_table import CODE_HINTS, ERROR_TABLE, classify_with_hint, is_expected
+from retrieval_agent.error_table import ERROR_TABLE
 
 
 def _count(request: Request, code: str) -> None:
@@ -22,20 +22,19 @@ def _count(request: Request, code: str) -> None:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers on ``app``: the shared framework handlers plus the domain errors."""
-    register_hints(CODE_HINTS)
     install_framework_error_handlers(app, observe=_count)
 
     async def on_domain(request: Request, exc: Exception) -> JSONResponse:
-        status, code, message, hint = classify_with_hint(exc)
-        _count(request, code)
+        classified = ERROR_TABLE.classify(exc)
+        _count(request, classified.code)
         # A typed dependency failure needs its text, not a traceback; a bug needs the traceback.
-        return error_response(request, status, code, message, hint=hint, cause=exc, log_traceback=not is_expected(exc))
+        return classified.response(request, cause=exc)
 
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         response = await on_domain(request, exc)
         # Starlette runs this handler in ServerErrorMiddleware, outside the /v1 reshaping middleware.
         return as_openai(response) if is_openai_path(str(request.scope["path"])) else response
 
-    for error_type, *_ in ERROR_TABLE:
+    for error_type in ERROR_TABLE.error_types:
         app.add_exception_handler(error_type, on_domain)
     app.add_exception_handler(Exception, on_unexpected)
