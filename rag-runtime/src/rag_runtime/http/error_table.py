@@ -94,7 +94,6 @@ class ErrorTable:
         fallback_message: str,
     ) -> None:
         own = tuple(codes)
-        register_codes(own)
         self.codes: Mapping[str, ErrorCodeSpec] = MappingProxyType({spec.code: spec for spec in own})
         by_type: dict[type[Exception], ErrorRow] = {}
         for each in rows:
@@ -105,6 +104,8 @@ class ErrorTable:
         self._rows = by_type
         fallback = self.spec(fallback_code)
         self.fallback = Classified(fallback.status, fallback_code, fallback_message, fallback.hint, log_traceback=True)
+        # Last: a table refused above registers nothing.
+        register_codes(own)
 
     @property
     def rows(self) -> Mapping[type[Exception], ErrorRow]:
