@@ -1,7 +1,7 @@
 """The storage port on Qdrant's own engine in-process (qdrant-edge), the embedded default.
 
-Layout under QDRANT_PATH: ``collections/<QDRANT_INDEX>/shard/`` (the engine's WAL and segments)
-and ``collections/<QDRANT_INDEX>/manifest.json`` (the contract manifest; a shard has no metadata).
+The directory it keeps (layout, lock, free space, manifest file) is :mod:`edge_directory`; the
+translation of configs, points and records is :mod:`edge_points` and of requests :mod:`edge_requests`.
 
 Facts that shape this adapter (qdrant-edge 0.9.0, pinned):
 - Every call holds the GIL, so running one in a worker thread frees nothing. Reads take well under
@@ -18,10 +18,7 @@ Facts that shape this adapter (qdrant-edge 0.9.0, pinned):
 
 from __future__ import annotations
 
-import fcntl
-import json
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -32,96 +29,52 @@ import anyio.to_thread
 import qdrant_edge as edge
 from qdrant_client import models
 
-from rag_runtime.embedding.types import SparseVectorData
-from rag_runtime.store.edge_requests import (
-    to_edge_filter,
-    to_edge_index,
-    to_edge_quantization,
-    to_edge_request,
-    to_edge_with_payload,
+from rag_runtime.store.edge_directory import (
+    MANIFEST_FILE,
+    MIN_FREE_BYTES,
+    SHARD_DIR,
+    STORE_IN_USE,
+    check_free_space,
+    collection_dir,
+    drop_unfinished_builds,
+    hold_lock,
+    load_manifest,
+    search_threads,
+    store_in_use,
+    tree_bytes,
+    write_manifest,
 )
+from rag_runtime.store.edge_points import (
+    WAL_LOCKED,
+    bm25_fields,
+    check_dims,
+    edge_config,
+    edge_vectors,
+    is_rejection,
+    is_text_index_problem,
+    plain_records,
+    scored_records,
+    sparse_params,
+)
+from rag_runtime.store.edge_requests import to_edge_filter, to_edge_index, to_edge_request, to_edge_with_payload
 from rag_runtime.store.layout import CollectionSpec, lexical_indexes_for, vector_layout
 from rag_runtime.store.port import ChunkPoint, FacetCount, PointRecord, StoreInfo, StoreKind
-from shared_contract.errors import (
-    CollectionMissingError,
-    ManifestMissingError,
-    QdrantUnavailableError,
-    StoreRequestError,
-)
+from shared_contract.errors import CollectionMissingError, QdrantUnavailableError, StoreRequestError
 from shared_contract.manifest import MANIFEST_METADATA_KEY, CollectionManifest
-from shared_contract.schema import DENSE_VECTOR, MULTILINGUAL_VECTOR, SPARSE_VECTOR
+
+__all__ = [
+    "MANIFEST_FILE",
+    "SHARD_DIR",
+    "STORE_IN_USE",
+    "EdgeStore",
+    "collection_dir",
+    "search_threads",
+    "store_in_use",
+]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-MANIFEST_FILE = "manifest.json"
-SHARD_DIR = "shard"
-# What a store another process holds says (one process per directory); callers may look for it.
-STORE_IN_USE = "is in use by another process"
-# Held (flock) by the process that has the directory open. The engine's own lock is its WAL's, which
-# a load takes only after it has opened the segments, and opening them applies and empties their
-# journals: a second process refused at the WAL had already emptied the first one's, whose next
-# flush then failed ("tracker_journal.dat is shorter than expected").
-LOCK_FILE = ".lock"
-# How qdrant-edge reports that WAL lock: a bare Exception naming the OS error.
-_WAL_LOCKED = "Kind(WouldBlock)"
-# The engine grows its WAL (32 MiB segments) and its segment files through memory mappings; a write
-# into a full disk through a mapping kills the whole process (SIGBUS) instead of failing the call.
-# So writes stop, with a typed error, while less than this is free on the store's disk.
-MIN_FREE_BYTES = 256 * 1024 * 1024
-# Where the engine builds an optimize's new segments; it does not clear what a killed optimize left.
-_TEMP_SEGMENTS = "temp_segments"
-_MIB = 1024 * 1024
-
-
-def collection_dir(root: Path, collection: str) -> Path:
-    """Where one collection lives under QDRANT_PATH."""
-    return root / "collections" / collection
-
-
-def _is_rejection(message: str) -> bool:
-    """The engine's messages for an invalid request (its Wrong input / validation errors), not I/O."""
-    lowered = message.lower()
-    markers = ("wrong input", "validation failed", "dimension error", "not existing vector", "bad request")
-    return any(marker in lowered for marker in markers)
-
-
-def _is_text_index_problem(message: str) -> bool:
-    lowered = message.lower()
-    return "text index" in lowered or "scoring" in lowered or "full text" in lowered or "full-text" in lowered
-
-
-def search_threads(configured: int) -> int:
-    """The engine's search pool size: ``configured``, or for 0 one thread fewer than the CPUs this
-    process may run on (at least one), leaving a CPU for the query model and the event loop."""
-    if configured > 0:
-        return configured
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cpus - 1)
-
-
-def store_in_use(collection_directory: Path) -> bool:
-    """Whether a process, this one included, holds the collection at ``collection_directory`` open.
-
-    An open :class:`EdgeStore` holds an flock on the directory's lock file; flock locks belong to
-    one open file, so a second open in the same process sees them too.
-    """
-    lock = collection_directory / LOCK_FILE
-    if not lock.is_file():
-        return False
-    with lock.open("ab") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-    return False
-
-
-def _tree_bytes(directory: Path) -> int:
-    """Bytes of the files under ``directory``."""
-    return sum((Path(parent) / name).stat().st_size for parent, _, names in os.walk(directory) for name in names)
 
 
 class EdgeStore:
@@ -181,51 +134,22 @@ class EdgeStore:
             try:
                 self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
             except Exception as exc:  # qdrant-edge raises bare Exception; opening is I/O
-                if _WAL_LOCKED in str(exc):
+                if WAL_LOCKED in str(exc):
                     raise QdrantUnavailableError(
                         f"embedded store at {self._dir} {STORE_IN_USE}: one process per directory ({exc})"
                     ) from exc
                 raise QdrantUnavailableError(f"embedded store at {self._dir} could not be opened: {exc}") from exc
-            self._drop_unfinished_builds()
+            drop_unfinished_builds(self._dir)
         return self._shard
 
     def _hold_lock(self) -> None:
-        """Take the directory's lock before the engine opens a file (STORE_IN_USE when another process has it)."""
-        if self._lock is not None:
-            return
-        self._dir.mkdir(parents=True, exist_ok=True)
-        handle = (self._dir / LOCK_FILE).open("ab")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise QdrantUnavailableError(
-                f"embedded store at {self._dir} {STORE_IN_USE}: one process per directory (it holds {LOCK_FILE})"
-            ) from None
-        self._lock = handle
+        if self._lock is None:
+            self._lock = hold_lock(self._dir)
 
     def _release_lock(self) -> None:
         handle, self._lock = self._lock, None
         if handle is not None:
             handle.close()  # closing the file releases the flock
-
-    def _drop_unfinished_builds(self) -> None:
-        """Remove the half-built segments of an optimize that was killed (they would stay forever).
-        This process holds the shard's WAL lock and no optimize runs during a load, so whatever is
-        in the engine's build directory now is dead."""
-        temp = self._dir / SHARD_DIR / _TEMP_SEGMENTS
-        leftovers = list(temp.iterdir()) if temp.is_dir() else []
-        if not leftovers:
-            return
-        freed = _tree_bytes(temp)
-        for entry in leftovers:
-            if entry.is_dir():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
-        logger.warning(
-            "embedded store at %s: removed %d MiB of segments an interrupted optimize left", self._dir, freed // _MIB
-        )
 
     def _load_config(self) -> Any:
         """The pool size to load with, or None. The engine takes no config without vectors in it and
@@ -238,7 +162,7 @@ class EdgeStore:
         if manifest.sparse_model is None:
             return None
         return edge.EdgeConfig(
-            sparse_vectors=_sparse_params(idf=manifest.sparse_modifier == "idf"),
+            sparse_vectors=sparse_params(idf=manifest.sparse_modifier == "idf"),
             max_search_threads=self._search_threads,
         )
 
@@ -252,28 +176,19 @@ class EdgeStore:
                 raise QdrantUnavailableError(f"embedded store {operation} failed: the store is closed") from exc
             raise StoreRequestError(
                 f"embedded store rejected {operation}: {message[:500]}",
-                missing_text_index=_is_text_index_problem(message),
+                missing_text_index=is_text_index_problem(message),
             ) from exc
-
-    def _check_free_space(self, operation: str, needed: int) -> None:
-        free = shutil.disk_usage(self._dir).free
-        if free < needed:
-            raise QdrantUnavailableError(
-                f"embedded store {operation} refused: {free // _MIB} MiB free on the disk of {self._dir}, "
-                f"under the {needed // _MIB} MiB it needs (writing into a full disk would crash the process); "
-                "free space there and retry"
-            )
 
     def _update(self, operation: str, build: Callable[[], Any]) -> None:
         shard = self._open_shard()
-        self._check_free_space(operation, self._min_free_bytes)
+        check_free_space(self._dir, operation, self._min_free_bytes)
         try:
             shard.update(build())
         except StoreRequestError:
             raise
         except Exception as exc:  # qdrant-edge raises bare Exception: the batch was not applied
             message = str(exc)
-            if _is_rejection(message):  # a call the engine refused, as the server answers 4xx
+            if is_rejection(message):  # a call the engine refused, as the server answers 4xx
                 raise StoreRequestError(f"embedded store rejected {operation}: {message[:500]}") from exc
             raise QdrantUnavailableError(f"embedded store {operation} failed: {message[:500]}") from exc
 
@@ -295,7 +210,7 @@ class EdgeStore:
         if (self._dir / MANIFEST_FILE).is_file():  # another process created it before we held the lock
             return False
         shard_dir = self._dir / SHARD_DIR
-        config = _edge_config(spec, search_threads=self._search_threads)
+        config = edge_config(spec, search_threads=self._search_threads)
         try:
             if shard_dir.exists():
                 # A create that died before writing the manifest: start that shard afresh.
@@ -305,10 +220,7 @@ class EdgeStore:
         except Exception as exc:  # qdrant-edge raises bare Exception; creating is I/O
             raise QdrantUnavailableError(f"embedded store at {self._dir} could not be created: {exc}") from exc
         # The manifest goes last and atomically: its presence means the collection exists.
-        manifest = spec.metadata[MANIFEST_METADATA_KEY]
-        staging = self._dir / f".{MANIFEST_FILE}.tmp"
-        staging.write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(staging, self._dir / MANIFEST_FILE)
+        write_manifest(self._dir, spec.metadata[MANIFEST_METADATA_KEY])
         return True
 
     async def ensure_indexes(self, spec: CollectionSpec) -> None:
@@ -330,30 +242,14 @@ class EdgeStore:
         return self._manifest
 
     def _load_manifest(self) -> CollectionManifest:
-        path = self._dir / MANIFEST_FILE
-        if not path.is_file():
-            raise CollectionMissingError(self._collection)
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ManifestMissingError(self._collection) from exc
-        if not isinstance(raw, dict):
-            raise ManifestMissingError(self._collection)
-        return CollectionManifest.model_validate(raw)
+        return load_manifest(self._dir, self._collection)
 
     async def info(self) -> StoreInfo:
         manifest = await self.read_manifest()
         schema = self._read("info", lambda shard: shard.info().payload_schema)
-        text_fields = frozenset(
-            name
-            for name, index in schema.items()
-            if index.data_type == edge.PayloadSchemaType.Text
-            and index.params is not None
-            and getattr(index.params, "scoring", None) is not None
-        )
         return StoreInfo(
             has_sparse=manifest.sparse_model is not None,
-            text_index_fields=text_fields,
+            text_index_fields=bm25_fields(schema),
             has_multilingual=manifest.multilingual_model is not None,
         )
 
@@ -366,12 +262,12 @@ class EdgeStore:
         # The engine applies the points before a wrong-sized one and then fails: check sizes first.
         manifest = await self.read_manifest()
         for point in points:
-            _check_dims(point, manifest)
+            check_dims(point, manifest)
         # Built in the write's thread: converting a batch's vectors is Python work the loop need not do.
         await self._write(
             "upsert",
             lambda: edge.UpdateOperation.upsert_points(
-                [edge.Point(point.point_id, _vectors(point), dict(point.payload)) for point in points]
+                [edge.Point(point.point_id, edge_vectors(point), dict(point.payload)) for point in points]
             ),
         )
 
@@ -402,7 +298,7 @@ class EdgeStore:
     async def query(self, request: models.QueryRequest) -> list[PointRecord]:
         edge_request = to_edge_request(request)
         points = self._read("query", lambda shard: shard.query(edge_request))
-        return _scored_records(points, with_vectors=edge_request.with_vector is not False)
+        return scored_records(points, with_vectors=edge_request.with_vector is not False)
 
     async def query_batch(self, requests: Sequence[models.QueryRequest]) -> list[list[PointRecord]]:
         if not requests:
@@ -411,7 +307,7 @@ class EdgeStore:
         batch = edge.QueryBatchRequest(edge_requests)
         results = self._read("query batch", lambda shard: shard.query_batch(batch))
         return [
-            _scored_records(points, with_vectors=edge_request.with_vector is not False)
+            scored_records(points, with_vectors=edge_request.with_vector is not False)
             for edge_request, points in zip(edge_requests, results, strict=True)
         ]
 
@@ -434,15 +330,7 @@ class EdgeStore:
 
         def read_page() -> tuple[list[PointRecord], str | None]:
             records, next_offset = self._read("scroll", lambda shard: shard.scroll(request))
-            page = [
-                PointRecord(
-                    point_id=str(record.id),
-                    payload=record.payload or {},
-                    vectors=_read_vectors(record.vector) if with_vectors else None,
-                )
-                for record in records
-            ]
-            return page, None if next_offset is None else str(next_offset)
+            return plain_records(records, with_vectors=with_vectors), None if next_offset is None else str(next_offset)
 
         if with_vectors:
             # A page of vectors becomes Python floats: hundreds of milliseconds, in a thread.
@@ -468,7 +356,7 @@ class EdgeStore:
         """
         self._restate_layout()
         # Rebuilt segments are written beside the old ones before those go: room for a second copy.
-        self._check_free_space("optimize", _tree_bytes(self._dir / SHARD_DIR) + self._min_free_bytes)
+        check_free_space(self._dir, "optimize", tree_bytes(self._dir / SHARD_DIR) + self._min_free_bytes)
         return bool(self._read("optimize", lambda shard: shard.optimize()))
 
     def _restate_layout(self) -> None:
@@ -481,7 +369,7 @@ class EdgeStore:
         except Exception as exc:  # qdrant-edge raises bare Exception; the WAL still holds every batch
             raise QdrantUnavailableError(f"embedded store at {self._dir} could not be closed: {exc}") from exc
         assert self._manifest is not None  # _open_shard read it to load the shard
-        config = _edge_config(vector_layout(self._collection, self._manifest), search_threads=self._search_threads)
+        config = edge_config(vector_layout(self._collection, self._manifest), search_threads=self._search_threads)
         try:
             self._shard = edge.EdgeShard.load(str(self._dir / SHARD_DIR), config)
         except Exception as exc:  # qdrant-edge raises bare Exception: the shard stays as it was
@@ -509,77 +397,3 @@ class EdgeStore:
         self._release_lock()
         if self._temporary:
             shutil.rmtree(self._root, ignore_errors=True)
-
-
-def _edge_config(spec: CollectionSpec, *, search_threads: int) -> Any:
-    """The engine's config for ``spec``: its vectors, graphs and int8 copies, and the search pool size."""
-    hnsw = edge.HnswIndexConfig(
-        m=spec.hnsw_config.m or 0,
-        ef_construct=spec.hnsw_config.ef_construct or 100,
-        full_scan_threshold=spec.hnsw_config.full_scan_threshold or 10_000,
-        payload_m=spec.hnsw_config.payload_m,
-    )
-    return edge.EdgeConfig(
-        vectors={
-            name: edge.EdgeVectorParams(
-                size=params.size,
-                distance=edge.Distance.Cosine,
-                hnsw_config=hnsw,
-                quantization_config=to_edge_quantization(params.quantization_config),
-                memory=edge.Memory.Cold if params.memory == models.Memory.COLD else None,
-            )
-            for name, params in spec.vectors_config.items()
-        },
-        sparse_vectors=None if spec.sparse_idf is None else _sparse_params(idf=spec.sparse_idf),
-        max_search_threads=search_threads,
-    )
-
-
-def _sparse_params(*, idf: bool) -> dict[str, Any]:
-    return {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf if idf else None)}
-
-
-def _read_vectors(vector: Any) -> dict[str, list[float] | SparseVectorData]:
-    named: dict[str, list[float] | SparseVectorData] = {}
-    for name, value in (vector or {}).items():
-        if isinstance(value, edge.SparseVector):
-            named[name] = SparseVectorData(indices=list(value.indices), values=list(value.values))
-        else:
-            named[name] = [float(x) for x in value]
-    return named
-
-
-def _check_dims(point: ChunkPoint, manifest: CollectionManifest) -> None:
-    """A StoreRequestError for a vector the collection cannot hold (as the server answers 400)."""
-    if len(point.dense) != manifest.dense_dim:
-        raise StoreRequestError(
-            f"embedded store rejected upsert: point {point.point_id} has a {len(point.dense)}-d dense "
-            f"vector, the collection holds {manifest.dense_dim}-d vectors"
-        )
-    if point.multilingual is not None and len(point.multilingual) != manifest.multilingual_dim:
-        held = "no such vector" if manifest.multilingual_dim is None else f"{manifest.multilingual_dim}-d vectors"
-        raise StoreRequestError(
-            f"embedded store rejected upsert: point {point.point_id} has a {len(point.multilingual)}-d "
-            f"{MULTILINGUAL_VECTOR} vector, the collection holds {held}"
-        )
-
-
-def _vectors(point: ChunkPoint) -> dict[str, Any]:
-    vectors: dict[str, Any] = {DENSE_VECTOR: [float(value) for value in point.dense]}
-    if point.sparse is not None:
-        vectors[SPARSE_VECTOR] = edge.SparseVector(list(point.sparse.indices), list(point.sparse.values))
-    if point.multilingual is not None:
-        vectors[MULTILINGUAL_VECTOR] = [float(value) for value in point.multilingual]
-    return vectors
-
-
-def _scored_records(points: Sequence[Any], *, with_vectors: bool) -> list[PointRecord]:
-    return [
-        PointRecord(
-            point_id=str(point.id),
-            payload=point.payload or {},
-            score=point.score,
-            vectors=_read_vectors(point.vector) if with_vectors else None,
-        )
-        for point in points
-    ]
