@@ -70,7 +70,7 @@ def build_memory(
         route = upstream.route(settings.effective_memory_model)
         if route.api_base is None:
             raise ContractConfigError("MEMORY_MODEL", _MEMORY_MODEL_RULE)
-        model = build_memory_model(settings, route.model, http_client)
+        model = build_memory_model(route, http_client)
         reconciler = Reconciler(model, max_operations=settings.memory_max_operations, timeout=settings.memory_timeout)
     else:
         logger.info("memory: no CHAT_UPSTREAM_BASE_URL, so facts come only from the memory API")

@@ -32,7 +32,7 @@ from ingestion_service.documents.rendering import RenderedPages, image_pages, re
 from ingestion_service.documents.vision_profiles import PROFILES, prompt_for
 from ingestion_service.errors import InvalidRequestError
 from ingestion_service.settings import Settings
-from rag_runtime.llm import OPENAI_PROVIDER, import_litellm, names_provider, provider_names
+from rag_runtime.llm import LLMEndpoint, Route, import_litellm, litellm_arguments, names_provider, provider_names, route
 from shared_contract.redact import redact_secrets, redact_url
 
 if TYPE_CHECKING:
@@ -66,14 +66,18 @@ class VisionLlmConverter:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         # LiteLLM takes httpx's Timeout (it passes it on per request; the SDK converts it).
-        self._timeout = httpx.Timeout(settings.vision_llm_read_timeout, connect=settings.vision_llm_connect_timeout)
+        self._llm = LLMEndpoint.of(
+            settings.vision_llm_model,
+            settings.vision_llm_api_base_url,
+            settings.vision_llm_api_key,
+            timeout=httpx.Timeout(settings.vision_llm_read_timeout, connect=settings.vision_llm_connect_timeout),
+            no_key=_NO_KEY,
+        )
         self._litellm = import_litellm()
-        self._model, self._endpoint, self._openai_path = self._route(settings)
-        api_key = settings.vision_llm_api_key.get_secret_value() if settings.vision_llm_api_key else None
-        self._api_key = api_key
+        self._route, self._endpoint = self._routed(self._llm)
         self._http: httpx2.Client | None = None
         self._openai: openai.OpenAI | None = None
-        if self._openai_path:
+        if self._route is not None and self._route.openai_compatible:
             import httpx2
             import openai
 
@@ -82,27 +86,26 @@ class VisionLlmConverter:
             self._http = httpx2.Client(verify=settings.vision_llm_tls_verify, timeout=timeout)
             # max_retries=0: a failed call is reported at once; the caller decides about retrying.
             self._openai = openai.OpenAI(
-                api_key=api_key or _NO_KEY,
-                base_url=settings.vision_llm_api_base_url or None,
+                api_key=self._llm.sent_key,
+                base_url=self._llm.base_url,
                 http_client=self._http,
                 timeout=timeout,
                 max_retries=0,
             )
         self._gotenberg = GotenbergClient(settings) if settings.gotenberg_url else None
 
-    def _route(self, settings: Settings) -> tuple[str | None, str, bool]:
-        """(LiteLLM model name, or None when unconfigured; the endpoint as errors name it; OpenAI path?).
+    def _routed(self, llm: LLMEndpoint) -> tuple[Route | None, str]:
+        """(LiteLLM's route, None when unconfigured; the endpoint as errors name it). The OpenAI path
+        (``openai/<name>``, :func:`rag_runtime.llm.route`) is called through our own OpenAI client.
 
         The name is redacted: the URL may carry credentials (``http://user:pass@host``).
         """
-        model = settings.vision_llm_model
-        base_url = settings.vision_llm_api_base_url
-        prefix = model.partition("/")[0]
-        if names_provider(model, provider_names(self._litellm)):
-            return model, redact_url(base_url) or f"{prefix} (provider default)", prefix == OPENAI_PROVIDER
-        if not base_url:
-            return None, "(not configured)", False
-        return f"{OPENAI_PROVIDER}/{model}", redact_url(base_url), True
+        providers = provider_names(self._litellm)
+        if llm.base_url is not None:
+            return route(llm, providers), redact_url(llm.base_url)
+        if names_provider(llm.model, providers):
+            return route(llm, providers), f"{llm.model.partition('/')[0]} (provider default)"
+        return None, "(not configured)"
 
     def close(self) -> None:
         """Close the HTTP clients (the registry calls it at shutdown)."""
@@ -184,40 +187,38 @@ class VisionLlmConverter:
             raise InvalidRequestError(f"Unknown vision profile {chosen!r}; known profiles: {known}.")
         return chosen
 
-    def _check_configured(self) -> str:
-        if self._model is None:
+    def _check_configured(self) -> Route:
+        if self._route is None:
             raise _errors.dependency_fault(
                 ENGINE,
                 "the vision endpoint",
                 "is not configured (a model without a provider prefix needs VISION_LLM_API_BASE_URL)",
                 setting="VISION_LLM_API_BASE_URL and VISION_LLM_MODEL",
             )
-        return self._model
+        return self._route
 
-    def _complete(self, model: str, messages: list[dict[str, Any]]) -> Any:
+    def _complete(self, target: Route, messages: list[dict[str, Any]]) -> Any:
         import openai
 
         settings = self._settings
         kwargs: dict[str, Any] = {
-            "model": model,
+            **litellm_arguments(target, self._llm.timeout),
             "messages": messages,
             "max_tokens": settings.vision_llm_max_tokens,
             "temperature": 0,
-            "timeout": self._timeout,
-            "num_retries": 0,
             "max_retries": 0,
             # Providers that reject temperature drop it rather than fail.
             "drop_params": True,
         }
-        if settings.vision_llm_api_base_url:
-            kwargs["api_base"] = settings.vision_llm_api_base_url
         if self._openai is not None:
             kwargs["client"] = self._openai
-            kwargs["api_key"] = self._api_key or _NO_KEY
         else:
+            # A provider of LiteLLM's own: the configured base URL and key still apply when set.
             kwargs["ssl_verify"] = settings.vision_llm_tls_verify
-            if self._api_key:
-                kwargs["api_key"] = self._api_key
+            if self._llm.base_url is not None:
+                kwargs["api_base"] = self._llm.base_url
+            if self._llm.api_key is not None:
+                kwargs["api_key"] = self._llm.api_key
         try:
             return self._litellm.completion(**kwargs)
         except openai.OpenAIError as exc:  # every LiteLLM exception derives from it

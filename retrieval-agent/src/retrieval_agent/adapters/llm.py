@@ -1,4 +1,6 @@
-"""The LLM behind query generation and the agentic loop: an OpenAI-compatible endpoint (e.g. a LiteLLM proxy)."""
+"""The PydanticAI models of the agent (query generation, the agentic loop) and of memory, built from
+:class:`rag_runtime.llm.LLMEndpoint` (base URL, key, model name), as LiteLLM's calls are. Both talk to
+an OpenAI-compatible endpoint; their timeout is the HTTP client's the caller passes (:func:`llm_timeout`)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,14 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from rag_runtime.llm import LLMEndpoint, Route
 from retrieval_agent.settings import Settings
 
 # PydanticAI's own "provider:model" spelling: the endpoint is always OpenAI-compatible, so the prefix
 # is dropped. Other colons stay (Ollama tags such as "qwen2.5:3b"), as do LiteLLM's "openai/gpt-4o".
 _PROVIDER_PREFIXES = ("openai:", "openai-chat:", "litellm:")
+# The key the agent's endpoint is sent when AGENT_API_KEY is unset (keyless servers ignore it).
+_AGENT_NO_KEY = "unused"
 
 
 def model_name(configured: str) -> str:
@@ -23,18 +28,11 @@ def model_name(configured: str) -> str:
     return name
 
 
-def build_query_model(settings: Settings, http_client: httpx.AsyncClient | None = None) -> Model | None:
-    """A chat model for AGENT_MODEL at AGENT_API_BASE_URL; None when no endpoint is configured.
-
-    ``http_client``: the connection pool the model uses, owned (and closed) by the caller; without
-    it pydantic-ai's process-wide shared client is used. The API key goes into the provider's
-    client only (never into a log line or an error message of ours).
-    """
-    if settings.agent_api_base_url is None:
-        return None
-    api_key = settings.agent_api_key.get_secret_value() if settings.agent_api_key else "unused"
-    provider = OpenAIProvider(base_url=settings.agent_api_base_url, api_key=api_key, http_client=http_client)
-    return OpenAIChatModel(model_name(settings.agent_model), provider=provider)
+def openai_chat_model(endpoint: LLMEndpoint, http_client: httpx.AsyncClient | None = None) -> Model:
+    """PydanticAI's chat model for ``endpoint`` (its base URL must be set). The API key goes into the
+    provider's client only (never into a log line or an error message of ours)."""
+    provider = OpenAIProvider(base_url=endpoint.base_url, api_key=endpoint.sent_key, http_client=http_client)
+    return OpenAIChatModel(endpoint.model, provider=provider)
 
 
 def llm_timeout(settings: Settings) -> httpx.Timeout:
@@ -47,13 +45,30 @@ def llm_timeout(settings: Settings) -> httpx.Timeout:
     return httpx.Timeout(longest, connect=min(5.0, longest))
 
 
-def build_memory_model(settings: Settings, route_model: str, http_client: httpx.AsyncClient) -> Model:
-    """The model that extracts and reconciles memory facts: MEMORY_MODEL (or CHAT_DEFAULT_MODEL) at the chat
-    upstream's OpenAI-compatible endpoint. ``route_model``: the name as LiteLLM's routing sends it there
-    (``openai/<name>``); the caller checks that the name routes to CHAT_UPSTREAM_BASE_URL at all."""
-    if settings.chat_upstream_base_url is None:
+def query_endpoint(settings: Settings) -> LLMEndpoint:
+    """AGENT_MODEL at AGENT_API_BASE_URL with AGENT_API_KEY (the agent and query generation)."""
+    return LLMEndpoint.of(
+        model_name(settings.agent_model), settings.agent_api_base_url, settings.agent_api_key, no_key=_AGENT_NO_KEY
+    )
+
+
+def build_query_model(settings: Settings, http_client: httpx.AsyncClient | None = None) -> Model | None:
+    """A chat model for AGENT_MODEL at AGENT_API_BASE_URL; None when no endpoint is configured.
+
+    ``http_client``: the connection pool the model uses, owned (and closed) by the caller; without
+    it pydantic-ai's process-wide shared client is used.
+    """
+    endpoint = query_endpoint(settings)
+    if endpoint.base_url is None:
+        return None
+    return openai_chat_model(endpoint, http_client)
+
+
+def build_memory_model(route: Route, http_client: httpx.AsyncClient) -> Model:
+    """The model that extracts and reconciles memory facts: MEMORY_MODEL (or CHAT_DEFAULT_MODEL) as the
+    chat upstream routes it (``ChatUpstream.route``); the caller checks that it routes to
+    CHAT_UPSTREAM_BASE_URL at all."""
+    if route.api_base is None:
         raise ValueError("the memory model needs CHAT_UPSTREAM_BASE_URL")
-    key = settings.chat_upstream_api_key
-    api_key = key.get_secret_value() if key is not None else "no-key"
-    provider = OpenAIProvider(base_url=settings.chat_upstream_base_url, api_key=api_key, http_client=http_client)
-    return OpenAIChatModel(route_model.removeprefix("openai/"), provider=provider)
+    endpoint = LLMEndpoint(model=route.served_name, base_url=route.api_base, api_key=route.api_key)
+    return openai_chat_model(endpoint, http_client)

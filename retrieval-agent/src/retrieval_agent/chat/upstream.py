@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httpx
 
-from rag_runtime.llm import OPENAI_PROVIDER, import_litellm, provider_names, routed_to_provider
+from rag_runtime.llm import (
+    OPENAI_PROVIDER,
+    LLMEndpoint,
+    Route,
+    import_litellm,
+    litellm_arguments,
+    provider_names,
+    route,
+)
 from retrieval_agent.chat.errors import (
     UPSTREAM_ERROR,
     UPSTREAM_TIMEOUT,
@@ -30,8 +37,6 @@ from shared_contract.redact import REDACTED, redact_secrets
 
 logger = logging.getLogger(__name__)
 
-# The OpenAI client refuses an empty key; keyless upstreams (Ollama, vLLM) ignore this one.
-_NO_KEY = "no-key"
 _MODELS_TIMEOUT = httpx.Timeout(5.0)
 _MAX_MESSAGE_CHARS = 500
 # The loggers LiteLLM gives a stderr handler of its own at import.
@@ -40,15 +45,6 @@ _RETRY_HEADERS = ("retry-after", "retry-after-ms")
 _RETRY_HEADER_PREFIX = "x-ratelimit-reset-"
 _MAX_HEADER_CHARS = 64
 _MIN_MASKED_KEY_CHARS = 8
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Where one model name goes: LiteLLM's model string, and the endpoint and key for the OpenAI path."""
-
-    model: str
-    api_base: str | None
-    api_key: str | None
 
 
 class ChatUpstream:
@@ -64,9 +60,15 @@ class ChatUpstream:
 
         self._openai: Any = openai
         self._providers = provider_names(self._litellm)
-        self._base_url = settings.chat_upstream_base_url
-        key = settings.chat_upstream_api_key
-        self._api_key = key.get_secret_value() if key is not None else None
+        # Each request names its model; the endpoint, key and timeout are CHAT_UPSTREAM_*'s.
+        self._endpoint = LLMEndpoint.of(
+            settings.chat_default_model,
+            settings.chat_upstream_base_url,
+            settings.chat_upstream_api_key,
+            timeout=settings.chat_timeout,
+        )
+        self._base_url = self._endpoint.base_url
+        self._api_key = self._endpoint.api_key
         self._timeout = settings.chat_timeout
         self._http = httpx.AsyncClient(timeout=_MODELS_TIMEOUT)
 
@@ -76,11 +78,7 @@ class ChatUpstream:
 
     def route(self, model: str) -> Route:
         """LiteLLM's routing of ``model`` (module docstring)."""
-        if routed_to_provider(model, self._providers):
-            return Route(model=model, api_base=None, api_key=None)
-        prefix, slash, name = model.partition("/")
-        bare = name if slash and prefix == OPENAI_PROVIDER else model
-        return Route(model=f"{OPENAI_PROVIDER}/{bare}", api_base=self._base_url, api_key=self._api_key or _NO_KEY)
+        return route(self._endpoint.with_model(model), self._providers)
 
     def _arguments(
         self,
@@ -90,20 +88,15 @@ class ChatUpstream:
         tool_choice: Any,
         params: Mapping[str, Any],
     ) -> dict[str, Any]:
-        route = self.route(model)
-        arguments: dict[str, Any] = {**params, "model": route.model, "messages": list(messages)}
-        arguments["timeout"] = self._timeout
-        arguments["num_retries"] = 0
-        if route.api_base is not None:
-            arguments["api_base"] = route.api_base
+        target = self.route(model)
+        arguments: dict[str, Any] = {**params, **litellm_arguments(target, self._timeout), "messages": list(messages)}
+        if target.api_base is not None:
             # LiteLLM filters parameters by its OpenAI model catalogue (a bare ``llama3.1:8b`` loses
             # ``user`` and is refused ``reasoning_effort``); this endpoint is the judge of what it
             # takes, so what LiteLLM does not list for the name goes as a top-level field anyway.
-            unlisted = self._unlisted(route.model, params)
+            unlisted = self._unlisted(target.model, params)
             if unlisted:
                 arguments["allowed_openai_params"] = unlisted
-        if route.api_key is not None:
-            arguments["api_key"] = route.api_key
         if tools:
             arguments["tools"] = list(tools)
             if tool_choice is not None:
