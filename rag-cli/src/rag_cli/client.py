@@ -1,4 +1,10 @@
-"""HTTP calls to the two services, as Open WebUI makes them."""
+"""HTTP calls to the two services, as Open WebUI makes them.
+
+Replies are read as the services' own wire models (``retrieval_agent.api.models``,
+``ingestion_service.api.models``) where the CLI needs the whole reply. The ingest reply, the
+documents listing and the collection stats are read field by field instead: ``rag ingest`` and
+``rag sync`` work against older services, which leave out the fields added since.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,19 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from rag_cli.config import Endpoint
+from retrieval_agent.api.models import SearchResponse
+
+if TYPE_CHECKING:
+    from ingestion_service.api.models import CollectionListResponse, DocumentTextResponse
+
+_Reply = TypeVar("_Reply", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,10 +261,34 @@ def json_object(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-async def _get_json(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params: dict[str, str]) -> dict[str, Any]:
+def _validated(body: dict[str, Any], model: type[_Reply]) -> _Reply:
+    """``body`` as the service's wire ``model``, else :class:`UnexpectedReplyError` naming the first
+    field that does not fit and quoting the body's start."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "body"
+        raise UnexpectedReplyError(f"unexpected reply ({where}: {problem['msg']}): {str(body)[:200]}") from None
+
+
+def _parsed(response: httpx.Response, model: type[_Reply]) -> _Reply:
+    """The documents API's reply as ``model``; a reply that is not one is a :class:`RequestFailedError`."""
+    try:
+        return _validated(json_object(response), model)
+    except UnexpectedReplyError as exc:
+        raise RequestFailedError(str(exc)) from exc
+
+
+async def _get(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params: dict[str, str]) -> httpx.Response:
     response = await client.get(f"{endpoint.url}{path}", params=params, headers=endpoint.headers)
     if response.status_code >= 400:
         raise RequestFailedError(_error_text(response), response.status_code)
+    return response
+
+
+async def _get_json(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params: dict[str, str]) -> dict[str, Any]:
+    response = await _get(client, endpoint, path, params)
     try:
         return json_object(response)
     except UnexpectedReplyError as exc:
@@ -268,15 +305,24 @@ async def documents_page(
 
 async def document_text(
     client: httpx.AsyncClient, endpoint: Endpoint, file_id: str, *, collection: str
-) -> dict[str, Any]:
+) -> DocumentTextResponse:
     """``GET /api/v1/documents/{file_id}/text`` in ``collection`` (RequestFailedError status 404 when absent)."""
+    # Imported when called: importing ingestion_service pulls FastAPI (its __init__ builds the error table).
+    from ingestion_service.api.models import DocumentTextResponse
+
     path = f"/api/v1/documents/{quote(file_id, safe='')}/text"
-    return await _get_json(client, endpoint, path, {"collection_name": collection})
+    response = await _get(client, endpoint, path, {"collection_name": collection})
+    return _parsed(response, DocumentTextResponse)
 
 
-async def collections_page(client: httpx.AsyncClient, endpoint: Endpoint, *, include_all: bool) -> dict[str, Any]:
+async def collections_page(
+    client: httpx.AsyncClient, endpoint: Endpoint, *, include_all: bool
+) -> CollectionListResponse:
     """``GET /api/v1/collections``: the tenants with their documents and chunks."""
-    return await _get_json(client, endpoint, "/api/v1/collections", {"include_all": str(include_all).lower()})
+    from ingestion_service.api.models import CollectionListResponse  # imported when called (document_text)
+
+    response = await _get(client, endpoint, "/api/v1/collections", {"include_all": str(include_all).lower()})
+    return _parsed(response, CollectionListResponse)
 
 
 async def collection_stats(client: httpx.AsyncClient, endpoint: Endpoint, collection: str) -> dict[str, Any]:
@@ -293,12 +339,9 @@ async def delete_document(client: httpx.AsyncClient, endpoint: Endpoint, file_id
     )
     if response.status_code >= 400:
         raise RequestFailedError(_error_text(response), response.status_code)
-    try:
-        body: Any = response.json()
-    except ValueError:
-        return 0
-    deleted = body.get("chunks_deleted") if isinstance(body, dict) else None
-    return deleted if isinstance(deleted, int) else 0
+    from ingestion_service.api.models import DeleteResponse  # imported when called (document_text)
+
+    return _parsed(response, DeleteResponse).chunks_deleted
 
 
 class SearchFailedError(Exception):
@@ -314,9 +357,11 @@ async def search(
 
 @dataclass(frozen=True, slots=True)
 class SearchReply:
-    """The body and, in agentic mode, how the agent's run went (response headers)."""
+    """The body (as sent, for ``--json``, and as the service's model) and, in agentic mode, how the
+    agent's run went (response headers)."""
 
     body: dict[str, Any]
+    results: SearchResponse
     # X-RAG-Agent-Outcome; None when the service ran the linear pipeline.
     agent_outcome: str | None = None
     agent_fallback: str | None = None
@@ -357,10 +402,12 @@ async def search_reply(
         raise SearchFailedError(_error_text(response))
     try:
         body = json_object(response)
+        results = _validated(body, SearchResponse)
     except UnexpectedReplyError as exc:
         raise SearchFailedError(str(exc)) from exc
     return SearchReply(
         body=body,
+        results=results,
         agent_outcome=response.headers.get("X-RAG-Agent-Outcome"),
         agent_fallback=response.headers.get("X-RAG-Agent-Fallback"),
         agent_steps=_steps(response.headers.get("X-RAG-Agent-Steps")),

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from rag_cli.client import IngestOutcome, SearchFailedError, SearchReply, ingest_file, search_reply
 from rag_cli.config import Endpoint
+from retrieval_agent.api.models import SearchResponse
 
 INGEST_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
 
@@ -139,22 +140,17 @@ def _snippet(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def results_table(query: str, body: dict[str, object]) -> Table:
+def results_table(query: str, results: SearchResponse) -> Table:
     """Rank, score, source, page and a snippet per hit of the first result set (text shown as written)."""
-    documents = body.get("documents") or [[]]
-    metadatas = body.get("metadatas") or [[]]
-    distances = body.get("distances") or [[]]
-    if not isinstance(documents, list) or not isinstance(metadatas, list) or not isinstance(distances, list):
-        raise SearchFailedError("response is not {documents, metadatas, distances} lists")
     table = Table(title=f"Results for {escape(repr(query))}")
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("source")
     table.add_column("page", justify="right")
     table.add_column("snippet", overflow="fold")
-    first_docs = documents[0] if documents else []
-    first_meta = metadatas[0] if metadatas else []
-    first_scores = distances[0] if distances else []
+    first_docs = results.documents[0] if results.documents else []
+    first_meta = results.metadatas[0] if results.metadatas else []
+    first_scores = results.distances[0] if results.distances else []
     for rank, text in enumerate(first_docs, start=1):
         meta = first_meta[rank - 1] if rank - 1 < len(first_meta) else {}
         score = first_scores[rank - 1] if rank - 1 < len(first_scores) else None
@@ -165,7 +161,7 @@ def results_table(query: str, body: dict[str, object]) -> Table:
             "" if score is None else f"{score:.4f}",
             escape(source),
             "" if page is None else escape(str(page)),
-            escape(_snippet(str(text))),
+            escape(_snippet(text)),
         )
     return table
 
@@ -242,7 +238,7 @@ def run_search(
             console.print("[yellow]the service ran the linear pipeline (ENABLE_AGENTIC_RAG is off there)[/yellow]")
         elif agentic:
             console.print(steps_table(reply))
-        console.print(results_table(query, reply.body))
+        console.print(results_table(query, reply.results))
     except (SearchFailedError, httpx.HTTPError) as exc:
         console.print(f"[red]search failed: {escape(str(exc))}[/red]")
         return 1

@@ -29,6 +29,7 @@ from rag_cli.client import (
 )
 from rag_cli.config import Endpoint
 from rag_runtime.http import configure_logging
+from retrieval_agent.api.models import SearchResponse
 from retrieval_agent.mcp.models import (
     CollectionInfo,
     CollectionList,
@@ -102,7 +103,7 @@ class HttpBackend:
             raise KnowledgeBaseError(str(exc)) from exc
         except httpx.HTTPError as exc:
             raise _unreachable("retrieval", self._retrieval, exc) from exc
-        passages = _passages(reply.body)
+        passages = _passages(reply.results)
         if not passages and await self._empty(collection):
             raise CollectionNotFoundError(collection)
         return passages
@@ -125,10 +126,10 @@ class HttpBackend:
             raise _unreachable("ingestion", self._ingestion, exc) from exc
         return DocumentText(
             file_id=file_id,
-            collection=_text(body.get("collection_name")) or collection,
-            name=_text(body.get("name")),
-            text=str(body.get("text") or ""),
-            chunks=_int(body.get("chunks")),
+            collection=body.collection_name or collection,
+            name=body.name or None,
+            text=body.text,
+            chunks=body.chunks,
         )
 
     async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList:
@@ -162,45 +163,37 @@ class HttpBackend:
             raise KnowledgeBaseError(str(exc)) from exc
         except httpx.HTTPError as exc:
             raise _unreachable("ingestion", self._ingestion, exc) from exc
-        rows = body.get("collections")
         infos = [
-            CollectionInfo(
-                name=str(row["name"]),
-                kind=collection_kind(str(row["name"])),
-                documents=_int(row.get("documents")),
-                chunks=_int(row.get("chunks")),
-            )
-            for row in (rows if isinstance(rows, list) else [])
-            if isinstance(row, dict) and isinstance(row.get("name"), str)
+            CollectionInfo(name=row.name, kind=collection_kind(row.name), documents=row.documents, chunks=row.chunks)
+            for row in body.collections
         ]
         if self._collections:
             # Started with --collection / RAG_MCP_COLLECTIONS: only those are offered to the client.
             wanted = set(self._collections)
             infos = [info for info in infos if info.name in wanted]
-        return CollectionList(collections=infos, complete=body.get("complete") is not False)
+        return CollectionList(collections=infos, complete=body.complete)
 
 
-def _passages(body: dict[str, Any]) -> list[Passage]:
+def _passages(results: SearchResponse) -> list[Passage]:
     # /search answers parallel lists of lists; the first (merged) list is the ranking.
-    def first(key: str) -> list[Any]:
-        value = body.get(key)
-        return value[0] if isinstance(value, list) and value and isinstance(value[0], list) else []
-
+    hits = zip(
+        results.documents[0] if results.documents else [],
+        results.metadatas[0] if results.metadatas else [],
+        results.distances[0] if results.distances else [],
+        strict=False,
+    )
     passages = []
-    for rank, (text, meta, distance) in enumerate(
-        zip(first("documents"), first("metadatas"), first("distances"), strict=False), start=1
-    ):
-        meta = meta if isinstance(meta, dict) else {}
+    for rank, (text, meta, distance) in enumerate(hits, start=1):
         file_id, tenant = _text(meta.get("file_id")), _text(meta.get("collection_name"))
         passages.append(
             Passage(
                 rank=rank,
-                text=str(text),
+                text=text,
                 name=_text(meta.get("name")) or _text(meta.get("source")),
                 file_id=file_id,
                 collection=tenant,
                 page=_int(meta.get("page")),
-                score=float(distance) if isinstance(distance, int | float) else 0.0,
+                score=distance,
                 uri=document_uri(tenant, file_id) if tenant and file_id else None,
             )
         )
