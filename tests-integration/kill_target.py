@@ -22,9 +22,10 @@ from typing import Any
 import uvicorn
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
+from ingestion_service.indexing.assembly import PipelineParts
+from ingestion_service.indexing.job import IngestJob
 from ingestion_service.main import create_app
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
-from ingestion_service.pipeline.indexing import IngestJob, PipelineParts
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
 from rag_runtime.store import ChunkPoint, ChunkStore

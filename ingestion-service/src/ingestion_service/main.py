@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
@@ -24,8 +25,9 @@ from ingestion_service.api.routes import (
     metrics,
     reindex,
 )
-from ingestion_service.reindex import ReindexManager
-from ingestion_service.runtime import ServiceHooks, ServiceRuntime
+from ingestion_service.jobs.ingest import JobRegistry
+from ingestion_service.jobs.reindex import ReindexManager
+from ingestion_service.runtime import ABORT_WAIT_SECONDS, ServiceHooks, ServiceRuntime
 from ingestion_service.settings import Settings, get_settings
 from rag_runtime.http import ERROR_RESPONSES
 
@@ -43,6 +45,15 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
         # The app's own registry has no process series by default: memory, CPU seconds, open fds.
         ProcessCollector(registry=runtime.metrics.registry)
         await runtime.scratch.claim()
+        # Async ingests are no requests the server waits for: they get SHUTDOWN_GRACE_SECONDS at exit.
+        jobs = JobRegistry(
+            max_jobs=resolved.ingest_jobs_max,
+            ttl_seconds=resolved.ingest_job_ttl_seconds,
+            timeout_seconds=resolved.ingest_timeout_seconds,
+            metrics=runtime.metrics,
+            clock=runtime.hooks.job_clock or time.monotonic,
+        )
+        app.state.jobs = jobs
         manager = ReindexManager(runtime)
         app.state.reindex = manager
         # Unfinished reindex jobs of an earlier run go on; each waits until the service is ready.
@@ -57,8 +68,10 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
                 start.cancel()
             with suppress(asyncio.CancelledError):
                 await start
-            # Before the store closes: running reindex jobs stop and resume at the next start.
+            # Before the store closes: running reindex jobs stop and resume at the next start; async
+            # ingests get the grace period, then are aborted (their previous versions kept).
             await manager.shutdown()
+            await jobs.shutdown(grace_seconds=resolved.shutdown_grace_seconds, abort_wait_seconds=ABORT_WAIT_SECONDS)
             await runtime.close()
 
     app = FastAPI(title="Ingestion Service", version="0.1.0", lifespan=lifespan)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -13,20 +12,14 @@ import anyio.to_thread
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.document_catalog import DocumentCatalog
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
+from ingestion_service.adapters.scratch import ScratchSpace, default_root
 from ingestion_service.adapters.tokenizer import load_token_counter
 from ingestion_service.documents import ConverterFactory, ConverterRegistry, tessdata
-from ingestion_service.jobs import JobRegistry
+from ingestion_service.indexing import versioning
+from ingestion_service.indexing.assembly import PipelineParts, assemble, build_parts
+from ingestion_service.indexing.runner import BeforeCommitHook, IndexingRunner
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline import versioning
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
-from ingestion_service.pipeline.indexing import (
-    BeforeCommitHook,
-    IndexingRunner,
-    PipelineParts,
-    assemble,
-    build_parts,
-)
-from ingestion_service.scratch import ScratchSpace, default_root
 from ingestion_service.settings import Settings
 from rag_runtime.embedding import ContractEmbedder
 from rag_runtime.language_id import language_identifier
@@ -78,7 +71,8 @@ class Readiness:
 
 
 class ServiceRuntime:
-    """Owns the store, embedder, registry, pipeline runner and S3 source."""
+    """Owns the store, embedder, registry, pipeline runner, S3 source and scratch space (the background
+    jobs that use them are the app's: ``main``)."""
 
     def __init__(self, settings: Settings, hooks: ServiceHooks | None = None) -> None:
         self.settings = settings
@@ -113,13 +107,6 @@ class ServiceRuntime:
         self._warm_up_lock = anyio.Lock()
         # Set from the collection's manifest at bootstrap.
         self.multilingual_active = False
-        self.jobs = JobRegistry(
-            max_jobs=settings.ingest_jobs_max,
-            ttl_seconds=settings.ingest_job_ttl_seconds,
-            timeout_seconds=settings.ingest_timeout_seconds,
-            metrics=self.metrics,
-            clock=self.hooks.job_clock or time.monotonic,
-        )
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -247,13 +234,10 @@ class ServiceRuntime:
     async def close(self) -> None:
         """Abort running ingests, then release the staging area, HTTP clients and store (unless handed in).
 
-        The server has already waited SHUTDOWN_GRACE_SECONDS for running requests; what is left is
-        aborted (pending points removed, previous versions kept) within ABORT_WAIT_SECONDS. Async
-        jobs are no requests the server waits for, so they get SHUTDOWN_GRACE_SECONDS here first.
+        The server has already waited SHUTDOWN_GRACE_SECONDS for running requests, and the lifespan
+        as long for the background jobs (``jobs``); what is left is aborted (pending points removed,
+        previous versions kept) within ABORT_WAIT_SECONDS.
         """
-        await self.jobs.shutdown(
-            grace_seconds=self.settings.shutdown_grace_seconds, abort_wait_seconds=ABORT_WAIT_SECONDS
-        )
         # A request still downloading from S3 is a worker thread the server's cancellation cannot end.
         self.s3.abort()
         if self.runner is not None and self.runner.abort_all():

@@ -22,8 +22,8 @@ from fastapi import FastAPI
 from haystack import Document, component
 from qdrant_client import models
 
+from ingestion_service.indexing.assembly import PipelineParts
 from ingestion_service.main import create_app, server_config
-from ingestion_service.pipeline.indexing import PipelineParts
 from ingestion_service.run_control import checkpoint
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings

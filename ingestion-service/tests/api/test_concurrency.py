@@ -15,7 +15,7 @@ from haystack import Document
 from ingestion_service.documents import SourceFile
 from ingestion_service.documents.base import Converter
 from ingestion_service.documents.registry import default_factories
-from ingestion_service.pipeline.indexing import IngestJob
+from ingestion_service.indexing.job import IngestJob
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
 

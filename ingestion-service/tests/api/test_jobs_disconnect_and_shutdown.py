@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from ingestion_service.pipeline.indexing import IngestJob
+from ingestion_service.indexing.job import IngestJob
 from ingestion_service.runtime import ServiceHooks
 from rag_runtime.embedding import ContractEmbedder
 
@@ -99,7 +99,7 @@ def test_shutdown_aborts_a_running_job_after_the_grace_period_and_keeps_the_prev
         served.thread.join(timeout=GUARD_SECONDS / 2)
         assert not served.thread.is_alive()
     runtime = served.app.state.runtime
-    job = runtime.jobs.get(job_id)
+    job = served.app.state.jobs.get(job_id)
     assert job.state == "aborted"
     assert job.error is not None
     assert (job.error["code"], job.error["request_id"]) == ("SHUTTING_DOWN", "submit-1")

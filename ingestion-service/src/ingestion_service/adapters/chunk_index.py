@@ -78,7 +78,7 @@ def _as_seq(value: object) -> int | None:
 
 
 class ChunkIndex:
-    """The versioning protocol's reads and writes (see ``pipeline/versioning.py``)."""
+    """The versioning protocol's reads and writes (see ``indexing/versioning.py``)."""
 
     def __init__(self, store: ChunkStore) -> None:
         self.store = store

@@ -11,7 +11,7 @@ Data written before contract 2.1 lacks those keys: the chunk count is then count
 ingest time derived from ``ingest_seq``; the rest is reported as unknown (None).
 
 Between a run's publish and its sweep a file has two committed versions for one store call
-(``pipeline/versioning.py``); every read here keeps the newest ``ingest_seq``.
+(``indexing/versioning.py``); every read here keeps the newest ``ingest_seq``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from ingestion_service.errors import InvalidRequestError
+from ingestion_service.jobs.ingest import JobRegistry
+from ingestion_service.jobs.reindex import ReindexManager
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
@@ -17,6 +19,18 @@ def get_runtime(request: Request) -> ServiceRuntime:
     """The app's runtime (built in the lifespan)."""
     runtime: ServiceRuntime = request.app.state.runtime
     return runtime
+
+
+def get_jobs(request: Request) -> JobRegistry:
+    """The app's async ingest jobs (built in the lifespan)."""
+    jobs: JobRegistry = request.app.state.jobs
+    return jobs
+
+
+def get_reindex(request: Request) -> ReindexManager:
+    """The app's reindex jobs (built in the lifespan)."""
+    manager: ReindexManager = request.app.state.reindex
+    return manager
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -40,5 +54,7 @@ def reject_repeated_query_params(request: Request) -> None:
 
 
 RuntimeDep = Annotated[ServiceRuntime, Depends(get_runtime)]
+JobsDep = Annotated[JobRegistry, Depends(get_jobs)]
+ReindexDep = Annotated[ReindexManager, Depends(get_reindex)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 MetricsDep = Annotated[IngestMetrics, Depends(get_metrics)]

@@ -1,3 +1,3 @@
-"""The indexing pipeline: components, assembly, and the versioning protocol."""
+"""The indexing pipeline's components and the text they build: chunking, tables, context, embed text."""
 
 __all__: list[str] = []

@@ -18,7 +18,8 @@ from fastapi.testclient import TestClient
 from haystack import Document, component
 
 from ingestion_service.api.routes.ingest import prefers_async
-from ingestion_service.pipeline.indexing import IngestJob, PipelineParts
+from ingestion_service.indexing.assembly import PipelineParts
+from ingestion_service.indexing.job import IngestJob
 from ingestion_service.run_control import checkpoint
 from ingestion_service.runtime import ServiceHooks
 

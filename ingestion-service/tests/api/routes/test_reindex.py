@@ -20,8 +20,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from ingestion_service.pipeline.indexing import IngestJob
-from ingestion_service.reindex import ReindexManager
+from ingestion_service.indexing.job import IngestJob
+from ingestion_service.jobs.reindex import ReindexManager
 from ingestion_service.runtime import ServiceHooks
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from ingestion_service.jobs import ReindexState
+from ingestion_service.jobs.reindex_state import ReindexState
 from shared_contract.schema import TenantKind
 
 

@@ -19,7 +19,7 @@ from ingestion_service.api.models.fields import (
     check_tags,
 )
 from ingestion_service.api.validation import form_field_error, json_reason, strict_json
-from ingestion_service.jobs import JobState
+from ingestion_service.jobs.ingest import JobState
 from shared_contract import CollectionName
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "y"})

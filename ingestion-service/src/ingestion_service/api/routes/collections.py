@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 
-from ingestion_service.api.deps import RuntimeDep, reject_repeated_query_params
+from ingestion_service.api.deps import ReindexDep, RuntimeDep, reject_repeated_query_params
 from ingestion_service.api.errors import store_failures
 from ingestion_service.api.models import (
     CollectionEntry,
@@ -16,10 +16,11 @@ from ingestion_service.api.models import (
     ReindexJobResponse,
     ReindexRequest,
 )
-from ingestion_service.api.routes.reindex import ReindexDep, reindex_job_url, reindex_view
+from ingestion_service.api.routes.reindex import reindex_job_url, reindex_view
 from ingestion_service.errors import PipelineFailedError
-from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
-from ingestion_service.pipeline.fingerprint import ingest_fingerprint
+from ingestion_service.indexing.fingerprint import ingest_fingerprint
+from ingestion_service.intake.gates import FORBIDDEN_RESPONSE, check_not_memory
+from ingestion_service.intake.handoff import require_qdrant
 from rag_runtime.http import ErrorBody, require_json_body
 from rag_runtime.store import KNOWLEDGE_BASES, tenant_counts
 from shared_contract import CollectionName

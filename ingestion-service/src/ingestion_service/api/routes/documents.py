@@ -39,7 +39,8 @@ from ingestion_service.errors import (
     MetadataUpdateFailedError,
     PipelineFailedError,
 )
-from ingestion_service.intake import FORBIDDEN_RESPONSE, check_not_memory, require_qdrant
+from ingestion_service.intake.gates import FORBIDDEN_RESPONSE, check_not_memory
+from ingestion_service.intake.handoff import require_qdrant
 from ingestion_service.settings import Settings
 from rag_runtime.http import ErrorBody, require_json_body
 from rag_runtime.store.document_filter import filter_conditions

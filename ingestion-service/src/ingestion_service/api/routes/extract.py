@@ -16,7 +16,7 @@ from ingestion_service.api.openapi import EXTRACT_BODY
 from ingestion_service.api.uploads import parse_multipart
 from ingestion_service.documents import Converter, SourceFile
 from ingestion_service.errors import IngestionError, InvalidRequestError, UnsupportedMediaTypeError
-from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
+from ingestion_service.intake.staging import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
 from ingestion_service.run_control import run_bounded
 from ingestion_service.runtime import ServiceRuntime

@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
-from ingestion_service.api.deps import RuntimeDep
+from ingestion_service.api.deps import JobsDep, RuntimeDep
 from ingestion_service.api.errors import error_message, hint_of
 from ingestion_service.api.models import (
     ExtractionInfo,
@@ -44,26 +44,23 @@ from ingestion_service.errors import (
     JsonBodyTooLargeError,
     UnsupportedMediaTypeError,
 )
-from ingestion_service.intake import (
-    FORBIDDEN_RESPONSE,
-    check_bucket,
-    check_collection_binding,
+from ingestion_service.indexing.fingerprint import ingest_fingerprint
+from ingestion_service.indexing.job import DocumentLabels, IngestJob, IngestOutcome
+from ingestion_service.indexing.runner import IndexingRunner
+from ingestion_service.indexing.versioning import RunVersion
+from ingestion_service.intake.gates import FORBIDDEN_RESPONSE, check_bucket, check_collection_binding, labels_from
+from ingestion_service.intake.handoff import ready_runner, run_job
+from ingestion_service.intake.staging import (
     fetch_from_s3,
     identify_source,
-    labels_from,
     make_workdir,
     prepare_source,
-    ready_runner,
     remove_workdir,
     reserve_upload,
-    run_job,
     upload_path,
 )
-from ingestion_service.jobs import JobSnapshot
+from ingestion_service.jobs.ingest import JobRegistry, JobSnapshot
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline.fingerprint import ingest_fingerprint
-from ingestion_service.pipeline.indexing import DocumentLabels, IndexingRunner, IngestJob, IngestOutcome
-from ingestion_service.pipeline.versioning import RunVersion
 from ingestion_service.run_control import RunControl
 from ingestion_service.runtime import ServiceRuntime
 from rag_runtime.http import ErrorBody, error_content, note_request_fields, request_id_of
@@ -249,6 +246,7 @@ def _labels(fields: IngestFields) -> DocumentLabels:
 def _submit(
     request: Request,
     runtime: ServiceRuntime,
+    jobs: JobRegistry,
     staged: tuple[IndexingRunner, IngestJob],
     workdir: Path,
     started: float,
@@ -275,7 +273,7 @@ def _submit(
         # What the IngestionError handler would have answered the submitting request.
         return error_content(error_message(error, debug=debug), error.code, request_id, hint=hint_of(error))
 
-    return runtime.jobs.submit(
+    return jobs.submit(
         file_id=job.file_id,
         collection_name=job.collection_name,
         request_id=request_id,
@@ -310,7 +308,9 @@ def _accepted(request: Request, snapshot: JobSnapshot, *, preference_applied: bo
         504: {"model": ErrorBody, "description": "INGEST_TIMEOUT: the run took longer than INGEST_TIMEOUT_SECONDS."},
     },
 )
-async def ingest(request: Request, runtime: RuntimeDep, mode: ModeQuery = None) -> IngestResponse | JSONResponse:
+async def ingest(
+    request: Request, runtime: RuntimeDep, jobs: JobsDep, mode: ModeQuery = None
+) -> IngestResponse | JSONResponse:
     """Extract, chunk, embed and write one file; replaces its previous version atomically.
 
     With ``Prefer: respond-async`` or ``?mode=async``: 202 and a job once the document is staged.
@@ -326,7 +326,7 @@ async def ingest(request: Request, runtime: RuntimeDep, mode: ModeQuery = None) 
         with _counted(metrics):
             staged = await _stage(request, runtime, workdir, run)
             if respond_async:
-                snapshot = _submit(request, runtime, staged, workdir, started)
+                snapshot = _submit(request, runtime, jobs, staged, workdir, started)
                 handed_off = True
                 return _accepted(request, snapshot, preference_applied=preferred)
             runner, job = staged

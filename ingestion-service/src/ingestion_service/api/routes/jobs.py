@@ -1,4 +1,4 @@
-"""GET and DELETE /api/v1/ingest/jobs/{job_id}: the async ingest jobs (``jobs.py``)."""
+"""GET and DELETE /api/v1/ingest/jobs/{job_id}: the async ingest jobs (``jobs/ingest.py``)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from ingestion_service.api.deps import RuntimeDep
+from ingestion_service.api.deps import JobsDep
 from ingestion_service.api.models import IngestJobResponse
-from ingestion_service.jobs import JobSnapshot
+from ingestion_service.jobs.ingest import JobSnapshot
 from rag_runtime.http import ErrorBody
 
 JOBS_PATH = "/api/v1/ingest/jobs"
@@ -41,9 +41,9 @@ def _view(snapshot: JobSnapshot) -> IngestJobResponse:
 
 
 @router.get("/{job_id}", response_model=IngestJobResponse)
-async def get_job(job_id: str, runtime: RuntimeDep) -> IngestJobResponse:
+async def get_job(job_id: str, jobs: JobsDep) -> IngestJobResponse:
     """The job's state; once finished, the sync ingest's answer as ``result`` or ``error`` (404 JOB_NOT_FOUND)."""
-    return _view(runtime.jobs.get(job_id))
+    return _view(jobs.get(job_id))
 
 
 @router.delete(
@@ -51,12 +51,12 @@ async def get_job(job_id: str, runtime: RuntimeDep) -> IngestJobResponse:
     response_model=IngestJobResponse,
     responses={202: {"model": IngestJobResponse, "description": "Cancellation requested; poll until `aborted`."}},
 )
-async def cancel_job(job_id: str, runtime: RuntimeDep, response: Response) -> IngestJobResponse:
+async def cancel_job(job_id: str, jobs: JobsDep, response: Response) -> IngestJobResponse:
     """Cancel an unfinished job (202; it ends ``aborted``, JOB_CANCELLED, previous version kept).
 
     A finished job is left as it is (200). A job already committing its version finishes.
     """
-    snapshot, requested = runtime.jobs.cancel(job_id)
+    snapshot, requested = jobs.cancel(job_id)
     if requested:
         response.status_code = 202
     return _view(snapshot)

@@ -24,7 +24,7 @@ from ingestion_service.api.models import check_filename
 from ingestion_service.api.openapi import LOADER_BODY
 from ingestion_service.api.uploads import save_raw_body
 from ingestion_service.errors import IngestionError, InvalidRequestError
-from ingestion_service.intake import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
+from ingestion_service.intake.staging import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
 from ingestion_service.run_control import run_bounded
 

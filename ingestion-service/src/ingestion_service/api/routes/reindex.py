@@ -1,16 +1,17 @@
-"""GET and DELETE /api/v1/reindex/jobs/{job_id}: reindex jobs (``reindex.py``).
+"""GET and DELETE /api/v1/reindex/jobs/{job_id}: reindex jobs (``jobs/reindex.py``).
 
 POST /api/v1/collections/{name}/reindex, which starts one, lives with the collection routes.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 
+from ingestion_service.api.deps import ReindexDep
 from ingestion_service.api.models import ReindexJobResponse
-from ingestion_service.reindex import ReindexManager, ReindexRecord
+from ingestion_service.jobs.reindex_state import ReindexRecord
 from rag_runtime.http import ErrorBody
 
 REINDEX_JOBS_PATH = "/api/v1/reindex/jobs"
@@ -24,15 +25,6 @@ REINDEX_JOB_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
 }
 
 router = APIRouter(prefix=REINDEX_JOBS_PATH, tags=["collections"], responses=REINDEX_JOB_NOT_FOUND_RESPONSE)
-
-
-def get_reindex(request: Request) -> ReindexManager:
-    """The app's reindex jobs (built in the lifespan)."""
-    manager: ReindexManager = request.app.state.reindex
-    return manager
-
-
-ReindexDep = Annotated[ReindexManager, Depends(get_reindex)]
 
 
 def reindex_job_url(request: Request, job_id: str) -> str:

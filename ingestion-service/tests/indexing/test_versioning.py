@@ -15,8 +15,8 @@ import pytest
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.errors import QdrantWriteError
-from ingestion_service.pipeline import versioning
-from ingestion_service.pipeline.versioning import RunVersion
+from ingestion_service.indexing import versioning
+from ingestion_service.indexing.versioning import RunVersion
 from ingestion_service.settings import Settings
 from rag_runtime.store import (
     bootstrap_collection,

@@ -20,13 +20,13 @@ from ingestion_service.errors import (
     JobQueueFullError,
     ShuttingDownError,
 )
-from ingestion_service.jobs import FINAL_STATES, JobRegistry, JobSnapshot, JobWork
+from ingestion_service.jobs.ingest import FINAL_STATES, JobRegistry, JobSnapshot, JobWork
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.run_control import RunControl
 from shared_contract import ContractConfigError
 
 if TYPE_CHECKING:
-    from .conftest import MakeSettings  # noqa: TID252
+    from ..conftest import MakeSettings  # noqa: TID252
 
 pytestmark = pytest.mark.anyio
 
@@ -225,7 +225,7 @@ async def test_an_unexpected_exception_fails_the_job_as_the_sync_route_would(
         raise RuntimeError("boom")
 
     jobs = registry()
-    with caplog.at_level(logging.INFO, logger="ingestion_service.jobs"):
+    with caplog.at_level(logging.INFO, logger="ingestion_service.jobs.ingest"):
         job_id = submit(jobs, broken).job_id
         job = await finished(jobs, job_id)
     assert job.state == "failed"
@@ -235,7 +235,7 @@ async def test_an_unexpected_exception_fails_the_job_as_the_sync_route_would(
         "code": "PIPELINE_FAILED",
         "request_id": "req-1",
     }
-    [line] = [record for record in caplog.records if record.name == "ingestion_service.jobs"]
+    [line] = [record for record in caplog.records if record.name == "ingestion_service.jobs.ingest"]
     assert line.levelno == logging.ERROR
     assert line.exc_info is not None
     assert isinstance(line.exc_info[1], RuntimeError)
@@ -243,10 +243,10 @@ async def test_an_unexpected_exception_fails_the_job_as_the_sync_route_would(
 
 async def test_one_log_line_when_a_job_ends_with_its_ids_state_and_code(caplog: pytest.LogCaptureFixture) -> None:
     jobs = registry()
-    with caplog.at_level(logging.INFO, logger="ingestion_service.jobs"):
+    with caplog.at_level(logging.INFO, logger="ingestion_service.jobs.ingest"):
         job_id = submit(jobs, succeeding(), file_id="logged").job_id
         await finished(jobs, job_id)
-    [line] = [record for record in caplog.records if record.name == "ingestion_service.jobs"]
+    [line] = [record for record in caplog.records if record.name == "ingestion_service.jobs.ingest"]
     assert line.levelno == logging.INFO
     fields = {name: getattr(line, name) for name in ("job_id", "file_id", "state", "code", "request_id")}
     assert fields == {"job_id": job_id, "file_id": "logged", "state": "succeeded", "code": "OK", "request_id": "req-1"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion_service.pipeline import fingerprint
-from ingestion_service.pipeline.fingerprint import ingest_fingerprint
+from ingestion_service.indexing import fingerprint
+from ingestion_service.indexing.fingerprint import ingest_fingerprint
 from ingestion_service.settings import Settings
 from shared_contract.settings import Fingerprint
 

@@ -19,8 +19,8 @@ from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.s3 import ObjectHead, S3Source
 from ingestion_service.documents import SourceFile
 from ingestion_service.errors import S3FetchError
+from ingestion_service.indexing.assembly import PipelineParts
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter
-from ingestion_service.pipeline.indexing import PipelineParts
 from ingestion_service.runtime import ServiceHooks
 from rag_runtime.embedding import ContractEmbedder
 from rag_runtime.embedding.types import DocumentVectors

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
-from ingestion_service.scratch import ScratchSpace
+from ingestion_service.adapters.scratch import ScratchSpace
 from shared_contract import ContractConfigError
 
 if TYPE_CHECKING:
-    from .conftest import AppFactory, Upload  # noqa: TID252
+    from ..conftest import AppFactory, Upload  # noqa: TID252
 
 
 def test_start_up_removes_uploads_left_by_a_dead_process_only(app_client: AppFactory, tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
-"""Assembly of the indexing pipeline (built once at start-up) and the per-request runner."""
+"""The per-request runner: the pipeline for one job in a worker thread, and the versioning protocol around it."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +15,6 @@ from haystack.core.errors import PipelineRuntimeError
 
 from ingestion_service import run_control
 from ingestion_service.adapters.chunk_index import ChunkIndex
-from ingestion_service.documents import ConverterRegistry, SourceFile
 from ingestion_service.errors import (
     EmbeddingFailedError,
     ExtractionError,
@@ -26,33 +25,19 @@ from ingestion_service.errors import (
     ShuttingDownError,
     SparseEmbeddingFailedError,
 )
+from ingestion_service.indexing import versioning
+from ingestion_service.indexing.job import DocumentLabels, IngestJob, IngestOutcome
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline import versioning
-from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer, chunk_id
-from ingestion_service.pipeline.components.chunk_writer import ChunkWriter, WriteBatch
-from ingestion_service.pipeline.components.dense_embedder import ContractDenseEmbedder
-from ingestion_service.pipeline.components.embedding_guard import EmbeddingGuard
-from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, FileConverter
-from ingestion_service.pipeline.components.language_tagger import LanguageTagger
-from ingestion_service.pipeline.components.markdown_splitter import MarkdownSplitter
-from ingestion_service.pipeline.components.multilingual_embedder import MultilingualDenseEmbedder
-from ingestion_service.pipeline.components.sparse_embedder import ContractSparseEmbedder
-from ingestion_service.pipeline.components.token_splitter import TokenSplitter
-from ingestion_service.pipeline.components.unit_splitter import UnitSplitter
-from ingestion_service.pipeline.embed_text import EmbedTextBuilder
-from ingestion_service.pipeline.observe import StageObserver
-from ingestion_service.pipeline.versioning import RunVersion
+from ingestion_service.pipeline.components.chunk_finalizer import chunk_id
+from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY
 from ingestion_service.run_control import RunControl
-from ingestion_service.settings import Settings
-from rag_runtime.embedding import ContractEmbedder, SparseVectorData
-from rag_runtime.language_id import language_identifier
+from rag_runtime.embedding import SparseVectorData
 from rag_runtime.store import ChunkPoint, PointRecord, point_id_for
 from rag_runtime.store.points import PAYLOAD_ID
 from shared_contract import (
     DENSE_VECTOR,
     MULTILINGUAL_VECTOR,
     PAYLOAD_META,
-    PENDING_STATE,
     SPARSE_VECTOR,
     ContractError,
     EmbeddingError,
@@ -61,235 +46,6 @@ from shared_contract import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class PipelineParts:
-    """The components, by stage. Tests swap single parts (e.g. a failing embedder) before assembly."""
-
-    converter: Any
-    splitter: Any
-    finalizer: Any
-    dense_embedder: Any
-    sparse_embedder: Any | None
-    guard: Any
-    writer: Any
-    multilingual_embedder: Any | None = None
-    language_tagger: Any | None = None
-
-
-def checked_write(write: WriteBatch) -> WriteBatch:
-    """``write`` that first stops an aborted or late run (the writer itself is not run-aware)."""
-
-    async def write_batch(points: Sequence[ChunkPoint]) -> None:
-        run_control.checkpoint()
-        await write(points)
-
-    return write_batch
-
-
-def build_parts(
-    settings: Settings,
-    *,
-    registry: ConverterRegistry,
-    embedder: ContractEmbedder,
-    embed_text: EmbedTextBuilder,
-    index: ChunkIndex,
-    observer: StageObserver | None = None,
-    multilingual_active: Callable[[], bool] = lambda: False,
-) -> PipelineParts:
-    """The standard components for ``settings``.
-
-    ``multilingual_active``: whether the collection has ``text-dense-multilingual`` (its manifest).
-    """
-    overlap = settings.chunk_overlap
-    splitter: Any
-    if settings.chunk_split_by == "markdown":
-        splitter = MarkdownSplitter(
-            embed_text,
-            overlap=overlap,
-            min_tokens=settings.chunk_min_size,
-            keyed_tables=settings.chunk_table_rows == "pairs",
-            observer=observer,
-        )
-    elif settings.chunk_split_by == "token":
-        splitter = TokenSplitter(embed_text, overlap=overlap, observer=observer)
-    else:
-        splitter = UnitSplitter(settings.chunk_split_by, size=settings.chunk_size, overlap=overlap, observer=observer)
-    sparse_on = settings.enable_sparse_embeddings
-    return PipelineParts(
-        converter=FileConverter(
-            registry, settings.extraction_engine, observer=observer, max_chars=settings.max_extracted_chars
-        ),
-        splitter=splitter,
-        finalizer=ChunkFinalizer(
-            embed_text, overlap=overlap, observer=observer, max_chunks=settings.max_chunks_per_document
-        ),
-        language_tagger=LanguageTagger(language_identifier(), observer=observer),
-        dense_embedder=ContractDenseEmbedder(embedder, embed_text, sparse_enabled=sparse_on, observer=observer),
-        sparse_embedder=ContractSparseEmbedder(embedder, embed_text, observer=observer) if sparse_on else None,
-        guard=EmbeddingGuard(dim=embedder.dim, require_sparse=sparse_on, observer=observer),
-        writer=ChunkWriter(
-            checked_write(index.write), embed_text, lexical_window=settings.lexical_window_chunks, observer=observer
-        ),
-        multilingual_embedder=None
-        if embedder.multilingual is None
-        else MultilingualDenseEmbedder(
-            embedder.multilingual, embed_text, active=multilingual_active, observer=observer
-        ),
-    )
-
-
-def assemble(parts: PipelineParts) -> Pipeline:
-    """converter -> splitter -> finalizer -> [languages] -> dense -> [sparse] -> guard -> [multilingual] -> writer."""
-    pipeline = Pipeline()
-    pipeline.add_component("converter", parts.converter)
-    pipeline.add_component("splitter", parts.splitter)
-    pipeline.add_component("finalizer", parts.finalizer)
-    pipeline.add_component("dense_embedder", parts.dense_embedder)
-    pipeline.add_component("guard", parts.guard)
-    pipeline.add_component("writer", parts.writer)
-    pipeline.connect("converter.documents", "splitter.documents")
-    pipeline.connect("splitter.documents", "finalizer.documents")
-    if parts.language_tagger is not None:
-        pipeline.add_component("language_tagger", parts.language_tagger)
-        pipeline.connect("finalizer.documents", "language_tagger.documents")
-        pipeline.connect("language_tagger.documents", "dense_embedder.documents")
-    else:
-        pipeline.connect("finalizer.documents", "dense_embedder.documents")
-    if parts.sparse_embedder is not None:
-        pipeline.add_component("sparse_embedder", parts.sparse_embedder)
-        pipeline.connect("dense_embedder.documents", "sparse_embedder.documents")
-        pipeline.connect("sparse_embedder.documents", "guard.documents")
-    else:
-        pipeline.connect("dense_embedder.documents", "guard.documents")
-    if parts.multilingual_embedder is not None:
-        pipeline.add_component("multilingual_embedder", parts.multilingual_embedder)
-        pipeline.connect("guard.documents", "multilingual_embedder.documents")
-        pipeline.connect("multilingual_embedder.documents", "writer.documents")
-        pipeline.connect("multilingual_embedder.multilingual", "writer.multilingual")
-    else:
-        pipeline.connect("guard.documents", "writer.documents")
-    return pipeline
-
-
-@dataclass(frozen=True)
-class DocumentLabels:
-    """The caller's labels for a document; None means "keep what the stored version has"."""
-
-    tags: list[str] | None = None
-    category: str | None = None
-    attributes: dict[str, Any] | None = None
-
-    def filled_from(self, stored: dict[str, Any] | None) -> DocumentLabels:
-        """Labels not given in the request carry over from the stored version (a PATCH survives a re-upload)."""
-        if stored is None:
-            return self
-        tags = stored.get(MetaKey.TAGS)
-        category = stored.get(MetaKey.CATEGORY)
-        attributes = stored.get(MetaKey.ATTRIBUTES)
-        return DocumentLabels(
-            tags=self.tags if self.tags is not None else (list(tags) if isinstance(tags, list) else None),
-            category=self.category if self.category is not None else (category if isinstance(category, str) else None),
-            attributes=self.attributes
-            if self.attributes is not None
-            else (dict(attributes) if isinstance(attributes, dict) else None),
-        )
-
-
-@dataclass(frozen=True)
-class SourceIdentity:
-    """What identifies the bytes and where they came from."""
-
-    sha256: str
-    size: int
-    format: str
-    s3_bucket: str | None = None
-    s3_key: str | None = None
-    s3_etag: str | None = None
-
-
-@dataclass(frozen=True)
-class IngestJob:
-    """One ingest request, ready to run."""
-
-    source: SourceFile
-    file_id: str
-    collection_name: str
-    collection_type: str
-    user_id: str
-    overwrite: bool
-    run: RunVersion
-    engine: str | None = None
-    identity: SourceIdentity | None = None
-    labels: DocumentLabels = field(default_factory=DocumentLabels)
-    # INGEST_FINGERPRINT of the settings this run uses; with ``identity`` it enables the unchanged fast path.
-    fingerprint: str | None = None
-    force: bool = False
-
-    def document_meta(self) -> dict[str, Any]:
-        """The document-level keys (every chunk of the file carries the same values)."""
-        meta: dict[str, Any] = {
-            MetaKey.COLLECTION_TYPE: self.collection_type,
-            MetaKey.USER_ID: self.user_id,
-            MetaKey.NAME: self.source.filename,
-            MetaKey.SOURCE: self.source.filename,
-            MetaKey.TAGS: self.labels.tags,
-            MetaKey.CATEGORY: self.labels.category,
-            MetaKey.ATTRIBUTES: self.labels.attributes,
-        }
-        if self.identity is not None:
-            meta |= {
-                MetaKey.SOURCE_HASH: self.identity.sha256,
-                MetaKey.SOURCE_BYTES: self.identity.size,
-                MetaKey.FORMAT: self.identity.format,
-                MetaKey.S3_BUCKET: self.identity.s3_bucket,
-                MetaKey.S3_KEY: self.identity.s3_key,
-                MetaKey.S3_ETAG: self.identity.s3_etag,
-            }
-        if self.fingerprint is not None:
-            meta[MetaKey.INGEST_FINGERPRINT] = self.fingerprint
-        return meta
-
-    def meta(self) -> dict[str, Any]:
-        """Request metadata every chunk carries (it wins over extractor metadata)."""
-        return {
-            MetaKey.FILE_ID: self.file_id,
-            MetaKey.COLLECTION_NAME: self.collection_name,
-            **self.document_meta(),
-            MetaKey.INGEST_VERSION: self.run.version,
-            MetaKey.INGEST_SEQ: self.run.seq,
-            MetaKey.INGEST_STATE: PENDING_STATE,
-        }
-
-    def stored_as(self, stored: dict[str, Any]) -> bool:
-        """Whether ``stored`` (a committed head's meta) holds these bytes under the same fingerprint."""
-        return (
-            self.identity is not None
-            and self.fingerprint is not None
-            and stored.get(MetaKey.SOURCE_HASH) == self.identity.sha256
-            and stored.get(MetaKey.INGEST_FINGERPRINT) == self.fingerprint
-        )
-
-
-@dataclass(frozen=True)
-class IngestOutcome:
-    """What a finished run did."""
-
-    chunks_count: int
-    engine: str
-    superseded: bool = False
-    kept_existing: bool = False
-    # The same bytes were stored under the same settings: nothing was written but changed metadata.
-    unchanged: bool = False
-    # The points were copied from the file's identical copy in another tenant (no extraction, no embedding).
-    reused_vectors: bool = False
-    # The version readers now see when it is not this run's (unchanged, kept_existing).
-    live_version: str | None = None
-    # kept_existing: the sha256 of the stored version's source, which the caller's file did not replace.
-    stored_hash: str | None = None
-
-
 # An untyped error inside a stage still fails that stage: its code follows the component.
 _STAGE_ERRORS: dict[str, Callable[[str], IngestionError]] = {
     "converter": ExtractionError,

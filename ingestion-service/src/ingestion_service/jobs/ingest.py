@@ -14,7 +14,6 @@ INGEST_JOBS_MAX are held, the oldest finished dropped first.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -25,8 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import anyio
-
 from ingestion_service.errors import (
     IngestAbortedError,
     IngestionError,
@@ -36,14 +33,13 @@ from ingestion_service.errors import (
     PipelineFailedError,
     ShuttingDownError,
 )
+from ingestion_service.jobs.engine import JobEngine, JobRun
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.run_control import RunControl
 
 logger = logging.getLogger(__name__)
 
 JobState = Literal["queued", "running", "succeeded", "failed", "aborted"]
-# A reindex job's states (reindex.py), here so the wire models import them without the store.
-ReindexState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FinalState = Literal["succeeded", "failed", "aborted"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "aborted"})
 
@@ -82,7 +78,7 @@ class JobSnapshot:
     error: dict[str, Any] | None
 
 
-class Job:
+class Job(JobRun):
     """One async ingest; mutated only under the registry's lock."""
 
     def __init__(
@@ -96,6 +92,9 @@ class Job:
         on_start: Callable[[Job], None],
     ) -> None:
         self.job_id = uuid.uuid4().hex
+        # The control is the job's one run; the scope is cancelled only while the job waits for its slot.
+        self.control: JobControl = JobControl(timeout_seconds=timeout_seconds, on_start=lambda: on_start(self))
+        super().__init__(self.job_id, self.control)
         self.file_id = file_id
         self.collection_name = collection_name
         self.request_id = request_id
@@ -106,10 +105,6 @@ class Job:
         self.finished_at: datetime | None = None
         self.result: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
-        self.control = JobControl(timeout_seconds=timeout_seconds, on_start=lambda: on_start(self))
-        # Cancelled only while the job waits for its slot; a running job is stopped through its control.
-        self.scope = anyio.CancelScope()
-        self.task: asyncio.Task[None] | None = None
 
     @property
     def finished(self) -> bool:
@@ -157,7 +152,7 @@ class JobRegistry:
         self._finished: OrderedDict[str, float] = OrderedDict()
         # A threading lock: the worker thread marks its job running.
         self._lock = threading.Lock()
-        self._closing = False
+        self._engine: JobEngine[Job] = JobEngine("ingest-job")
 
     # -- submitting and reading -------------------------------------------------------------
 
@@ -171,8 +166,7 @@ class JobRegistry:
         render_error: ErrorRenderer,
     ) -> JobSnapshot:
         """Register a job and start its task (on the running event loop); 503 when full or stopping."""
-        if self._closing:
-            raise ShuttingDownError("service shutting down")
+        self._engine.refuse_if_closing()
         job = Job(
             file_id=file_id,
             collection_name=collection_name,
@@ -192,8 +186,7 @@ class JobRegistry:
             self._jobs[job.job_id] = job
             self.metrics.ingest_jobs_active.labels(state="queued").inc()
             snapshot = job.snapshot()
-        # The task copies this context: the job's log lines carry the submitting request's id.
-        job.task = asyncio.create_task(self._run(job, work), name=f"ingest-job-{job.job_id}")
+        self._engine.launch(job, self._run(job, work))
         return snapshot
 
     def get(self, job_id: str) -> JobSnapshot:
@@ -242,12 +235,11 @@ class JobRegistry:
             self.metrics.ingest_jobs_active.labels(state="running").inc()
 
     def _stop(self, job: Job, reason: IngestAbortedError) -> None:
-        job.control.abort(reason)
         with self._lock:
             queued = job.state == "queued"
-        if queued:
-            # Still waiting for a slot (or not begun): leave the queue now rather than take a slot to stop.
-            job.scope.cancel()
+        # A queued job leaves the queue now rather than take a slot to stop; a running one stops at its
+        # next checkpoint (cancelling it could mark a run that is committing aborted).
+        job.stop(reason, cancel_work=queued)
 
     async def _run(self, job: Job, work: JobWork) -> None:
         result: dict[str, Any] | None = None
@@ -307,12 +299,6 @@ class JobRegistry:
         with self._lock:
             return [job for job in self._jobs.values() if not job.finished]
 
-    @staticmethod
-    async def _wait(jobs: list[Job], timeout_seconds: float) -> None:
-        tasks = {job.task for job in jobs if job.task is not None and not job.task.done()}
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout_seconds)
-
     async def shutdown(self, *, grace_seconds: float, abort_wait_seconds: float) -> None:
         """Refuse new jobs, give unfinished ones ``grace_seconds``, then abort them (previous versions kept).
 
@@ -320,20 +306,14 @@ class JobRegistry:
         after that (one native engine call) is marked aborted anyway, and start-up recovery
         removes whatever it leaves pending.
         """
-        self._closing = True
-        unfinished = self._unfinished()
-        if not unfinished:
-            return
-        logger.info("shutting down: %d ingest jobs get up to %g s to finish", len(unfinished), grace_seconds)
-        await self._wait(unfinished, grace_seconds)
-        unfinished = self._unfinished()
-        if not unfinished:
-            return
-        logger.warning("shutting down: aborting %d ingest jobs; their previous versions are kept", len(unfinished))
-        for job in unfinished:
+
+        def abort(job: Job) -> None:
             self._stop(job, ShuttingDownError("service shutting down"))
-        await self._wait(unfinished, abort_wait_seconds)
-        for job in self._unfinished():
+
+        still_running = await self._engine.shut_down(
+            self._unfinished, abort, grace_seconds=grace_seconds, abort_wait_seconds=abort_wait_seconds
+        )
+        for job in still_running:
             logger.warning(
                 "ingest job %s still running at shutdown; start-up recovery removes its pending points",
                 job.job_id,

@@ -1,0 +1,195 @@
+"""Where a reindex job's documents come from: the tenant's committed documents listed from their heads,
+and each one's ingest rebuilt from what the index holds.
+
+* stored with ``s3_bucket``/``s3_key``: the object is read from S3 again (changed bytes are taken as
+  they are now; a deleted object fails that document only);
+* otherwise (uploads, whose bytes were never kept): the extracted text, rebuilt from the committed
+  chunks, is re-chunked and re-embedded under the stored source identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from qdrant_client import models
+
+from ingestion_service.adapters.document_catalog import DocumentCatalog
+from ingestion_service.documents import SourceFile
+from ingestion_service.errors import PipelineFailedError, SourceIndexNotFoundError
+from ingestion_service.indexing.job import DocumentLabels, IngestJob, SourceIdentity
+from ingestion_service.indexing.versioning import RunVersion
+from ingestion_service.intake.gates import check_bucket
+from ingestion_service.intake.staging import fetch_from_s3, identify_source, prepare_source, upload_path
+from ingestion_service.jobs.reindex_state import ReindexRecord
+from ingestion_service.runtime import ServiceRuntime
+from ingestion_service.settings import Settings
+from rag_runtime.store import (
+    ChunkStore,
+    PointRecord,
+    close_store,
+    match,
+    open_store,
+    pending_condition,
+    scroll_pages,
+    tenant_condition,
+)
+from shared_contract import PAYLOAD_META, ContractError, MetaKey, meta_path
+
+_PAGE = 1024
+
+
+def open_source_index(settings: Settings, source_index: str) -> ChunkStore:
+    """The store of QDRANT_INDEX ``source_index``, where a tenant lived before (an embedding-model change).
+    Only payloads are read from there, so its manifest (another embedding model) is not checked."""
+    return open_store(settings.model_copy(update={"qdrant_index": source_index}))
+
+
+async def check_source_index(settings: Settings, source_index: str) -> None:
+    """404 SOURCE_INDEX_NOT_FOUND when ``source_index`` has no collection."""
+    store = open_source_index(settings, source_index)
+    try:
+        exists = await store.collection_exists()
+    except ContractError as exc:
+        raise PipelineFailedError(f"checking source_index {source_index!r} failed: {exc}") from exc
+    finally:
+        await close_store(store)
+    if not exists:
+        raise SourceIndexNotFoundError(f"no collection {source_index!r}")
+
+
+@asynccontextmanager
+async def source_store(runtime: ServiceRuntime, source_index: str | None) -> AsyncIterator[ChunkStore]:
+    """Where a job reads documents and text: the service's own store, or ``source_index``'s (closed after)."""
+    if source_index is None:
+        yield runtime.store
+        return
+    store = open_source_index(runtime.settings, source_index)
+    try:
+        if not await store.collection_exists():
+            raise SourceIndexNotFoundError(f"no collection {source_index!r}")
+        yield store
+    finally:
+        with anyio.CancelScope(shield=True):
+            await close_store(store)
+
+
+def _meta(record: PointRecord) -> dict[str, Any]:
+    meta = record.payload.get(PAYLOAD_META)
+    return meta if isinstance(meta, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+async def document_ids(store: ChunkStore, collection_name: str) -> list[str]:
+    """The file_ids of the tenant's committed documents, in the order a job takes them."""
+    selector = models.Filter(
+        must=[tenant_condition([collection_name]), match(MetaKey.SPLIT_ID, 0)], must_not=[pending_condition()]
+    )
+    found: set[str] = set()
+    async for page in scroll_pages(store, selector, page_size=_PAGE, with_payload=[meta_path(MetaKey.FILE_ID)]):
+        for record in page:
+            file_id = _meta(record).get(MetaKey.FILE_ID)
+            if isinstance(file_id, str):
+                found.add(file_id)
+    return sorted(found)
+
+
+def stored_identity(head: dict[str, Any]) -> SourceIdentity | None:
+    """The stored source's identity; None for data from before contract 2.1 (re-embedded by every reindex)."""
+    sha256 = _text(head.get(MetaKey.SOURCE_HASH))
+    if sha256 is None:
+        return None
+    return SourceIdentity(
+        sha256=sha256,
+        size=_int(head.get(MetaKey.SOURCE_BYTES)) or 0,
+        format=_text(head.get(MetaKey.FORMAT)) or "unknown",
+    )
+
+
+def s3_origin(head: dict[str, Any]) -> tuple[str, str] | None:
+    bucket, key = _text(head.get(MetaKey.S3_BUCKET)), _text(head.get(MetaKey.S3_KEY))
+    return (bucket, key) if bucket is not None and key is not None else None
+
+
+def document_name(head: dict[str, Any], file_id: str) -> str:
+    """The name a job shows for a document: its name, else its source, else its id."""
+    return _text(head.get(MetaKey.NAME)) or _text(head.get(MetaKey.SOURCE)) or file_id
+
+
+async def already_built(
+    runtime: ServiceRuntime, record: ReindexRecord, head: dict[str, Any], file_id: str, fingerprint: str
+) -> bool:
+    """A text-sourced document this index already holds under these settings (the runner would say unchanged).
+
+    Answered from the heads, so an unchanged document costs no chunk reads; an S3 document is
+    read again whatever its fingerprint, since its object may have changed.
+    """
+    if record.force or s3_origin(head) is not None:
+        return False
+    source_hash = _text(head.get(MetaKey.SOURCE_HASH))
+    if source_hash is None:
+        return False
+    target = head if record.source_index is None else await runtime.index.head(file_id, record.collection_name)
+    return (
+        target is not None
+        and target.get(MetaKey.SOURCE_HASH) == source_hash
+        and target.get(MetaKey.INGEST_FINGERPRINT) == fingerprint
+    )
+
+
+async def ingest_job_for(
+    runtime: ServiceRuntime,
+    record: ReindexRecord,
+    source: ChunkStore,
+    head: dict[str, Any],
+    file_id: str,
+    name: str,
+    workdir: Path,
+    fingerprint: str,
+) -> IngestJob:
+    """The ingest of one document: its S3 object fetched again, or its stored text (module docstring)."""
+    origin = s3_origin(head)
+    identity: SourceIdentity | None
+    if origin is not None:
+        bucket, key = origin
+        check_bucket(runtime.settings, bucket)
+        path = upload_path(workdir, name)
+        object_head = await fetch_from_s3(runtime, bucket, key, path)
+        staged = await prepare_source(runtime, path, name)
+        identity = await identify_source(staged, s3_bucket=bucket, s3_key=key, s3_etag=object_head.etag)
+    else:
+        # An upload's bytes were never kept: this re-chunks and re-embeds the EXTRACTED TEXT
+        # (rebuilt from the committed chunks), not the original file, so page numbers and the
+        # first engine's metadata do not carry over. The identity stays the stored one, so a
+        # later upload or sync of the same original file still counts as unchanged.
+        stored = await DocumentCatalog(source).read_text(file_id, record.collection_name)
+        text = stored.text if stored is not None else ""
+        path = workdir / "source.md"
+        await anyio.to_thread.run_sync(lambda: path.write_text(text, encoding="utf-8"))
+        staged = SourceFile(path=path, filename=name, media_type="text/markdown")
+        identity = stored_identity(head)
+    return IngestJob(
+        source=staged,
+        file_id=file_id,
+        collection_name=record.collection_name,
+        collection_type=_text(head.get(MetaKey.COLLECTION_TYPE)) or "file",
+        user_id=_text(head.get(MetaKey.USER_ID)) or "",
+        overwrite=True,
+        # Taken as the document starts: an upload of the same file after that wins, as for any ingest.
+        run=RunVersion.new(),
+        identity=identity,
+        labels=DocumentLabels().filled_from(head),
+        fingerprint=fingerprint,
+        force=record.force,
+    )

@@ -1,0 +1,157 @@
+"""A reindex job as it is kept: its record (state, counts, failures, the cursor it resumes after) and the
+state files in INGEST_STATE_DIR that let it resume after a shutdown or a crash.
+
+A job is one JSON file, replaced atomically (temp file, fsync, rename): a reader, or a restart after a
+crash, sees the old file or the new one, never a torn write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from contextlib import suppress
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+logger = logging.getLogger(__name__)
+
+ReindexState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+DocumentOutcome = Literal["reingested", "unchanged", "failed", "skipped"]
+# Failed documents listed by file_id in a job (all are counted in ``failed``).
+MAX_LISTED_FAILURES = 100
+FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+STATE_FORMAT = 1
+STATE_SUBDIR = "reindex"
+
+
+class DocumentFailure(BaseModel):
+    """One document a job could not re-ingest (it keeps its previous version)."""
+
+    file_id: str
+    name: str | None
+    code: str
+    error: str
+
+
+class CurrentDocument(BaseModel):
+    """The document a running job is indexing."""
+
+    file_id: str
+    name: str | None
+
+
+class JobFailure(BaseModel):
+    """Why a job ended ``failed``."""
+
+    code: str
+    error: str
+
+
+class ReindexRecord(BaseModel):
+    """A reindex job, as its state file holds it; readers get copies."""
+
+    format: int = STATE_FORMAT
+    job_id: str
+    collection_name: str
+    # The QDRANT_INDEX the job writes into: a state file of another index is never resumed here.
+    target_index: str
+    source_index: str | None
+    force: bool
+    state: ReindexState
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    # None until the documents are listed; done = reingested + unchanged + failed + skipped.
+    total: int | None = None
+    done: int = 0
+    reingested: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    # Listed, then deleted before their turn.
+    skipped: int = 0
+    failures: list[DocumentFailure] = Field(default_factory=lambda: list[DocumentFailure]())
+    current: CurrentDocument | None = None
+    # The last file_id finished (documents go in file_id order): a resumed job starts after it.
+    cursor: str | None = None
+    error: JobFailure | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job reached a final state."""
+        return self.state in FINAL_STATES
+
+    def count(self, file_id: str, outcome: DocumentOutcome, failure: DocumentFailure | None) -> None:
+        """Record a finished document: the cursor moves past it and its outcome is counted."""
+        self.done += 1
+        self.cursor = file_id
+        self.current = None
+        if outcome == "reingested":
+            self.reingested += 1
+        elif outcome == "unchanged":
+            self.unchanged += 1
+        elif outcome == "skipped":
+            self.skipped += 1
+        else:
+            self.failed += 1
+            if failure is not None and len(self.failures) < MAX_LISTED_FAILURES:
+                self.failures.append(failure)
+
+
+class StateFiles:
+    """One state file per job under ``directory`` (private: the files name collections and documents).
+    Blocking file I/O: the manager calls these in worker threads."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path(self, job_id: str) -> Path:
+        """The job's state file."""
+        return self.directory / f"{job_id}.json"
+
+    def write(self, job_id: str, text: str) -> None:
+        """Replace the job's file with ``text`` atomically."""
+        path = self.path(job_id)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        staging = path.with_name(f".{path.name}.tmp")
+        with staging.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, path)
+
+    def remove(self, job_ids: Sequence[str]) -> None:
+        """Remove the jobs' files (absent ones are no error)."""
+        for job_id in job_ids:
+            self.path(job_id).unlink(missing_ok=True)
+
+    def load(self, target_index: str) -> list[ReindexRecord]:
+        """The records of the jobs that write into ``target_index`` (a state file of another QDRANT_INDEX
+        is never resumed here); an unreadable file is skipped with a warning."""
+        try:
+            paths = sorted(self.directory.iterdir()) if self.directory.is_dir() else []
+        except OSError as exc:
+            # The service still starts; only earlier jobs are neither shown nor resumed.
+            logger.error(
+                "reading the reindex state directory %s failed (check INGEST_STATE_DIR): %s", self.directory, exc
+            )
+            return []
+        records: list[ReindexRecord] = []
+        for path in paths:
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                with suppress(OSError):
+                    path.unlink(missing_ok=True)  # a write a crash interrupted; the file before it is whole
+                continue
+            if path.suffix != ".json":
+                continue
+            try:
+                record = ReindexRecord.model_validate_json(path.read_bytes())
+            except (OSError, ValidationError) as exc:
+                logger.warning("reindex state file %s is unreadable and was skipped: %s", path, exc)
+                continue
+            if record.target_index == target_index:
+                records.append(record)
+        return records
