@@ -7,13 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion_service.documents.opendocument import (
-    MAX_ROW_REPEAT,
-    MAX_TABLE_COLUMNS,
-    OdfPage,
-    read_opendocument,
-    read_opendocument_title,
-)
+from ingestion_service.documents.opendocument import OdfPage, read_opendocument, read_opendocument_title
+from ingestion_service.documents.opendocument_xml import MAX_ROW_REPEAT, MAX_TABLE_COLUMNS
 from ingestion_service.errors import (
     CORRUPT_REASON,
     ENCRYPTED_REASON,
