@@ -46,16 +46,15 @@ from ingestion_service.errors import (
     UnsupportedContentError,
     UnsupportedMediaTypeError,
 )
-from rag_runtime.http import (
+from shared_contract import ErrorCodeSpec
+from shared_contract.error_codes import (
     EMBEDDING_FAILED,
     INVALID_REQUEST,
     PAYLOAD_TOO_LARGE,
     SHUTTING_DOWN,
     SPARSE_EMBEDDING_FAILED,
-    ErrorTable,
-    error_row,
 )
-from shared_contract import ErrorCodeSpec
+from shared_contract.error_table import ErrorTable, error_row
 
 # This service's own codes: (status, hint).
 _OWN_CODES: dict[str, tuple[int, str]] = {

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Generic, NoReturn, TypeVar
 
 if TYPE_CHECKING:
-    from rag_runtime.http import ErrorRow, ErrorTable
+    from shared_contract.error_table import ErrorRow, ErrorTable
 
 _T = TypeVar("_T")
 

@@ -19,7 +19,6 @@ from rag_runtime.http import (
     REQUEST_FAILED,
     BodyLimit,
     EdgeMiddleware,
-    ErrorBody,
     error_content,
     error_response,
     hint_for,
@@ -30,6 +29,7 @@ from rag_runtime.http import (
 )
 from rag_runtime.http import errors as errors_module
 from shared_contract import CONTRACT_CODES, EDGE_CODES, registered_codes
+from shared_contract.error_body import ErrorBody
 
 API_KEY = "k" * 40
 AUTH = {"Authorization": f"Bearer {API_KEY}"}

@@ -7,17 +7,6 @@ codes (QDRANT_UNAVAILABLE, EMBEDDING_FAILED, ...) have their status and hint in
 
 from __future__ import annotations
 
-from rag_runtime.http import (
-    COLLECTION_MISMATCH,
-    COLLECTION_MISSING,
-    EMBEDDING_FAILED,
-    INVALID_REQUEST,
-    QDRANT_UNAVAILABLE,
-    SPARSE_EMBEDDING_FAILED,
-    STORE_INCOMPATIBLE,
-    ErrorTable,
-    error_row,
-)
 from retrieval_agent.errors import (
     FactNotFoundError,
     InvalidFilterError,
@@ -37,6 +26,16 @@ from shared_contract import (
     StoreIncompatibleError,
     StoreRequestError,
 )
+from shared_contract.error_codes import (
+    COLLECTION_MISMATCH,
+    COLLECTION_MISSING,
+    EMBEDDING_FAILED,
+    INVALID_REQUEST,
+    QDRANT_UNAVAILABLE,
+    SPARSE_EMBEDDING_FAILED,
+    STORE_INCOMPATIBLE,
+)
+from shared_contract.error_table import ErrorTable, error_row
 
 SEARCH_FAILED = "SEARCH_FAILED"
 MEMORY_DISABLED = "MEMORY_DISABLED"

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 
 from ingestion_service.error_table import ERROR_TABLE
 from ingestion_service.errors import IngestionError, PipelineFailedError
-from rag_runtime.http import install_framework_error_handlers
+from rag_runtime.http import classified_response, install_framework_error_handlers
 from shared_contract import ContractError
 
 CLEANUP_NOTE = " Removing this run's partial chunks failed too; the next ingest of this file removes them."
@@ -53,14 +53,13 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_ingestion_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, IngestionError)
         # Expected 5xx outcomes (timeout, shutdown) need no traceback; the route says what happened.
-        return ERROR_TABLE.classify(exc).response(
-            request, cause=exc, message=error_message(exc, debug=debug_of(request))
-        )
+        message = error_message(exc, debug=debug_of(request))
+        return classified_response(request, ERROR_TABLE.classify(exc), cause=exc, message=message)
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         error = PipelineFailedError(f"{type(exc).__name__}: {exc}")
         message = error_message(error, debug=debug_of(request))
-        return ERROR_TABLE.classify(error).response(request, cause=exc, message=message)
+        return classified_response(request, ERROR_TABLE.classify(error), cause=exc, message=message)
 
     app.add_exception_handler(IngestionError, on_ingestion_error)
     app.add_exception_handler(Exception, on_unexpected)

@@ -14,9 +14,9 @@ from ingestion_service.errors import (
 )
 from ingestion_service.indexing.job import DocumentLabels
 from ingestion_service.settings import Settings
-from rag_runtime.http import ErrorBody
 from shared_contract import file_collection_name, user_memory_collection_name
 from shared_contract.attributes import AttributeType, check_attributes
+from shared_contract.error_body import ErrorBody
 from shared_contract.schema import FILE_COLLECTION_PREFIX, MEMORY_COLLECTION_PREFIX, USER_MEMORY_COLLECTION_PREFIX
 
 # The OpenAPI declaration of the rules below, for the routes that apply them.

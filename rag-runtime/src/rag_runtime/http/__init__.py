@@ -1,13 +1,13 @@
-"""The HTTP edge both services share: error shape, the error table type and status policy, request
+"""The HTTP edge both services share: error shape (``shared_contract.error_body``), status policy, the
+response of an error its service's table classified, request
 ids, the API-key and body-cap middleware, log formatting (with the one ``request_failed`` line per
 failure) and the OpenAPI declarations (see docs/contract.md, Errors)."""
 
 from rag_runtime.http.bodies import NOT_JSON_MESSAGE, require_json_body
-from rag_runtime.http.error_table import Classified, ErrorRow, ErrorTable, error_row
 from rag_runtime.http.errors import (
     FALLBACK_HINT,
     SHUTTING_DOWN_MESSAGE,
-    ErrorBody,
+    classified_response,
     error_content,
     error_response,
     hint_for,
@@ -72,11 +72,7 @@ __all__ = [
     "STORE_INCOMPATIBLE",
     "UNAUTHORIZED",
     "BodyLimit",
-    "Classified",
     "EdgeMiddleware",
-    "ErrorBody",
-    "ErrorRow",
-    "ErrorTable",
     "JsonFormatter",
     "LogFormat",
     "RequestBodyTooLargeError",
@@ -84,11 +80,11 @@ __all__ = [
     "TextFormatter",
     "bearer_scheme",
     "bearer_token_matches",
+    "classified_response",
     "configure_logging",
     "current_request_id",
     "error_content",
     "error_response",
-    "error_row",
     "hint_for",
     "install_framework_error_handlers",
     "log_handler",

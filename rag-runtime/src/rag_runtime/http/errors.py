@@ -7,7 +7,7 @@ through :func:`error_response`, which also writes the request's one ``request_fa
 
 Hints are looked up by code in the one registry, ``shared_contract.error_codes``: the edge and
 contract-layer codes are registered there, each service registers its own codes through its error
-table (``error_table.py``).
+table (``error_table.py``, a ``shared_contract.error_table.ErrorTable``).
 """
 
 from __future__ import annotations
@@ -20,22 +20,21 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from rag_runtime.http.logs import log_request_failed
 from rag_runtime.http.request_id import REQUEST_ID_HEADER, request_id_of
+from shared_contract.error_body import ErrorBody
 from shared_contract.error_codes import (
     INVALID_REQUEST,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     PAYLOAD_TOO_LARGE,
-    QDRANT_UNAVAILABLE,
-    SHARED_CODES,
     UNAUTHORIZED,
     registered_codes,
 )
+from shared_contract.error_table import Classified
 
 # A refused rule (403) and a body in the wrong Content-Type (415) are invalid requests too: the message
 # names the rule or the header (docs/contract.md, Statuses).
@@ -66,30 +65,6 @@ def hint_for(code: str) -> str:
     return FALLBACK_HINT if spec is None else spec.hint
 
 
-class ErrorBody(BaseModel):
-    """Every handled failure of both services (flat, never nested in ``detail``)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "status": False,
-                    "error": "Qdrant is unreachable or failed.",
-                    "code": QDRANT_UNAVAILABLE,
-                    "hint": SHARED_CODES[QDRANT_UNAVAILABLE].hint,
-                    "request_id": "4bf92f3577b34da6a3ce929d0e0e4736",
-                }
-            ]
-        }
-    )
-
-    status: bool = False
-    error: str = Field(description="What happened, for people. Never submitted values or stack traces.")
-    code: str = Field(description="Stable machine-readable code (docs/contract.md and the services' READMEs).")
-    hint: str = Field(description="What the caller or operator should do next.")
-    request_id: str = Field(description="Also the X-Request-ID header and on the service's request_failed log line.")
-
-
 def error_content(message: str, code: str, request_id: str, *, hint: str | None = None) -> dict[str, object]:
     """The flat error body as a JSON-ready dict; ``hint`` defaults to the code's registered one."""
     return ErrorBody(error=message, code=code, hint=hint or hint_for(code), request_id=request_id).model_dump()
@@ -118,6 +93,22 @@ def error_response(
     all_headers = {REQUEST_ID_HEADER: request_id, **(headers or {})}
     content = error_content(message, code, request_id, hint=hint)
     return JSONResponse(status_code=status, content=content, headers=all_headers)
+
+
+def classified_response(
+    request: Request, classified: Classified, *, cause: Exception, message: str | None = None
+) -> JSONResponse:
+    """The flat error response of an error its service's table classified (``message`` replaces the
+    table's, for additions such as a debug suffix)."""
+    return error_response(
+        request,
+        classified.status,
+        classified.code,
+        message or classified.message,
+        hint=classified.hint,
+        cause=cause,
+        log_traceback=classified.log_traceback,
+    )
 
 
 def code_for_status(status: int) -> str:

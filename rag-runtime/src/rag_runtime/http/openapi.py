@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.security import HTTPBearer
 
-from rag_runtime.http.errors import ErrorBody
+from shared_contract.error_body import ErrorBody
 
 # Declares the scheme only: EdgeMiddleware has already checked the key when a route runs.
 bearer_scheme = HTTPBearer(

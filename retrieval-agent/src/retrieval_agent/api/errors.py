@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
-from rag_runtime.http import install_framework_error_handlers
+from rag_runtime.http import classified_response, install_framework_error_handlers
 from retrieval_agent.api.openai_errors import as_openai, is_openai_path
 from retrieval_agent.error_table import ERROR_TABLE
 
@@ -28,7 +28,7 @@ def install_error_handlers(app: FastAPI) -> None:
         classified = ERROR_TABLE.classify(exc)
         _count(request, classified.code)
         # A typed dependency failure needs its text, not a traceback; a bug needs the traceback.
-        return classified.response(request, cause=exc)
+        return classified_response(request, classified, cause=exc)
 
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         response = await on_domain(request, exc)

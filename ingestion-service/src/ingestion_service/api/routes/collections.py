@@ -21,9 +21,10 @@ from ingestion_service.errors import PipelineFailedError
 from ingestion_service.indexing.fingerprint import ingest_fingerprint
 from ingestion_service.intake.gates import FORBIDDEN_RESPONSE, check_not_memory
 from ingestion_service.intake.handoff import require_qdrant
-from rag_runtime.http import ErrorBody, require_json_body
+from rag_runtime.http import require_json_body
 from rag_runtime.store import KNOWLEDGE_BASES, tenant_counts
 from shared_contract import CollectionName
+from shared_contract.error_body import ErrorBody
 
 router = APIRouter(
     prefix="/api/v1/collections", tags=["collections"], dependencies=[Depends(reject_repeated_query_params)]

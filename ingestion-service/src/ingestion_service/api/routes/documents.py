@@ -42,11 +42,12 @@ from ingestion_service.errors import (
 from ingestion_service.intake.gates import FORBIDDEN_RESPONSE, check_not_memory
 from ingestion_service.intake.handoff import require_qdrant
 from ingestion_service.settings import Settings
-from rag_runtime.http import ErrorBody, require_json_body
+from rag_runtime.http import require_json_body
 from rag_runtime.store.document_filter import filter_conditions
 from shared_contract import CollectionName, ContractError, MetaKey
 from shared_contract.attributes import AttributeValue, check_attributes
 from shared_contract.document_filter import DocumentFilter
+from shared_contract.error_body import ErrorBody
 
 router = APIRouter(
     prefix="/api/v1/documents",

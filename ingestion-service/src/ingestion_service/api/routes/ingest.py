@@ -63,7 +63,8 @@ from ingestion_service.jobs.ingest import JobRegistry, JobSnapshot
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.run_control import RunControl
 from ingestion_service.runtime import ServiceRuntime
-from rag_runtime.http import ErrorBody, error_content, note_request_fields, request_id_of
+from rag_runtime.http import error_content, note_request_fields, request_id_of
+from shared_contract.error_body import ErrorBody
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request, Response
 from ingestion_service.api.deps import JobsDep
 from ingestion_service.api.models import IngestJobResponse
 from ingestion_service.jobs.ingest import JobSnapshot
-from rag_runtime.http import ErrorBody
+from shared_contract.error_body import ErrorBody
 
 JOBS_PATH = "/api/v1/ingest/jobs"
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request, Response
 from ingestion_service.api.deps import ReindexDep
 from ingestion_service.api.models import ReindexJobResponse
 from ingestion_service.jobs.reindex_state import ReindexRecord
-from rag_runtime.http import ErrorBody
+from shared_contract.error_body import ErrorBody
 
 REINDEX_JOBS_PATH = "/api/v1/reindex/jobs"
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, status
 
-from rag_runtime.http import ERROR_RESPONSES, ErrorBody, require_json_body
+from rag_runtime.http import ERROR_RESPONSES, require_json_body
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import MemoryDep
 from retrieval_agent.api.memory_models import (
@@ -24,6 +24,7 @@ from retrieval_agent.api.memory_models import (
 )
 from retrieval_agent.errors import MemoryDisabledError
 from retrieval_agent.memory.service import MemoryService
+from shared_contract.error_body import ErrorBody
 
 router = APIRouter(
     prefix="/api/v1/memory",

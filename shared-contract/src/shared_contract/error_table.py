@@ -5,7 +5,8 @@ says otherwise), its message for callers, a hint where the code's own is too bro
 failure is logged. An error answers from the row of its most specific class that has one (its
 MRO); an error no row covers is a fault of the service, answered with the table's fallback code.
 The codes come from ``shared_contract.error_codes``: the shared ones are registered there, a
-table registers its service's own when it is built.
+table registers its service's own when it is built. Pure data: the HTTP edge turns a classified error
+into the response (``rag_runtime.http.classified_response``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from fastapi import Request
-from fastapi.responses import JSONResponse
-
-from rag_runtime.http.errors import error_response
 from shared_contract.error_codes import ErrorCodeSpec, register_codes, registered_codes
 
 _E = TypeVar("_E", bound=Exception)
@@ -68,18 +65,6 @@ class Classified:
     message: str
     hint: str
     log_traceback: bool
-
-    def response(self, request: Request, *, cause: Exception, message: str | None = None) -> JSONResponse:
-        """The flat error response (``message`` replaces the table's, for additions such as a debug suffix)."""
-        return error_response(
-            request,
-            self.status,
-            self.code,
-            message or self.message,
-            hint=self.hint,
-            cause=cause,
-            log_traceback=self.log_traceback,
-        )
 
 
 class ErrorTable:

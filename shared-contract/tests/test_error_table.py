@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-
 import pytest
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from fastapi.testclient import TestClient
 
-from rag_runtime.http import REQUEST_FAILED, ErrorTable, error_row, hint_for
 from shared_contract import ErrorCodeSpec, registered_codes
 from shared_contract import error_codes as registry_module
+from shared_contract.error_table import ErrorTable, error_row
 
 OWN_HINT = "Retry the thing."
 FAULT = ErrorCodeSpec(code="TEST_FAULT", status=500, hint="Report it.")
@@ -64,7 +59,7 @@ def make_table() -> ErrorTable:
 
 def test_building_a_table_registers_its_codes() -> None:
     make_table()
-    assert hint_for("TEST_GONE") == OWN_HINT
+    assert registered_codes()["TEST_GONE"].hint == OWN_HINT
     assert registered_codes()["TEST_FAULT"] == FAULT
 
 
@@ -120,31 +115,3 @@ def test_a_row_with_an_unregistered_code_or_a_second_row_for_a_class_is_refused(
             fallback_code="TEST_FAULT",
             fallback_message="x",
         )
-
-
-def test_a_classified_error_answers_the_flat_body_and_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
-    table = make_table()
-    app = FastAPI()
-
-    async def on_domain(request: Request, exc: Exception) -> JSONResponse:
-        return table.classify(exc).response(request, cause=exc)
-
-    app.add_exception_handler(DomainError, on_domain)
-
-    async def big() -> None:
-        raise SizedError(99)
-
-    app.add_api_route("/big", big, methods=["POST"])
-    caplog.set_level(logging.WARNING)
-    response = TestClient(app).post("/big")
-    assert response.status_code == 413
-    assert response.json() == {
-        "status": False,
-        "error": "The body has 99 bytes.",
-        "code": "INVALID_REQUEST",
-        "hint": "Send less.",
-        "request_id": response.headers["X-Request-ID"],
-    }
-    [line] = [record for record in caplog.records if record.getMessage() == REQUEST_FAILED]
-    assert line.exc_info is None
-    assert "host-1" not in response.text  # the error's own text goes to the log only
