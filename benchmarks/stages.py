@@ -89,7 +89,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from rag_runtime.embedding.fastembed_internals import replace_onnx_session
     from retrieval_agent.main import create_app
     from retrieval_agent.search.fusion import zscore_fuse
-    from retrieval_agent.search.query import fused_points_request, hybrid_legs, leg_requests, lexical_fields_for
+    from retrieval_agent.search.leg_weights import lexical_fields_for
+    from retrieval_agent.search.query import fused_points_request, hybrid_legs, leg_requests
     from retrieval_agent.settings import Settings
     from shared_contract import load_settings
 

@@ -14,7 +14,7 @@ from retrieval_agent.agent.loop import MAX_TOOL_ARGS_CHARS, strip_tenant_args
 from retrieval_agent.agent.plain_text import MAX_QUERY_CHARS, parse_queries
 from retrieval_agent.agent.prompt import DEFAULT_SYSTEM_PROMPT, system_prompt, user_prompt
 from retrieval_agent.search.queries import ChatMessage
-from retrieval_agent.search.query import scoped_filter
+from retrieval_agent.search.scope import scoped_filter
 from shared_contract import ContractConfigError
 
 from ..conftest import make_settings  # noqa: TID252

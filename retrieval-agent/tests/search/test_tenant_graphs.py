@@ -16,12 +16,7 @@ import pytest
 from qdrant_client import models
 
 from rag_runtime.store import ChunkStore, EdgeStore, bootstrap_collection, chunk_point, close_store, open_store
-from retrieval_agent.search.query import (
-    FusionParams,
-    dense_request,
-    hybrid_legs,
-    leg_requests,
-)
+from retrieval_agent.search.query import FusionParams, dense_request, hybrid_legs, leg_requests
 
 from ..conftest import chunk_meta, make_settings  # noqa: TID252
 

@@ -2,7 +2,7 @@
 
 Tenant safety does not depend on the model: there is no collection argument anywhere, and every
 condition built here is ANDed with ``tenant_filter(collection_names)`` of the request
-(``search.query.scoped_filter``, ``StoreSearch.document_heads``), so a filter can only narrow the
+(``search.scope.scoped_filter``, ``StoreSearch.document_heads``), so a filter can only narrow the
 request's tenants, never widen them.
 """
 

@@ -31,7 +31,7 @@ from retrieval_agent.agent.plain_text import MAX_QUERIES, MAX_QUERY_CHARS
 from retrieval_agent.metrics import SearchPath
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.postprocess import Hit
-from retrieval_agent.search.query import scoped_filter
+from retrieval_agent.search.scope import scoped_filter
 from retrieval_agent.settings import Settings
 from shared_contract import MetaKey
 

@@ -29,7 +29,7 @@ from retrieval_agent.mcp.models import (
     document_uri,
 )
 from retrieval_agent.search.pipeline import LinearSearch
-from retrieval_agent.search.query import request_conditions
+from retrieval_agent.search.scope import request_conditions
 from shared_contract import ContractError, MetaKey
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.schema import TenantKind, tenant_kind

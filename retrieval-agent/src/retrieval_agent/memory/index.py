@@ -34,7 +34,8 @@ from rag_runtime.store import (
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.memory.facts import Fact
 from retrieval_agent.memory.ranking import cosines, mmr
-from retrieval_agent.search.query import DENSE_SEARCH, RESULT_PAYLOAD, FusionParams, hybrid_request, scoped_filter
+from retrieval_agent.search.query import DENSE_SEARCH, RESULT_PAYLOAD, FusionParams, hybrid_request
+from retrieval_agent.search.scope import scoped_filter
 from retrieval_agent.settings import Settings
 from shared_contract import DENSE_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, MetaKey, meta_path
 from shared_contract.schema import memory_collection_name

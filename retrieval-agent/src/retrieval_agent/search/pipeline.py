@@ -37,6 +37,12 @@ from retrieval_agent.metrics import SearchMetrics, SearchPath
 from retrieval_agent.relevance_models import FITTED_K
 from retrieval_agent.search.embed import QueryVectorMemo, embed_beside, embed_hybrid_query, embed_query
 from retrieval_agent.search.fusion import FusedCandidate, zscore_fuse
+from retrieval_agent.search.leg_weights import (
+    covered_share,
+    dense_weight_for,
+    lexical_fields_for,
+    multilingual_weight_for,
+)
 from retrieval_agent.search.lexical import Bm25Cache
 from retrieval_agent.search.postprocess import Hit, dense_score, newest_versions, point_to_hit, rrf_fuse, top_k
 from retrieval_agent.search.queries import (
@@ -50,13 +56,9 @@ from retrieval_agent.search.query import (
     FusionParams,
     HybridLegs,
     LegPlan,
-    covered_share,
     dense_request,
-    dense_weight_for,
     fused_points_request,
     leg_requests,
-    lexical_fields_for,
-    multilingual_weight_for,
     rrf_request,
 )
 from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing

@@ -8,20 +8,16 @@ tenant never shift another tenant's scores in the shared collection.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from qdrant_client import models
 
-from rag_runtime import lexical
 from rag_runtime.embedding import SparseVectorData
-from rag_runtime.store import committed_filter, live_condition, pending_condition, tenant_condition
-from rag_runtime.store.document_filter import filter_conditions
-from retrieval_agent.errors import InvalidFilterError
+from rag_runtime.store import committed_filter
+from retrieval_agent.search.scope import scoped_filter
 from shared_contract import DENSE_VECTOR, MULTILINGUAL_VECTOR, PAYLOAD_CONTENT, PAYLOAD_META, SPARSE_VECTOR
-from shared_contract.attributes import AttributeType
-from shared_contract.document_filter import DocumentFilter
 
 # The lexical copies (``lexical_<code>``) duplicate ``content``: never read them back.
 RESULT_PAYLOAD = (PAYLOAD_CONTENT, PAYLOAD_META)
@@ -48,84 +44,6 @@ class FusionParams:
     bm25_b: float | None = None  # None: the engine's default (0.75)
     method: FusionMethod = "rrf"
     multilingual_weight: float = 0.0  # the ``text-dense-multilingual`` leg's weight
-
-
-def lexical_fields_for(codes: Iterable[str], indexed: Iterable[str]) -> list[str]:
-    """The BM25 fields to query: the tenants' lexical languages that have a scoring text index."""
-    available = set(indexed)
-    return [field for field in lexical.lexical_fields(list(codes)) if field in available]
-
-
-# An English query is routed to the English model alone when at least this share of the tenants'
-# chunks is English; over mostly foreign tenants it keeps the multilingual leg (the only dense
-# model that reads them).
-COVERED_QUERY_MIN_SHARE: Final = 0.5
-
-
-def dense_weight_for(
-    language_mix: Mapping[str, int],
-    model_languages: frozenset[str] | None,
-    *,
-    covered: float,
-    other: float,
-    query_language: str | None = None,
-) -> float:
-    """The dense leg's weight over tenants with this ``meta.lexical_language`` mix.
-
-    A multilingual model (``model_languages`` None) always gets ``covered``. A model trained on
-    some languages only (MiniLM: English) gets ``covered`` for the share of chunks in those
-    languages and ``other`` for the rest (``any`` counts as another language): English MiniLM
-    scores 0.41 nDCG@10 on Norwegian and only pulls the fused ranking down there. With the query's
-    language (``query_share``), the share is the query's.
-    """
-    share = query_share(language_mix, model_languages, query_language)
-    return covered if share is None else covered * share + other * (1.0 - share)
-
-
-def covered_share(language_mix: Mapping[str, int], model_languages: frozenset[str] | None) -> float | None:
-    """The share of the mix's chunks in ``model_languages``; None for a multilingual model or an empty mix."""
-    total = sum(language_mix.values())
-    if model_languages is None or total == 0:
-        return None
-    return sum(count for code, count in language_mix.items() if code in model_languages) / total
-
-
-def query_share(
-    language_mix: Mapping[str, int], model_languages: frozenset[str] | None, query_language: str | None
-) -> float | None:
-    """The share of chunks in the dense model's languages that weighs the dense legs for one query.
-
-    Without the query's language, the tenants' share. A query in the model's languages counts as
-    all covered (the multilingual leg is not embedded or sent) where most chunks are covered; a
-    query in another language as none covered: it is read by the multilingual model, not by an
-    English one (the caller passes a language only where the multilingual leg exists), unless
-    the tenants hold no chunk in another language: then the English model is the only one that
-    reads them.
-    """
-    share = covered_share(language_mix, model_languages)
-    if share is None or query_language is None or model_languages is None:
-        return share
-    if query_language in model_languages:
-        return 1.0 if share >= COVERED_QUERY_MIN_SHARE else share
-    return 0.0 if share < 1.0 else share
-
-
-def multilingual_weight_for(
-    language_mix: Mapping[str, int],
-    model_languages: frozenset[str] | None,
-    *,
-    weight: float,
-    query_language: str | None = None,
-) -> float:
-    """The ``text-dense-multilingual`` leg's weight over tenants with this ``meta.lexical_language`` mix.
-
-    The vector exists only on chunks outside the dense model's languages, so the leg earns
-    ``weight`` times their share (the share :func:`dense_weight_for` gives ``other``): 0 over an
-    English tenant, where the leg is not sent, the full weight over a Norwegian one; with the
-    query's language, the share is the query's (``query_share``).
-    """
-    share = query_share(language_mix, model_languages, query_language)
-    return 0.0 if share is None else weight * (1.0 - share)
 
 
 def idf_scope(selector: models.Filter) -> models.SearchParams:
@@ -171,34 +89,6 @@ def lexical_prefetch(
         ),
         limit=limit,
     )
-
-
-def request_conditions(
-    document_filter: DocumentFilter | None, declared: Mapping[str, AttributeType]
-) -> list[models.Condition]:
-    """The store conditions of a request's ``filter``; InvalidFilterError names a key that cannot run.
-
-    ``declared``: INDEXED_ATTRIBUTES. The conditions only narrow (:func:`scoped_filter` ANDs them
-    with the tenant filter).
-    """
-    try:
-        return filter_conditions(document_filter, declared)
-    except ValueError as exc:  # UnknownFilterKeyError too: both name ``filter.attributes.<key>``
-        raise InvalidFilterError(f"Invalid request: {exc}") from exc
-
-
-def scoped_filter(
-    collection_names: Sequence[str], conditions: Sequence[models.Condition] = (), *, live_key: bool = False
-) -> models.Filter:
-    """The tenants' committed points, narrowed by ``conditions`` (ANDed): extra conditions can only
-    take points away. ``live_key``: the store is a contract 3.x one (``has_live_key``), where one
-    ``meta.live_in`` condition selects those points; the tenant and "not pending" conditions
-    select the same ones anywhere."""
-    if not conditions:
-        return committed_filter(collection_names, live_key=live_key)
-    if live_key:
-        return models.Filter(must=[live_condition(collection_names), *conditions])
-    return models.Filter(must=[tenant_condition(collection_names), *conditions], must_not=[pending_condition()])
 
 
 # Past this many tenants a nearest-neighbour leg scans their points exactly instead of searching

@@ -14,7 +14,7 @@ from retrieval_agent.api.deps import AgentDep, MetricsDep, SearchDep
 from retrieval_agent.api.models import SearchRequest, SearchResponse
 from retrieval_agent.search.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.search.postprocess import Hit
-from retrieval_agent.search.query import request_conditions
+from retrieval_agent.search.scope import request_conditions
 
 logger = logging.getLogger(__name__)
 
