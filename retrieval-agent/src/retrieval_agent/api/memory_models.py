@@ -1,4 +1,8 @@
-"""The wire models of /api/v1/memory: one user's facts, their history, and the edits people make."""
+"""The wire models of /api/v1/memory: one user's facts, their history, and the edits people make.
+
+Pure pydantic (the routes build them from the memory layer's types), so that ``rag memory`` reads the
+replies with them without loading the store, the index or Git.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval_agent.adapters.git import Commit
-from retrieval_agent.memory.facts import MAX_FACT_CHARS, Fact
-from retrieval_agent.memory.repository import Unreadable
+from retrieval_agent.memory.limits import MAX_FACT_CHARS
 
 
 class FactOut(BaseModel):
@@ -25,32 +27,12 @@ class FactOut(BaseModel):
     deleted_at: datetime | None = None
     deleted_reason: str | None = None
 
-    @classmethod
-    def of(cls, user: str, fact: Fact) -> FactOut:
-        folder = f"{user}/deleted" if fact.deleted_at is not None else user
-        return cls(
-            id=fact.id,
-            text=fact.text,
-            created_at=fact.created_at,
-            updated_at=fact.updated_at,
-            conversation_id=fact.conversation_id,
-            source_message_id=fact.source_message_id,
-            language=fact.language,
-            file=f"{folder}/{fact.file_name}",
-            deleted_at=fact.deleted_at,
-            deleted_reason=fact.deleted_reason,
-        )
-
 
 class UnreadableFile(BaseModel):
     """A file in the folder that is not a readable fact (it is neither recalled nor listed as a fact)."""
 
     file_name: str
     problem: str
-
-    @classmethod
-    def of(cls, unreadable: Unreadable) -> UnreadableFile:
-        return cls(file_name=unreadable.file_name, problem=unreadable.problem)
 
 
 class FactList(BaseModel):
@@ -85,17 +67,6 @@ class CommitOut(BaseModel):
     subject: str
     body: str
     files: list[str]
-
-    @classmethod
-    def of(cls, commit: Commit) -> CommitOut:
-        return cls(
-            sha=commit.sha,
-            committed_at=commit.committed_at,
-            author=commit.author,
-            subject=commit.subject,
-            body=commit.body,
-            files=commit.files,
-        )
 
 
 class MemoryLog(BaseModel):

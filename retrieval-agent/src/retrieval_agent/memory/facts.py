@@ -33,13 +33,13 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from rag_runtime.lexical import FALLBACK_LANGUAGE
+from retrieval_agent.memory.limits import MAX_FACT_CHARS as MAX_FACT_CHARS  # re-exported for the memory modules
 from shared_contract.names import COLLECTION_NAME_MAX_CHARS
 from shared_contract.schema import MEMORY_COLLECTION_PREFIX
 
 ROLE: Final = "memory"
 FACT_SUFFIX: Final = ".md"
 DELETED_DIR: Final = "deleted"
-MAX_FACT_CHARS: Final = 2_000
 
 # A user names a folder and a tenant (memory-<user>), so it follows the tenant-name rule.
 USER_MAX_CHARS: Final = COLLECTION_NAME_MAX_CHARS - len(MEMORY_COLLECTION_PREFIX)
