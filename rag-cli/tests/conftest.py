@@ -11,12 +11,55 @@ from typing import Any
 
 import pytest
 import uvicorn
+from starlette.responses import JSONResponse
+
+from ingestion_service.api.models import DocumentView
+from shared_contract.error_body import ErrorBody
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("LOCAL_MODELS_DIR", str(REPO_ROOT / ".cache" / "models"))
 
 INGESTION_KEY = "cli-ingestion-key-0123456789-0123456789"
 RETRIEVAL_KEY = "cli-retrieval-key-0123456789-0123456789"
+ERROR_HINT = "The service's request_failed log line with this request_id has the cause."
+
+
+def error_reply(status: int, code: str, message: str, *, hint: str = ERROR_HINT) -> JSONResponse:
+    """A failure as both services answer it: the flat ``ErrorBody``."""
+    body = ErrorBody(error=message, code=code, hint=hint, request_id="req-1")
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+# What the documents listing sends for a field nobody set (an upload's row: no S3 source, no labels).
+UNSET: dict[str, Any] = {
+    "name": None,
+    "collection_name": "kb",
+    "content_hash": None,
+    "source_bytes": None,
+    "format": None,
+    "chunks": 1,
+    "text_bytes": None,
+    "languages": [],
+    "extractor": None,
+    "tags": [],
+    "category": None,
+    "attributes": {},
+    "ingested_at": None,
+    "ingest_version": None,
+    "s3_bucket": None,
+    "s3_key": None,
+    "s3_etag": None,
+}
+
+
+def document_view(file_id: str, **fields: Any) -> DocumentView:
+    """One row of ``GET /api/v1/documents``: the given fields, the others unset."""
+    return DocumentView.model_validate({**UNSET, "file_id": file_id, **fields})
+
+
+def document_row(file_id: str, **fields: Any) -> dict[str, Any]:
+    """That row as the service sends it."""
+    return document_view(file_id, **fields).model_dump(mode="json")
 
 
 @pytest.fixture(autouse=True)

@@ -21,11 +21,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from ingestion_service.api.models import ExtractionInfo, IngestResponse
 from rag_cli.client import file_id_for
 from rag_cli.commands import collect_files, run_ingest, run_search
 from rag_cli.config import Endpoint, ingestion_endpoint, retrieval_endpoint
 
-from .conftest import serving  # noqa: TID252
+from .conftest import error_reply, serving  # noqa: TID252
 
 KEY = "k" * 40
 
@@ -35,10 +36,16 @@ def console() -> tuple[Console, io.StringIO]:
     return Console(file=buffer, width=200, force_terminal=False), buffer
 
 
+def ingested(collection: str, chunks: int) -> JSONResponse:
+    """The ingest's 200, as the service sends it (``response_model_exclude_none``)."""
+    reply = IngestResponse(collection_name=collection, chunks_count=chunks, extraction=ExtractionInfo(engine="fake"))
+    return JSONResponse(reply.model_dump(mode="json", exclude_none=True))
+
+
 def fake_ingestion(received: list[dict[str, Any]]) -> httpx.ASGITransport:
     async def ingest(request: Request) -> JSONResponse:
         if request.headers.get("authorization") != f"Bearer {KEY}":
-            return JSONResponse({"detail": "Invalid API key"}, status_code=401)
+            return error_reply(401, "UNAUTHORIZED", "Missing or wrong API key.")
         form = await request.form()
         upload = form["file"]
         assert not isinstance(upload, str)
@@ -46,13 +53,8 @@ def fake_ingestion(received: list[dict[str, Any]]) -> httpx.ASGITransport:
         fields = {key: value for key, value in form.items() if key != "file"}
         received.append({**fields, "bytes": content})
         if b"broken" in content:
-            return JSONResponse(
-                {"detail": {"status": False, "error": "Document extraction failed.", "code": "EXTRACTION_FAILED"}},
-                status_code=500,
-            )
-        return JSONResponse(
-            {"status": True, "collection_name": fields["collection_name"], "chunks_count": len(content)}
-        )
+            return error_reply(500, "EXTRACTION_FAILED", "Document extraction failed.")
+        return ingested(str(fields["collection_name"]), len(content))
 
     return httpx.ASGITransport(app=Starlette(routes=[Route("/api/v1/ingest", ingest, methods=["PUT"])]))
 
@@ -143,10 +145,7 @@ def fake_retrieval(seen: list[dict[str, Any]]) -> httpx.ASGITransport:
         body = await request.json()
         seen.append(body)
         if body["collection_names"] == ["down"]:
-            return JSONResponse(
-                {"status": False, "error": "Qdrant is unreachable or failed.", "code": "QDRANT_UNAVAILABLE"},
-                status_code=503,
-            )
+            return error_reply(503, "QDRANT_UNAVAILABLE", "Qdrant is unreachable or failed.")
         return JSONResponse(
             {
                 "documents": [["The Eiffel Tower   was\ncompleted in 1889.", "x" * 400]],
@@ -373,7 +372,7 @@ def test_ctrl_c_during_ingest_exits_130_without_a_traceback(tmp_path: Path) -> N
         uploading.set()
         while not release.is_set():
             await asyncio.sleep(0.05)
-        return JSONResponse({"status": True, "chunks_count": 1})
+        return ingested("kb", 1)
 
     (tmp_path / "a.md").write_text("alpha")
     app = Starlette(routes=[Route("/api/v1/ingest", ingest, methods=["PUT"])])

@@ -17,20 +17,30 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .conftest import INGESTION_KEY, RETRIEVAL_KEY, serving  # noqa: TID252
+from ingestion_service.api.models import (
+    CollectionEntry,
+    CollectionListResponse,
+    CollectionStatsResponse,
+    DocumentListResponse,
+    DocumentTextResponse,
+)
+from retrieval_agent.api.models import SearchResponse
+
+from .conftest import INGESTION_KEY, RETRIEVAL_KEY, document_view, error_reply, serving  # noqa: TID252
 
 pytestmark = pytest.mark.anyio
 
-PASSAGES = {
-    "documents": [["Refunds are paid within 14 days.", "Returns need a receipt."]],
-    "metadatas": [
+PASSAGES = SearchResponse(
+    documents=[["Refunds are paid within 14 days.", "Returns need a receipt."]],
+    metadatas=[
         [
             {"name": "policy.pdf", "file_id": "f-policy", "collection_name": "kb-a", "page": 3},
             {"name": "faq.md", "file_id": "f-faq", "collection_name": "kb-a"},
         ]
     ],
-    "distances": [[0.91, 0.42]],
-}
+    distances=[[0.91, 0.42]],
+)
+NO_PASSAGES = SearchResponse(documents=[[]], metadatas=[[]], distances=[[]])
 STATS = {"kb-a": {"documents": 2, "chunks": 5}, "file-x": {"documents": 1, "chunks": 1}}
 
 
@@ -42,7 +52,7 @@ class Services:
 
     def _refused(self, request: Request, key: str) -> JSONResponse | None:
         if request.headers.get("authorization") != f"Bearer {key}":
-            return JSONResponse({"code": "UNAUTHORIZED", "error": "bad key"}, status_code=401)
+            return error_reply(401, "UNAUTHORIZED", "Missing or wrong API key.")
         return None
 
     async def search(self, request: Request) -> JSONResponse:
@@ -51,64 +61,73 @@ class Services:
         if refused := self._refused(request, RETRIEVAL_KEY):
             return refused
         if body.get("filter", {}).get("attributes"):
-            return JSONResponse({"code": "INVALID_REQUEST", "error": "filter.attributes.year is not indexed"}, 422)
-        if body["collection_names"] != ["kb-a"]:
-            return JSONResponse({"documents": [[]], "metadatas": [[]], "distances": [[]]})
-        return JSONResponse(PASSAGES)
+            return error_reply(422, "INVALID_REQUEST", "filter.attributes.year is not indexed")
+        return JSONResponse((PASSAGES if body["collection_names"] == ["kb-a"] else NO_PASSAGES).model_dump())
 
     async def stats(self, request: Request) -> JSONResponse:
         self.requests.append((request.url.path, dict(request.query_params), None))
         if refused := self._refused(request, INGESTION_KEY):
             return refused
         name = request.path_params["name"]
-        return JSONResponse({"collection_name": name, "documents": 0, "chunks": 0, **STATS.get(name, {})})
+        counts = STATS.get(name, {"documents": 0, "chunks": 0})
+        stats = CollectionStatsResponse(
+            collection_name=name,
+            **counts,
+            text_bytes=0,
+            languages={},
+            formats={},
+            extractors={},
+            last_ingest=None,
+            outdated_documents=0,
+        )
+        return JSONResponse(stats.model_dump(mode="json"))
 
     async def collections(self, request: Request) -> JSONResponse:
         self.requests.append((request.url.path, dict(request.query_params), None))
         if refused := self._refused(request, INGESTION_KEY):
             return refused
         rows = [
-            {"name": name, "kind": "file" if name.startswith("file-") else "knowledge_base", **counts}
+            CollectionEntry(name=name, kind="file" if name.startswith("file-") else "knowledge_base", **counts)
             for name, counts in sorted(STATS.items())
         ]
         if request.query_params.get("include_all") != "true":
-            rows = [row for row in rows if row["kind"] == "knowledge_base"]
-        return JSONResponse({"collections": rows, "complete": True})
+            rows = [row for row in rows if row.kind == "knowledge_base"]
+        return JSONResponse(CollectionListResponse(collections=rows, complete=True).model_dump(mode="json"))
 
     async def documents(self, request: Request) -> JSONResponse:
         self.requests.append((request.url.path, dict(request.query_params), None))
         if refused := self._refused(request, INGESTION_KEY):
             return refused
         if request.query_params["collection_name"] != "kb-a":
-            return JSONResponse({"documents": [], "total": 0, "next_offset": None})
+            empty = DocumentListResponse(documents=[], total=0, next_offset=None)
+            return JSONResponse(empty.model_dump(mode="json"))
         rows = [
-            {
-                "file_id": "f-faq",
-                "name": "faq.md",
-                "format": "md",
-                "chunks": 1,
-                "tags": ["support"],
-                "ingested_at": "2026-11-29T03:16:47.690873Z",
-            },
-            {"file_id": "f-policy", "name": "policy.pdf", "format": "pdf", "chunks": 4, "category": "legal"},
+            document_view(
+                "f-faq",
+                name="faq.md",
+                collection_name="kb-a",
+                format="md",
+                chunks=1,
+                tags=["support"],
+                ingested_at="2026-11-29T03:16:47.690873Z",
+            ),
+            document_view(
+                "f-policy", name="policy.pdf", collection_name="kb-a", format="pdf", chunks=4, category="legal"
+            ),
         ]
-        return JSONResponse({"documents": rows[:1], "total": 2, "next_offset": "1"})
+        page = DocumentListResponse(documents=rows[:1], total=2, next_offset="1")
+        return JSONResponse(page.model_dump(mode="json"))
 
     async def text(self, request: Request) -> JSONResponse:
         self.requests.append((request.url.path, dict(request.query_params), None))
         if refused := self._refused(request, INGESTION_KEY):
             return refused
         if (request.path_params["file_id"], request.query_params["collection_name"]) != ("f-policy", "kb-a"):
-            return JSONResponse({"code": "DOCUMENT_NOT_FOUND", "error": "no such document"}, status_code=404)
-        return JSONResponse(
-            {
-                "file_id": "f-policy",
-                "collection_name": "kb-a",
-                "name": "policy.pdf",
-                "text": "# Policy\n\nAll of it.",
-                "chunks": 4,
-            }
+            return error_reply(404, "DOCUMENT_NOT_FOUND", "no such document")
+        text = DocumentTextResponse(
+            file_id="f-policy", collection_name="kb-a", name="policy.pdf", text="# Policy\n\nAll of it.", chunks=4
         )
+        return JSONResponse(text.model_dump(mode="json"))
 
     def app(self) -> Starlette:
         return Starlette(

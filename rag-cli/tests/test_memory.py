@@ -21,32 +21,35 @@ from starlette.routing import Route
 from rag_cli.__main__ import main
 from rag_cli.config import Endpoint
 from rag_cli.memory import MemoryApi
+from retrieval_agent.api.memory_models import CommitOut, FactList, FactOut, MemoryLog, UnreadableFile, WipeResult
 
-from .conftest import RETRIEVAL_KEY, serving  # noqa: TID252
+from .conftest import RETRIEVAL_KEY, error_reply, serving  # noqa: TID252
 
 TEA = "0b7c4f0e-6a51-4f1e-9a47-0c1d2e3f4a5b"
 BERLIN = "5d2e9a10-1b2c-4d3e-8f90-a1b2c3d4e5f6"
 
 
 def fact_row(fact_id: str, text: str, updated_at: str, **extra: Any) -> dict[str, Any]:
-    return {
+    """A fact as the service sends it (``FactOut``)."""
+    fields: dict[str, Any] = {
         "id": fact_id,
         "text": text,
         "created_at": "2025-03-01T09:00:00Z",
         "updated_at": updated_at,
         "conversation_id": "conv-1",
-        "source_message_id": None,
         "language": "en",
         "file": f"alice/{fact_id}.md",
-        "deleted_at": None,
-        "deleted_reason": None,
         **extra,
     }
+    return FactOut.model_validate(fields).model_dump(mode="json")
 
 
 def error(status: int, code: str, message: str, hint: str) -> JSONResponse:
-    body = {"status": False, "error": message, "code": code, "hint": hint, "request_id": "req-1"}
-    return JSONResponse(body, status_code=status)
+    return error_reply(status, code, message, hint=hint)
+
+
+def sent(model: FactList | MemoryLog | WipeResult) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json"))
 
 
 class FakeMemory:
@@ -96,10 +99,11 @@ class FakeMemory:
             row = fact_row("new-fact", body["text"], "2025-03-03T08:00:00Z", language=body.get("language") or "")
             return JSONResponse(row, status_code=201)
         if request.path_params["user"] != "alice":
-            return JSONResponse({"user": request.path_params["user"], "facts": [], "unreadable": []})
+            return sent(FactList(user=request.path_params["user"], facts=[]))
         rows = sorted(self.stored.values(), key=lambda row: row["updated_at"], reverse=True)
-        unreadable = [{"file_name": "broken.md", "problem": "no YAML front matter"}]
-        return JSONResponse({"user": "alice", "facts": rows, "unreadable": unreadable})
+        unreadable = [UnreadableFile(file_name="broken.md", problem="no YAML front matter")]
+        facts = [FactOut.model_validate(row) for row in rows]
+        return sent(FactList(user="alice", facts=facts, unreadable=unreadable))
 
     async def fact(self, request: Request) -> JSONResponse:
         if refused := await self._record(request) or self._missing(request):
@@ -122,31 +126,35 @@ class FakeMemory:
         if refused := await self._record(request):
             return refused
         commits = [
-            {
-                "sha": "a1b2c3d4e5f6a7b8c9d0a1b2c3d4e5f6a7b8c9d0",
-                "committed_at": "2025-03-02T10:00:00Z",
-                "author": "retrieval-agent",
-                "subject": "UPDATE: Alice prefers tea over coffee.",
-                "body": f"Why: she said so\nFact: {TEA}\n",
-                "files": [f"{TEA}.md"],
-            },
-            {
-                "sha": "ffee0011223344556677889900aabbccddeeff00",
-                "committed_at": "2025-03-01T09:00:00Z",
-                "author": "retrieval-agent",
-                "subject": "INIT: memory of alice",
-                "body": "",
-                "files": [],
-            },
+            CommitOut.model_validate(
+                {
+                    "sha": "a1b2c3d4e5f6a7b8c9d0a1b2c3d4e5f6a7b8c9d0",
+                    "committed_at": "2025-03-02T10:00:00Z",
+                    "author": "retrieval-agent",
+                    "subject": "UPDATE: Alice prefers tea over coffee.",
+                    "body": f"Why: she said so\nFact: {TEA}\n",
+                    "files": [f"{TEA}.md"],
+                }
+            ),
+            CommitOut.model_validate(
+                {
+                    "sha": "ffee0011223344556677889900aabbccddeeff00",
+                    "committed_at": "2025-03-01T09:00:00Z",
+                    "author": "retrieval-agent",
+                    "subject": "INIT: memory of alice",
+                    "body": "",
+                    "files": [],
+                }
+            ),
         ]
-        return JSONResponse({"user": "alice", "commits": commits})
+        return sent(MemoryLog(user="alice", commits=commits))
 
     async def wipe(self, request: Request) -> JSONResponse:
         if refused := await self._record(request):
             return refused
         wiped = request.path_params["user"] == "alice" and bool(self.stored)
         self.stored.clear()
-        return JSONResponse({"user": request.path_params["user"], "wiped": wiped})
+        return sent(WipeResult(user=request.path_params["user"], wiped=wiped))
 
     def app(self) -> Starlette:
         return Starlette(
@@ -398,3 +406,66 @@ def test_an_editor_variable_that_is_no_command_is_reported(
     assert main(["memory", "edit", "alice", BERLIN]) == 1
     assert "cannot read $VISUAL" in capsys.readouterr().err
     assert memory.writes() == []
+
+
+def test_timestamps_are_printed_as_the_service_wrote_them(
+    memory: FakeMemory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The model reads a datetime; the person sees the service's own text, not a re-serialised one.
+    memory.stored[BERLIN]["created_at"] = "2025-03-01T10:00:00.5+01:00"
+    assert main(["memory", "show", "alice", BERLIN]) == 0
+    assert "2025-03-01T10:00:00.5+01:00" in capsys.readouterr().out
+
+
+def answering_anything(body: Any, status: int = 200) -> Starlette:
+    async def answer(_: Request) -> JSONResponse:
+        return JSONResponse(body, status_code=status)
+
+    return Starlette(routes=[Route("/{path:path}", answer, methods=["GET", "POST", "PUT", "DELETE"])])
+
+
+@pytest.mark.parametrize(
+    ("argv", "body", "problem"),
+    [
+        (
+            ["show", "alice"],
+            {"user": "alice", "facts": [{"id": TEA, "text": "t"}]},
+            "facts.0.created_at: Field required",
+        ),
+        (["show", "alice", "--json"], {"user": "alice"}, "facts: Field required"),
+        (
+            ["show", "alice", TEA],
+            {**fact_row(TEA, "t", "2025-03-02T10:00:00Z"), "updated_at": "yesterday"},
+            "updated_at: Input should be a valid datetime",
+        ),
+        (["log", "alice"], {"user": "alice", "commits": [{"sha": "a1b2"}]}, "commits.0.committed_at: Field required"),
+        (["add", "alice", "Alice likes tea."], {"id": "new-fact"}, "text: Field required"),
+        (["forget", "alice", TEA], {**fact_row(TEA, "t", "2025-03-02T10:00:00Z"), "file": None}, "file: Input should"),
+        (["wipe", "alice", "--yes"], {"user": "alice"}, "wiped: Field required"),
+    ],
+    ids=["show", "show-json", "show-one", "log", "add", "forget", "wipe"],
+)
+def test_a_reply_that_is_not_the_apis_model_names_the_field(
+    argv: list[str],
+    body: dict[str, Any],
+    problem: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    with serving(answering_anything(body)) as url:
+        assert main(["memory", *argv, "--url", url]) == 1
+    captured = capsys.readouterr()
+    assert f"rag memory: unexpected reply ({problem}" in captured.err
+    assert captured.out == ""
+
+
+def test_an_error_body_that_is_not_the_services_is_quoted(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    with serving(answering_anything({"detail": "Not Found"}, status=404)) as url:
+        assert main(["memory", "show", "alice", "--url", url]) == 1
+    err = capsys.readouterr().err
+    assert "rag memory: HTTP 404: {'detail': 'Not Found'}" in err
+    assert "hint:" not in err

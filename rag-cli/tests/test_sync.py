@@ -25,8 +25,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from ingestion_service.api.models import DeleteResponse, DocumentView, ExtractionInfo, IngestResponse
 from rag_cli.__main__ import main
-from rag_cli.client import StoredDocument, file_id_for
+from rag_cli.client import file_id_for
 from rag_cli.config import Endpoint
 from rag_cli.sync.listing import folder_files
 from rag_cli.sync.plan import (
@@ -41,7 +42,7 @@ from rag_cli.sync.plan import (
 )
 from rag_cli.sync.watch import run_sync, watch_source, watch_until_signalled
 
-from .conftest import serving  # noqa: TID252
+from .conftest import document_row, document_view, error_reply, serving  # noqa: TID252
 
 KEY = "k" * 40
 ROOT = "file:///data/docs"
@@ -57,9 +58,9 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def stored(root: str, path: str, content_hash: str | None = None, **extra: Any) -> StoredDocument:
-    return StoredDocument(
-        file_id=sync_file_id(root, path),
+def stored(root: str, path: str, content_hash: str | None = None, **extra: Any) -> DocumentView:
+    return document_view(
+        sync_file_id(root, path),
         name=path.rsplit("/", 1)[-1],
         content_hash=content_hash,
         attributes={"sync_source": root, "sync_path": path},
@@ -90,9 +91,9 @@ def test_plan_sorts_files_into_new_changed_unchanged_and_removed() -> None:
 
 
 def test_plan_never_removes_documents_of_other_sources() -> None:
-    upload = StoredDocument(file_id="open-webui-upload", name="notes.pdf", content_hash=sha(b"n"))
+    upload = document_view("open-webui-upload", name="notes.pdf", content_hash=sha(b"n"))
     other_folder = stored(OTHER_ROOT, "a.md", sha(b"a"))
-    labelled = StoredDocument(file_id="labelled", attributes={"department": "legal"})
+    labelled = document_view("labelled", attributes={"department": "legal"})
     plan = plan_sync([], [upload, other_folder, labelled, stored(ROOT, "mine.md", sha(b"m"))], ROOT)
     assert [document.file_id for document in plan.removed] == [sync_file_id(ROOT, "mine.md")]
 
@@ -107,7 +108,7 @@ def test_plan_keeps_unreadable_files_out_of_removed() -> None:
 
 def test_plan_resends_a_same_id_document_without_this_roots_marks() -> None:
     # What `rag ingest` left behind: same file_id and bytes, but no sync attributes yet.
-    adopted = StoredDocument(file_id=sync_file_id(ROOT, "a.md"), content_hash=sha(b"a"))
+    adopted = document_view(sync_file_id(ROOT, "a.md"), content_hash=sha(b"a"))
     plan = plan_sync([SourceEntry("a.md", content_hash=sha(b"a"))], [adopted], ROOT)
     assert [entry.relative_path for entry in plan.changed] == ["a.md"]
 
@@ -200,7 +201,7 @@ class FakeIngestion:
 
     async def ingest(self, request: Request) -> JSONResponse:
         if request.headers.get("authorization") != f"Bearer {KEY}":
-            return JSONResponse({"detail": "Invalid API key"}, status_code=401)
+            return error_reply(401, "UNAUTHORIZED", "Missing or wrong API key.")
         s3: dict[str, Any] = {}
         if request.headers.get("content-type", "").startswith("application/json"):
             fields: dict[str, Any] = await request.json()
@@ -219,36 +220,31 @@ class FakeIngestion:
             attributes = json.loads(fields["attributes"]) if "attributes" in fields else None
         self.ingests.append({**fields, "bytes": content})
         if b"broken" in content:
-            return JSONResponse(
-                {"detail": {"status": False, "error": "Document extraction failed.", "code": "EXTRACTION_FAILED"}},
-                status_code=500,
-            )
+            return error_reply(500, "EXTRACTION_FAILED", "Document extraction failed.")
         slot = (fields["collection_name"], fields["file_id"])
         previous = self.documents.get(slot)
         unchanged = previous is not None and previous["content_hash"] == sha(content) and not force
-        self.documents[slot] = {
-            "file_id": fields["file_id"],
-            "name": fields["filename"],
-            "collection_name": fields["collection_name"],
-            "content_hash": sha(content),
-            "chunks": len(content),
-            "attributes": attributes,
+        self.documents[slot] = document_row(
+            fields["file_id"],
+            name=fields["filename"],
+            collection_name=fields["collection_name"],
+            content_hash=sha(content),
+            chunks=len(content),
+            attributes=attributes or {},
             **s3,
-        }
-        return JSONResponse(
-            {
-                "status": True,
-                "collection_name": fields["collection_name"],
-                "chunks_count": len(content),
-                "unchanged": unchanged,
-                "content_hash": sha(content),
-                "extraction": {"engine": "fake"},
-            }
         )
+        reply = IngestResponse(
+            collection_name=fields["collection_name"],
+            chunks_count=len(content),
+            unchanged=unchanged,
+            content_hash=sha(content),
+            extraction=ExtractionInfo(engine="fake"),
+        )
+        return JSONResponse(reply.model_dump(mode="json", exclude_none=True))
 
     async def list(self, request: Request) -> JSONResponse:
         if request.headers.get("authorization") != f"Bearer {KEY}":
-            return JSONResponse({"detail": "Invalid API key"}, status_code=401)
+            return error_reply(401, "UNAUTHORIZED", "Missing or wrong API key.")
         self.listings += 1
         kb = request.query_params["collection_name"]
         rows = sorted((doc for (name, _), doc in self.documents.items() if name == kb), key=lambda doc: doc["file_id"])
@@ -263,12 +259,10 @@ class FakeIngestion:
         file_id, kb = request.path_params["file_id"], request.query_params["collection_name"]
         self.deletes.append(file_id)
         if file_id in self.fail_delete:
-            return JSONResponse(
-                {"status": False, "error": "Qdrant is unreachable or failed.", "code": "QDRANT_UNAVAILABLE"},
-                status_code=503,
-            )
+            return error_reply(503, "QDRANT_UNAVAILABLE", "Qdrant is unreachable or failed.")
         removed = self.documents.pop((kb, file_id), None)
-        return JSONResponse({"status": True, "file_id": file_id, "chunks_deleted": removed["chunks"] if removed else 0})
+        reply = DeleteResponse(file_id=file_id, collection_name=kb, chunks_deleted=removed["chunks"] if removed else 0)
+        return JSONResponse(reply.model_dump(mode="json", exclude_none=True))
 
 
 def sync(fake: FakeIngestion, source: str, *, key: str = KEY, **options: Any) -> tuple[int, str]:
@@ -338,13 +332,9 @@ def test_sync_changes_removes_and_adds_and_leaves_other_documents_alone(folder: 
     other.mkdir()
     (other / "a.md").write_text("someone else's alpha")
     assert sync(fake, str(other))[0] == 0
-    fake.documents[("kb", "open-webui-upload")] = {
-        "file_id": "open-webui-upload",
-        "name": "upload.pdf",
-        "content_hash": sha(b"u"),
-        "attributes": None,
-        "chunks": 3,
-    }
+    fake.documents[("kb", "open-webui-upload")] = document_row(
+        "open-webui-upload", name="upload.pdf", content_hash=sha(b"u"), chunks=3
+    )
     assert sync(fake, str(folder))[0] == 0
 
     (folder / "a.md").write_text("# Alpha, edited\n")
@@ -435,13 +425,9 @@ def test_a_file_the_service_already_holds_counts_as_unchanged_and_gets_marked(fo
     fake = FakeIngestion()
     # `rag ingest` of the same folder: same file ids and bytes, no sync marks.
     for path in (folder / "a.md", folder / "sub" / "b.txt", folder / "c.csv"):
-        fake.documents[("kb", file_id_for(path))] = {
-            "file_id": file_id_for(path),
-            "name": path.name,
-            "content_hash": sha(path.read_bytes()),
-            "attributes": None,
-            "chunks": 1,
-        }
+        fake.documents[("kb", file_id_for(path))] = document_row(
+            file_id_for(path), name=path.name, content_hash=sha(path.read_bytes())
+        )
     code, text = sync(fake, str(folder))
     assert code == 0, text
     assert summary(text).endswith("0 added, 0 changed, 3 unchanged, 0 removed, 0 failed")
@@ -539,11 +525,9 @@ def test_an_endpoint_that_is_not_s3_stops_before_any_change(monkeypatch: pytest.
     fake = FakeIngestion()
     # Synced from the prefix before: an empty listing would plan its removal.
     file_id = sync_file_id("s3://docs-bucket/team", "a.md")
-    fake.documents[("kb", file_id)] = {
-        "file_id": file_id,
-        "name": "a.md",
-        "attributes": {"sync_source": "s3://docs-bucket/team", "sync_path": "a.md"},
-    }
+    fake.documents[("kb", file_id)] = document_row(
+        file_id, name="a.md", attributes={"sync_source": "s3://docs-bucket/team", "sync_path": "a.md"}
+    )
     with serving(Starlette(routes=[Route("/{path:path}", page)])) as url:
         code, text = sync(fake, "s3://docs-bucket/team", dry_run=True, s3_endpoint_url=url)
     assert code == 1

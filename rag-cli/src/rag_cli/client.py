@@ -1,28 +1,36 @@
 """HTTP calls to the two services, as Open WebUI makes them.
 
-Replies are read as the services' own wire models (``retrieval_agent.api.models``,
-``ingestion_service.api.models``) where the CLI needs the whole reply. The ingest reply, the
-documents listing and the collection stats are read field by field instead: ``rag ingest`` and
-``rag sync`` work against older services, which leave out the fields added since.
+Every reply is read as the services' own wire models (``retrieval_agent.api.models``,
+``ingestion_service.api.models``), every error body as their ``shared_contract.error_body.ErrorBody``.
+The CLI and the services ship together: a 2xx body that does not fit its model is an
+:class:`UnexpectedReplyError` naming the field. An error body that is not an ``ErrorBody`` (a proxy's
+page, another app's ``{"detail": ...}``, text) is quoted as it came.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from ingestion_service.api.models import (
+    CollectionListResponse,
+    CollectionStatsResponse,
+    DeleteResponse,
+    DocumentListResponse,
+    DocumentTextResponse,
+    DocumentView,
+    IngestResponse,
+)
 from rag_cli.config import Endpoint
 from retrieval_agent.api.models import SearchResponse
-
-if TYPE_CHECKING:
-    from ingestion_service.api.models import CollectionListResponse, DocumentTextResponse
+from shared_contract.error_body import ErrorBody
 
 _Reply = TypeVar("_Reply", bound=BaseModel)
 
@@ -42,18 +50,25 @@ def file_id_for(path: Path) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, path.resolve().as_uri()))
 
 
-def _error_text(response: httpx.Response) -> str:
+def error_body(response: httpx.Response) -> ErrorBody | str:
+    """A 4xx/5xx reply's ``ErrorBody``, else the start of what came instead (text, or JSON as Python
+    writes it) for a message to quote."""
     try:
         body: Any = response.json()
     except ValueError:
-        return f"HTTP {response.status_code}: {response.text[:200]}"
-    if isinstance(body, dict):
-        nested = body.get("detail")
-        source = nested if isinstance(nested, dict) else body
-        code, error = source.get("code"), source.get("error") or source.get("detail")
-        if code or error:
-            return f"HTTP {response.status_code} {code or ''}: {error or ''}".strip()
-    return f"HTTP {response.status_code}: {str(body)[:200]}"
+        return response.text[:200]
+    try:
+        return ErrorBody.model_validate(body)
+    except ValidationError:
+        return str(body)[:200]
+
+
+def _error_text(response: httpx.Response) -> str:
+    """``HTTP 422 CODE: message`` from the services' error body; ``HTTP 502: <body start>`` otherwise."""
+    body = error_body(response)
+    if isinstance(body, str):
+        return f"HTTP {response.status_code}: {body}"
+    return f"HTTP {response.status_code} {body.code}: {body.error}".strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,18 +87,14 @@ def _ingest_reply(response: httpx.Response) -> IngestReply:
     if response.status_code >= 400:
         return IngestReply(ok=False, error=_error_text(response))
     try:
-        body: Any = response.json()
-    except ValueError:
-        body = response.text
-    if not isinstance(body, dict) or not body.get("status"):
+        body = json_object(response)
+        reply = validated(body, IngestResponse)
+    except UnexpectedReplyError as exc:
+        return IngestReply(ok=False, error=str(exc))
+    if not reply.status:
+        # Open WebUI checks only `status`: false is a failed ingest whatever else came.
         return IngestReply(ok=False, error=f"unexpected reply: {str(body)[:200]}")
-    chunks, content_hash = body.get("chunks_count"), body.get("content_hash")
-    return IngestReply(
-        ok=True,
-        chunks=chunks if isinstance(chunks, int) else None,
-        unchanged=body.get("unchanged") is True,
-        content_hash=content_hash if isinstance(content_hash, str) else None,
-    )
+    return IngestReply(ok=True, chunks=reply.chunks_count, unchanged=reply.unchanged, content_hash=reply.content_hash)
 
 
 def _optional_fields(force: bool | None, attributes: dict[str, Any] | None) -> dict[str, str]:
@@ -182,68 +193,22 @@ class RequestFailedError(Exception):
         self.status = status
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    """One row of ``GET /api/v1/documents``: a file the knowledge base holds."""
-
-    file_id: str
-    name: str | None = None
-    content_hash: str | None = None
-    attributes: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
-    s3_bucket: str | None = None
-    s3_key: str | None = None
-    s3_etag: str | None = None
-    ingested_at: str | None = None
-    chunks: int | None = None
-
-    @classmethod
-    def from_json(cls, row: dict[str, Any]) -> StoredDocument:
-        """Tolerant of missing or null fields: an older service simply leaves them out."""
-        attributes = row.get("attributes")
-        chunks = row.get("chunks")
-        return cls(
-            file_id=str(row["file_id"]),
-            name=_text(row.get("name")),
-            content_hash=_text(row.get("content_hash")),
-            attributes=dict(attributes) if isinstance(attributes, dict) else {},
-            s3_bucket=_text(row.get("s3_bucket")),
-            s3_key=_text(row.get("s3_key")),
-            s3_etag=_text(row.get("s3_etag")),
-            ingested_at=_text(row.get("ingested_at")),
-            chunks=chunks if isinstance(chunks, int) else None,
-        )
-
-
 DOCUMENTS_PAGE = 1000
 
 
-async def list_documents(client: httpx.AsyncClient, endpoint: Endpoint, *, collection: str) -> list[StoredDocument]:
+async def list_documents(client: httpx.AsyncClient, endpoint: Endpoint, *, collection: str) -> list[DocumentView]:
     """Every document of ``collection``: ``GET /api/v1/documents``, page by page until ``next_offset`` is null."""
-    documents: list[StoredDocument] = []
+    documents: list[DocumentView] = []
     offset: str | None = None
     while True:
         params = {"collection_name": collection, "limit": str(DOCUMENTS_PAGE)}
         if offset is not None:
             params["offset"] = offset
-        response = await client.get(f"{endpoint.url}/api/v1/documents", params=params, headers=endpoint.headers)
-        if response.status_code >= 400:
-            raise RequestFailedError(_error_text(response), response.status_code)
-        try:
-            body: Any = response.json()
-        except ValueError as exc:
-            raise RequestFailedError(f"unexpected reply: {response.text[:200]}") from exc
-        rows = body.get("documents") if isinstance(body, dict) else None
-        if not isinstance(rows, list):
-            raise RequestFailedError(f"unexpected reply: {str(body)[:200]}")
-        documents.extend(StoredDocument.from_json(row) for row in rows if isinstance(row, dict) and row.get("file_id"))
-        next_offset = body.get("next_offset")
-        if next_offset is None or next_offset == offset:
+        page = _parsed(await _get(client, endpoint, "/api/v1/documents", params), DocumentListResponse)
+        documents.extend(page.documents)
+        if page.next_offset is None or page.next_offset == offset:
             return documents
-        offset = str(next_offset)
+        offset = page.next_offset
 
 
 class UnexpectedReplyError(ValueError):
@@ -261,7 +226,7 @@ def json_object(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-def _validated(body: dict[str, Any], model: type[_Reply]) -> _Reply:
+def validated(body: dict[str, Any], model: type[_Reply]) -> _Reply:
     """``body`` as the service's wire ``model``, else :class:`UnexpectedReplyError` naming the first
     field that does not fit and quoting the body's start."""
     try:
@@ -275,7 +240,7 @@ def _validated(body: dict[str, Any], model: type[_Reply]) -> _Reply:
 def _parsed(response: httpx.Response, model: type[_Reply]) -> _Reply:
     """The documents API's reply as ``model``; a reply that is not one is a :class:`RequestFailedError`."""
     try:
-        return _validated(json_object(response), model)
+        return validated(json_object(response), model)
     except UnexpectedReplyError as exc:
         raise RequestFailedError(str(exc)) from exc
 
@@ -287,29 +252,18 @@ async def _get(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params:
     return response
 
 
-async def _get_json(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params: dict[str, str]) -> dict[str, Any]:
-    response = await _get(client, endpoint, path, params)
-    try:
-        return json_object(response)
-    except UnexpectedReplyError as exc:
-        raise RequestFailedError(str(exc)) from exc
-
-
 async def documents_page(
     client: httpx.AsyncClient, endpoint: Endpoint, *, collection: str, limit: int, offset: int, sort: str = "name"
-) -> dict[str, Any]:
-    """One page of ``GET /api/v1/documents`` (the raw body: ``documents``, ``total``, ``next_offset``)."""
+) -> DocumentListResponse:
+    """One page of ``GET /api/v1/documents``."""
     params = {"collection_name": collection, "limit": str(limit), "offset": str(offset), "sort": sort}
-    return await _get_json(client, endpoint, "/api/v1/documents", params)
+    return _parsed(await _get(client, endpoint, "/api/v1/documents", params), DocumentListResponse)
 
 
 async def document_text(
     client: httpx.AsyncClient, endpoint: Endpoint, file_id: str, *, collection: str
 ) -> DocumentTextResponse:
     """``GET /api/v1/documents/{file_id}/text`` in ``collection`` (RequestFailedError status 404 when absent)."""
-    # Imported when called: importing ingestion_service pulls FastAPI (its __init__ builds the error table).
-    from ingestion_service.api.models import DocumentTextResponse
-
     path = f"/api/v1/documents/{quote(file_id, safe='')}/text"
     response = await _get(client, endpoint, path, {"collection_name": collection})
     return _parsed(response, DocumentTextResponse)
@@ -319,15 +273,14 @@ async def collections_page(
     client: httpx.AsyncClient, endpoint: Endpoint, *, include_all: bool
 ) -> CollectionListResponse:
     """``GET /api/v1/collections``: the tenants with their documents and chunks."""
-    from ingestion_service.api.models import CollectionListResponse  # imported when called (document_text)
-
     response = await _get(client, endpoint, "/api/v1/collections", {"include_all": str(include_all).lower()})
     return _parsed(response, CollectionListResponse)
 
 
-async def collection_stats(client: httpx.AsyncClient, endpoint: Endpoint, collection: str) -> dict[str, Any]:
+async def collection_stats(client: httpx.AsyncClient, endpoint: Endpoint, collection: str) -> CollectionStatsResponse:
     """``GET /api/v1/collections/{name}/stats`` (zeros for a collection that holds nothing)."""
-    return await _get_json(client, endpoint, f"/api/v1/collections/{quote(collection, safe='')}/stats", {})
+    response = await _get(client, endpoint, f"/api/v1/collections/{quote(collection, safe='')}/stats", {})
+    return _parsed(response, CollectionStatsResponse)
 
 
 async def delete_document(client: httpx.AsyncClient, endpoint: Endpoint, file_id: str, *, collection: str) -> int:
@@ -339,8 +292,6 @@ async def delete_document(client: httpx.AsyncClient, endpoint: Endpoint, file_id
     )
     if response.status_code >= 400:
         raise RequestFailedError(_error_text(response), response.status_code)
-    from ingestion_service.api.models import DeleteResponse  # imported when called (document_text)
-
     return _parsed(response, DeleteResponse).chunks_deleted
 
 
@@ -402,7 +353,7 @@ async def search_reply(
         raise SearchFailedError(_error_text(response))
     try:
         body = json_object(response)
-        results = _validated(body, SearchResponse)
+        results = validated(body, SearchResponse)
     except UnexpectedReplyError as exc:
         raise SearchFailedError(str(exc)) from exc
     return SearchReply(

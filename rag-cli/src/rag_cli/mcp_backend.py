@@ -12,12 +12,11 @@ Stdout is the protocol channel: nothing here prints, logs go to stderr.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
 
 import anyio
 import httpx
 
+from ingestion_service.api.models import DocumentView
 from rag_cli.client import (
     RequestFailedError,
     SearchFailedError,
@@ -52,16 +51,6 @@ COLLECTIONS_ENV = "RAG_MCP_COLLECTIONS"
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _instant(value: object) -> datetime | None:
-    """The documents API's RFC 3339 ``ingested_at``, as the in-process backend reads it from the store."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
 
 
 def _int(value: object) -> int | None:
@@ -113,7 +102,7 @@ class HttpBackend:
             stats = await collection_stats(self._client, self._ingestion, collection)
         except (RequestFailedError, httpx.HTTPError):
             return False  # no hits is still a true answer; only a known-empty collection is an error
-        return stats.get("documents") == 0
+        return stats.documents == 0
 
     async def read_document(self, file_id: str, collection: str) -> DocumentText:
         try:
@@ -134,26 +123,22 @@ class HttpBackend:
 
     async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList:
         try:
-            body = await documents_page(
+            page = await documents_page(
                 self._client, self._ingestion, collection=collection, limit=limit, offset=offset
             )
         except RequestFailedError as exc:
             raise KnowledgeBaseError(str(exc)) from exc
         except httpx.HTTPError as exc:
             raise _unreachable("ingestion", self._ingestion, exc) from exc
-        total = _int(body.get("total")) or 0
-        if total == 0:
+        if page.total == 0:
             raise CollectionNotFoundError(collection)
-        rows = body.get("documents")
-        documents = [
-            _summary(collection, row) for row in (rows if isinstance(rows, list) else []) if isinstance(row, dict)
-        ]
-        next_offset = body.get("next_offset")
+        next_offset = page.next_offset
         return DocumentList(
             collection=collection,
-            documents=[doc for doc in documents if doc is not None],
-            total=total,
-            next_offset=int(next_offset) if isinstance(next_offset, str | int) and str(next_offset).isdigit() else None,
+            documents=[_summary(collection, document) for document in page.documents],
+            total=page.total,
+            # The documents API's offset is opaque text; the tool's is the number it holds for this listing.
+            next_offset=int(next_offset) if next_offset is not None and next_offset.isdigit() else None,
         )
 
     async def list_collections(self, *, include_all: bool) -> CollectionList:
@@ -200,20 +185,16 @@ def _passages(results: SearchResponse) -> list[Passage]:
     return passages
 
 
-def _summary(collection: str, row: dict[str, Any]) -> DocumentSummary | None:
-    file_id = _text(row.get("file_id"))
-    if file_id is None:
-        return None
-    tags = row.get("tags")
+def _summary(collection: str, document: DocumentView) -> DocumentSummary:
     return DocumentSummary(
-        file_id=file_id,
-        name=_text(row.get("name")),
-        format=_text(row.get("format")),
-        tags=[tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else [],
-        category=_text(row.get("category")),
-        chunks=_int(row.get("chunks")),
-        ingested_at=_instant(row.get("ingested_at")),
-        uri=document_uri(collection, file_id),
+        file_id=document.file_id,
+        name=document.name or None,
+        format=document.format or None,
+        tags=document.tags,
+        category=document.category or None,
+        chunks=document.chunks,
+        ingested_at=document.ingested_at,
+        uri=document_uri(collection, document.file_id),
     )
 
 

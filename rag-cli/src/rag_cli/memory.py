@@ -3,6 +3,8 @@
 The facts live on the service's side (Markdown files under MEMORY_PATH/<user>/, every change a Git
 commit); this module only speaks ``/api/v1/memory`` with the retrieval key and never opens the folder,
 so the service stays the one writer and every edit made here is committed and re-indexed there.
+Replies are read as the service's wire models (``retrieval_agent.api.memory_models``), error bodies as
+``shared_contract.error_body.ErrorBody``; timestamps are printed as the service wrote them.
 """
 
 from __future__ import annotations
@@ -13,20 +15,22 @@ import re
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rag_cli.client import UnexpectedReplyError, json_object
+from rag_cli.client import UnexpectedReplyError, error_body, json_object, validated
 from rag_cli.config import Endpoint
+from retrieval_agent.api.memory_models import CommitOut, FactList, FactOut, MemoryLog, WipeResult
 
 TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 SHORT_SHA = 8
@@ -36,6 +40,8 @@ FALLBACK_EDITOR = "vi"
 _SAFE_FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 # Exit status of a refused command line (the code `rag sync` uses for usage errors).
 USAGE_ERROR = 2
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class MemoryApiError(Exception):
@@ -51,31 +57,27 @@ class EditAbortedError(Exception):
 
 
 def _failure(response: httpx.Response) -> MemoryApiError:
-    """The flat error body ``{error, code, hint}`` as one line plus its hint; anything else, truncated."""
-    try:
-        body: Any = response.json()
-    except ValueError:
-        return MemoryApiError(f"HTTP {response.status_code}: {response.text[:200]}")
-    if isinstance(body, dict):
-        # FastAPI's own {"detail": ...} still reaches us from anything in front of the service.
-        error, code, hint = body.get("error") or body.get("detail"), body.get("code"), body.get("hint")
-        if error or code:
-            label = f"HTTP {response.status_code} {code}" if code else f"HTTP {response.status_code}"
-            message = f"{label}: {str(error)[:500]}" if error else label
-            return MemoryApiError(message, hint if isinstance(hint, str) else None)
-    return MemoryApiError(f"HTTP {response.status_code}: {str(body)[:200]}")
+    """The service's error body as one line plus its hint; anything else (a proxy's page), truncated."""
+    body = error_body(response)
+    if isinstance(body, str):
+        return MemoryApiError(f"HTTP {response.status_code}: {body}")
+    label = f"HTTP {response.status_code} {body.code}" if body.code else f"HTTP {response.status_code}"
+    message = f"{label}: {body.error[:500]}" if body.error else label
+    return MemoryApiError(message, body.hint or None)
 
 
-def _text(row: dict[str, Any], name: str) -> str:
-    value = row.get(name)
-    if not isinstance(value, str):
-        raise MemoryApiError(f"unexpected reply: {name!r} missing in {str(row)[:200]}")
-    return value
+@dataclass(frozen=True, slots=True)
+class Reply(Generic[_Model]):
+    """A 2xx reply: the body as sent (``--json`` prints it; timestamps are shown as written there)
+    and as the memory API's wire model."""
+
+    body: dict[str, Any]
+    model: _Model
 
 
-def _optional(row: dict[str, Any], name: str) -> str | None:
-    value = row.get(name)
-    return value if isinstance(value, str) else None
+def _as_sent(row: Mapping[str, Any], name: str) -> str:
+    # The model parsed it as a datetime; the person sees what the service wrote.
+    return str(row[name])
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,19 +96,24 @@ class Fact:
     deleted_reason: str | None = None
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Fact:
+    def of(cls, fact: FactOut, row: Mapping[str, Any]) -> Fact:
+        """``fact`` as read from ``row``, the JSON object the service sent for it."""
         return cls(
-            fact_id=_text(row, "id"),
-            text=_text(row, "text"),
-            created_at=_text(row, "created_at"),
-            updated_at=_text(row, "updated_at"),
-            language=_optional(row, "language"),
-            file=_optional(row, "file"),
-            conversation_id=_optional(row, "conversation_id"),
-            source_message_id=_optional(row, "source_message_id"),
-            deleted_at=_optional(row, "deleted_at"),
-            deleted_reason=_optional(row, "deleted_reason"),
+            fact_id=fact.id,
+            text=fact.text,
+            created_at=_as_sent(row, "created_at"),
+            updated_at=_as_sent(row, "updated_at"),
+            language=fact.language,
+            file=fact.file,
+            conversation_id=fact.conversation_id,
+            source_message_id=fact.source_message_id,
+            deleted_at=None if fact.deleted_at is None else _as_sent(row, "deleted_at"),
+            deleted_reason=fact.deleted_reason,
         )
+
+    @classmethod
+    def read(cls, reply: Reply[FactOut]) -> Fact:
+        return cls.of(reply.model, reply.body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,32 +126,33 @@ class Commit:
     body: str = ""
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Commit:
-        return cls(
-            sha=_text(row, "sha"),
-            committed_at=_text(row, "committed_at"),
-            subject=_text(row, "subject"),
-            body=_optional(row, "body") or "",
-        )
+    def of(cls, commit: CommitOut, row: Mapping[str, Any]) -> Commit:
+        """``commit`` as read from ``row``, the JSON object the service sent for it."""
+        return cls(sha=commit.sha, committed_at=_as_sent(row, "committed_at"), subject=commit.subject, body=commit.body)
 
 
 def _rows(body: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    rows = body.get(name)
-    if not isinstance(rows, list):
-        raise MemoryApiError(f"unexpected reply: no {name!r} list in {str(body)[:200]}")
-    return [row for row in rows if isinstance(row, dict)]
+    # The list the model validated: each item is the object its model row was read from.
+    rows: list[dict[str, Any]] = body[name]
+    return rows
 
 
 class MemoryApi:
-    """``/api/v1/memory/{user}`` on one retrieval endpoint; every method returns the raw JSON body."""
+    """``/api/v1/memory/{user}`` on one retrieval endpoint; every method returns the body and its model."""
 
     def __init__(self, endpoint: Endpoint, client: httpx.Client) -> None:
         self.endpoint = endpoint
         self.client = client
 
     def _call(
-        self, method: str, path: str, *, params: dict[str, str] | None = None, body: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self,
+        method: str,
+        path: str,
+        model: type[_Model],
+        *,
+        params: dict[str, str] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Reply[_Model]:
         url = f"{self.endpoint.url}/api/v1/memory/{path}"
         try:
             response = self.client.request(method, url, params=params, json=body, headers=self.endpoint.headers)
@@ -156,7 +164,8 @@ class MemoryApi:
         if response.status_code >= 400:
             raise _failure(response)
         try:
-            return json_object(response)
+            sent = json_object(response)
+            return Reply(sent, validated(sent, model))
         except UnexpectedReplyError as exc:
             raise MemoryApiError(str(exc)) from exc
 
@@ -165,36 +174,36 @@ class MemoryApi:
         # Path segments are quoted whole: a user or id with "/" or "?" must not become another route.
         return f"{quote(user, safe='')}/facts/{quote(fact_id, safe='')}"
 
-    def facts(self, user: str) -> dict[str, Any]:
-        return self._call("GET", f"{quote(user, safe='')}/facts")
+    def facts(self, user: str) -> Reply[FactList]:
+        return self._call("GET", f"{quote(user, safe='')}/facts", FactList)
 
-    def fact(self, user: str, fact_id: str) -> dict[str, Any]:
-        return self._call("GET", self._fact_path(user, fact_id))
+    def fact(self, user: str, fact_id: str) -> Reply[FactOut]:
+        return self._call("GET", self._fact_path(user, fact_id), FactOut)
 
-    def add(self, user: str, text: str, *, language: str | None) -> dict[str, Any]:
+    def add(self, user: str, text: str, *, language: str | None) -> Reply[FactOut]:
         body: dict[str, Any] = {"text": text}
         if language is not None:
             body["language"] = language
-        return self._call("POST", f"{quote(user, safe='')}/facts", body=body)
+        return self._call("POST", f"{quote(user, safe='')}/facts", FactOut, body=body)
 
-    def update(self, user: str, fact_id: str, text: str) -> dict[str, Any]:
+    def update(self, user: str, fact_id: str, text: str) -> Reply[FactOut]:
         # No language: the fact keeps its own.
-        return self._call("PUT", self._fact_path(user, fact_id), body={"text": text})
+        return self._call("PUT", self._fact_path(user, fact_id), FactOut, body={"text": text})
 
-    def forget(self, user: str, fact_id: str, *, reason: str | None) -> dict[str, Any]:
+    def forget(self, user: str, fact_id: str, *, reason: str | None) -> Reply[FactOut]:
         params = {"reason": reason} if reason is not None else None
-        return self._call("DELETE", self._fact_path(user, fact_id), params=params)
+        return self._call("DELETE", self._fact_path(user, fact_id), FactOut, params=params)
 
-    def log(self, user: str, *, fact_id: str | None, limit: int | None) -> dict[str, Any]:
+    def log(self, user: str, *, fact_id: str | None, limit: int | None) -> Reply[MemoryLog]:
         params: dict[str, str] = {}
         if limit is not None:
             params["limit"] = str(limit)
         if fact_id is not None:
             params["fact_id"] = fact_id
-        return self._call("GET", f"{quote(user, safe='')}/log", params=params)
+        return self._call("GET", f"{quote(user, safe='')}/log", MemoryLog, params=params)
 
-    def wipe(self, user: str) -> dict[str, Any]:
-        return self._call("DELETE", quote(user, safe=""))
+    def wipe(self, user: str) -> Reply[WipeResult]:
+        return self._call("DELETE", quote(user, safe=""), WipeResult)
 
 
 def _when(value: str) -> str:
@@ -297,30 +306,30 @@ class MemoryCommands:
 
         def action(api: MemoryApi) -> int:
             if fact_id is not None:
-                body = api.fact(user, fact_id)
+                reply = api.fact(user, fact_id)
                 if as_json:
-                    self._json(body)
+                    self._json(reply.body)
                     return 0
-                fact = Fact.from_json(body)
+                fact = Fact.read(reply)
                 self.out.print(fact_details(fact))
                 self.out.print()
                 self.out.print(escape(fact.text), soft_wrap=True)
                 return 0
-            body = api.facts(user)
+            listing = api.facts(user)
             if as_json:
-                self._json(body)
+                self._json(listing.body)
                 return 0
-            facts = [Fact.from_json(row) for row in _rows(body, "facts")]
+            facts = [
+                Fact.of(fact, row) for fact, row in zip(listing.model.facts, _rows(listing.body, "facts"), strict=True)
+            ]
             if facts:
                 self.out.print(facts_table(user, facts))
             else:
                 self.out.print(f"{escape(user)} has no facts", soft_wrap=True)
             # Files the service could not read are neither recalled nor listed: a person should fix them.
-            unreadable = body.get("unreadable")
-            for row in unreadable if isinstance(unreadable, list) else []:
-                if isinstance(row, dict):
-                    name, problem = escape(str(row.get("file_name"))), escape(str(row.get("problem")))
-                    self.err.print(f"[yellow]warning: unreadable {name}: {problem}[/yellow]", soft_wrap=True)
+            for item in listing.model.unreadable:
+                name, problem = escape(item.file_name), escape(item.problem)
+                self.err.print(f"[yellow]warning: unreadable {name}: {problem}[/yellow]", soft_wrap=True)
             return 0
 
         return self._run(action)
@@ -329,11 +338,14 @@ class MemoryCommands:
         """The commits of the user's memory folder, newest first: short sha, date, subject, indented body."""
 
         def action(api: MemoryApi) -> int:
-            body = api.log(user, fact_id=fact_id, limit=limit)
+            history = api.log(user, fact_id=fact_id, limit=limit)
             if as_json:
-                self._json(body)
+                self._json(history.body)
                 return 0
-            commits = [Commit.from_json(row) for row in _rows(body, "commits")]
+            commits = [
+                Commit.of(commit, row)
+                for commit, row in zip(history.model.commits, _rows(history.body, "commits"), strict=True)
+            ]
             if not commits:
                 self.out.print(f"no history for {escape(user)}", soft_wrap=True)
             for commit in commits:
@@ -349,7 +361,7 @@ class MemoryCommands:
         """Replace a fact's text, from ``text`` or the user's editor; nothing is sent when unchanged or empty."""
 
         def action(api: MemoryApi) -> int:
-            fact = Fact.from_json(api.fact(user, fact_id))
+            fact = Fact.read(api.fact(user, fact_id))
             edited = (text if text is not None else edit_in_editor(fact)).strip()
             if not edited:
                 raise EditAbortedError("the text is empty: nothing sent (`rag memory forget` deletes a fact)")
@@ -359,13 +371,13 @@ class MemoryCommands:
             if text is None:
                 # The agent may have rewritten the fact while the editor was open: do not overwrite that
                 # blindly (the API has no version check); the person's text is printed so it is not lost.
-                now = Fact.from_json(api.fact(user, fact_id))
+                now = Fact.read(api.fact(user, fact_id))
                 if now.updated_at != fact.updated_at:
                     raise EditAbortedError(
                         f"{fact.fact_id} changed while you edited it (updated_at {now.updated_at}): nothing sent. "
                         f"Your text:\n{edited}"
                     )
-            updated = Fact.from_json(api.update(user, fact_id, edited))
+            updated = Fact.read(api.update(user, fact_id, edited))
             self.out.print(f"updated {escape(updated.fact_id)}: {escape(updated.text)}", soft_wrap=True)
             return 0
 
@@ -375,7 +387,7 @@ class MemoryCommands:
         """Remember a new fact (committed as ADD); prints its id."""
 
         def action(api: MemoryApi) -> int:
-            fact = Fact.from_json(api.add(user, text, language=language))
+            fact = Fact.read(api.add(user, text, language=language))
             self.out.print(f"added {escape(fact.fact_id)}: {escape(fact.text)}", soft_wrap=True)
             return 0
 
@@ -385,7 +397,7 @@ class MemoryCommands:
         """Delete a fact: the service moves it to deleted/ with the reason (committed as DELETE)."""
 
         def action(api: MemoryApi) -> int:
-            fact = Fact.from_json(api.forget(user, fact_id, reason=reason))
+            fact = Fact.read(api.forget(user, fact_id, reason=reason))
             where = f" (moved to {escape(fact.file)})" if fact.file else ""
             self.out.print(f"forgot {escape(fact.fact_id)}{where}: {escape(fact.text)}", soft_wrap=True)
             return 0
@@ -403,7 +415,7 @@ class MemoryCommands:
             return USAGE_ERROR
 
         def action(api: MemoryApi) -> int:
-            wiped = api.wipe(user).get("wiped") is True
+            wiped = api.wipe(user).model.wiped
             message = f"wiped the memory of {user!r}" if wiped else f"{user!r} had no memory: nothing to wipe"
             self.out.print(escape(message), soft_wrap=True)
             return 0

@@ -4,27 +4,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from ingestion_service.api.models import DocumentView
 from rag_cli.client import (
     IngestReply,
     RequestFailedError,
-    StoredDocument,
     delete_document,
     ingest_s3_object,
     list_documents,
     upload_file,
 )
 from rag_cli.config import Endpoint
-
-if TYPE_CHECKING:
-    pass
-
 from rag_cli.sync.listing import scan_source
 from rag_cli.sync.plan import (
     SYNC_PATH,
@@ -137,7 +133,7 @@ async def apply_plan(
             (report.added if action == "add" else report.changed).append(entry.relative_path)
         advance(entry.relative_path)
 
-    async def remove(document: StoredDocument) -> None:
+    async def remove(document: DocumentView) -> None:
         path = document_path(document)
         try:
             async with gate:
@@ -164,11 +160,11 @@ def _in_scope(relative_path: str, scope: Collection[str]) -> bool:
 
 
 def _scoped(
-    documents: Sequence[StoredDocument], root_uri: str, scope: Collection[str], entries: Sequence[SourceEntry]
-) -> list[StoredDocument]:
+    documents: Sequence[DocumentView], root_uri: str, scope: Collection[str], entries: Sequence[SourceEntry]
+) -> list[DocumentView]:
     # A scoped (watch) run must neither remove nor compare documents outside the paths that changed.
     ids = {sync_file_id(root_uri, entry.relative_path) for entry in entries}
-    kept: list[StoredDocument] = []
+    kept: list[DocumentView] = []
     for document in documents:
         path = document.attributes.get(SYNC_PATH)
         if document.file_id in ids or (

@@ -7,17 +7,11 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import httpx
 
-from rag_cli.client import (
-    StoredDocument,
-)
-
-if TYPE_CHECKING:
-    pass
-
+from ingestion_service.api.models import DocumentView
 
 SYNC_SOURCE = "sync_source"
 SYNC_PATH = "sync_path"
@@ -122,7 +116,7 @@ class SyncPlan:
     added: tuple[SourceEntry, ...] = ()
     changed: tuple[SourceEntry, ...] = ()
     unchanged: tuple[SourceEntry, ...] = ()
-    removed: tuple[StoredDocument, ...] = ()
+    removed: tuple[DocumentView, ...] = ()
     failed: tuple[SourceEntry, ...] = ()
 
 
@@ -131,7 +125,7 @@ def _etag(value: str | None) -> str | None:
     return value.strip('"') if value else None
 
 
-def _unchanged(entry: SourceEntry, stored: StoredDocument, root_uri: str) -> bool:
+def _unchanged(entry: SourceEntry, stored: DocumentView, root_uri: str) -> bool:
     marked = stored.attributes.get(SYNC_SOURCE) == root_uri and stored.attributes.get(SYNC_PATH) == entry.relative_path
     if not marked:
         return False
@@ -142,7 +136,7 @@ def _unchanged(entry: SourceEntry, stored: StoredDocument, root_uri: str) -> boo
 
 def plan_sync(
     local_entries: Iterable[SourceEntry],
-    remote_documents: Iterable[StoredDocument],
+    remote_documents: Iterable[DocumentView],
     root_uri: str,
     *,
     force: bool = False,
@@ -167,7 +161,7 @@ def plan_sync(
             unchanged.append(entry)
         else:
             changed.append(entry)
-    removed: dict[str, StoredDocument] = {}
+    removed: dict[str, DocumentView] = {}
     for document in remote:
         if document.file_id not in present and document.attributes.get(SYNC_SOURCE) == root_uri:
             removed.setdefault(document.file_id, document)
@@ -181,7 +175,7 @@ def plan_sync(
     )
 
 
-def document_path(document: StoredDocument) -> str:
+def document_path(document: DocumentView) -> str:
     """How a stored document is named in the output: its sync path, else its name, else its id."""
     path = document.attributes.get(SYNC_PATH)
     return path if isinstance(path, str) and path else document.name or document.file_id
