@@ -33,7 +33,6 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from rag_runtime.lexical import FALLBACK_LANGUAGE
-from retrieval_agent.memory.limits import MAX_FACT_CHARS as MAX_FACT_CHARS  # re-exported for the memory modules
 from shared_contract.names import COLLECTION_NAME_MAX_CHARS
 from shared_contract.schema import MEMORY_COLLECTION_PREFIX
 

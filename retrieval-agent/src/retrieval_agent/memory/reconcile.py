@@ -21,7 +21,7 @@ from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
 from pydantic_ai.models import Model
 
-from retrieval_agent.memory.facts import MAX_FACT_CHARS
+from retrieval_agent.memory.limits import MAX_FACT_CHARS
 
 logger = logging.getLogger(__name__)
 

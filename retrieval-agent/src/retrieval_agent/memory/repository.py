@@ -26,7 +26,6 @@ from retrieval_agent.errors import FactNotFoundError, InvalidMemoryRequestError,
 from retrieval_agent.memory.facts import (
     DELETED_DIR,
     FACT_SUFFIX,
-    MAX_FACT_CHARS,
     Fact,
     FactFormatError,
     check_user,
@@ -36,6 +35,7 @@ from retrieval_agent.memory.facts import (
     read_fact,
     utc_now,
 )
+from retrieval_agent.memory.limits import MAX_FACT_CHARS
 
 _TEMP_PREFIX: Final = ".tmp-"
 _GITIGNORE: Final = f"{_TEMP_PREFIX}*\n"
