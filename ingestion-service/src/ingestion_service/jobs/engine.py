@@ -88,12 +88,12 @@ class JobEngine(Generic[Job]):
         self.close()
         left = unfinished()
         if left and grace_seconds > 0:
-            logger.info("shutting down: %d %s jobs get up to %g s to finish", len(left), self.kind, grace_seconds)
+            logger.info("shutting down: %d jobs (%s) get up to %g s to finish", len(left), self.kind, grace_seconds)
             await self.wait(left, grace_seconds)
             left = unfinished()
         if not left:
             return []
-        logger.warning("shutting down: stopping %d %s jobs", len(left), self.kind)
+        logger.warning("shutting down: stopping %d jobs (%s)", len(left), self.kind)
         for job in left:
             stop(job)
         return await self.wait(left, abort_wait_seconds)
