@@ -82,29 +82,26 @@ def _drop_unclosed_memory_stores() -> Iterator[None]:
 _RECLAIM_AFTER_GROWTH = 256 * 2**20
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _reclaimed_at = [0]
+# Linux only: elsewhere there is no /proc to read the process's size from.
+_STATM = Path("/proc/self/statm")
+_CAN_MEASURE = _STATM.exists()
+# glibc's malloc_trim hands free heap pages back to the system; other C libraries have none.
+_MALLOC_TRIM = getattr(ctypes.CDLL(ctypes.util.find_library("c")), "malloc_trim", None) if _CAN_MEASURE else None
 
 
 def _resident_bytes() -> int:
-    with open("/proc/self/statm", encoding="ascii") as statm:
+    with _STATM.open(encoding="ascii") as statm:
         return int(statm.read().split()[1]) * _PAGE_SIZE
-
-
-def _release_heap() -> None:
-    """glibc's malloc_trim: free heap pages go back to the system (a no-op elsewhere)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        return
 
 
 @pytest.fixture(autouse=True)
 def _reclaim_memory() -> Iterator[None]:
     yield
-    if not Path("/proc/self/statm").exists():
+    if not _CAN_MEASURE:
         return
     if _resident_bytes() - _reclaimed_at[0] < _RECLAIM_AFTER_GROWTH:
         return
     gc.collect()
-    _release_heap()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
     _reclaimed_at[0] = _resident_bytes()

@@ -10,43 +10,20 @@ from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 
 from rag_runtime.http import REQUEST_FAILED, classified_response
-from shared_contract import ErrorCodeSpec, registered_codes
-from shared_contract import error_codes as registry_module
 from shared_contract.error_table import ErrorTable, error_row
 
-OWN_HINT = "Retry the thing."
-FAULT = ErrorCodeSpec(code="TEST_FAULT", status=500, hint="Report it.")
-GONE = ErrorCodeSpec(code="TEST_GONE", status=404, hint=OWN_HINT)
 
-
-class DomainError(Exception):
-    pass
-
-
-class GoneError(DomainError):
-    pass
-
-
-class SizedError(DomainError):
+class SizedError(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(f"internal: {size} bytes at host-1")
         self.size = size
 
 
-class StoreDown(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def _own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry_module, "_REGISTERED", dict(registered_codes()))
-
-
 def make_table() -> ErrorTable:
+    """One row on a shared code, so the table registers nothing (the table type's own rules are
+    tested in shared-contract)."""
     return ErrorTable(
         [
-            error_row(DomainError, "TEST_FAULT", message="Something failed."),
-            error_row(GoneError, "TEST_GONE", server_fault=False),
             error_row(
                 SizedError,
                 "INVALID_REQUEST",
@@ -54,11 +31,9 @@ def make_table() -> ErrorTable:
                 message="Too big.",
                 detail=lambda exc: f"The body has {exc.size} bytes." if exc.size > 10 else None,
                 hint="Send less.",
-            ),
-            error_row(StoreDown, "QDRANT_UNAVAILABLE", message="The store is down.", cause_only=True),
+            )
         ],
-        codes=[FAULT, GONE],
-        fallback_code="TEST_FAULT",
+        fallback_code="INVALID_REQUEST",
         fallback_message="Unexpected failure.",
     )
 
@@ -70,7 +45,7 @@ def test_a_classified_error_answers_the_flat_body_and_one_log_line(caplog: pytes
     async def on_domain(request: Request, exc: Exception) -> JSONResponse:
         return classified_response(request, table.classify(exc), cause=exc)
 
-    app.add_exception_handler(DomainError, on_domain)
+    app.add_exception_handler(SizedError, on_domain)
 
     async def big() -> None:
         raise SizedError(99)

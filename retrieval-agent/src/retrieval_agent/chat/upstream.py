@@ -67,8 +67,6 @@ class ChatUpstream:
             settings.chat_upstream_api_key,
             timeout=settings.chat_timeout,
         )
-        self._base_url = self._endpoint.base_url
-        self._api_key = self._endpoint.api_key
         self._timeout = settings.chat_timeout
         self._http = httpx.AsyncClient(timeout=_MODELS_TIMEOUT)
 
@@ -185,11 +183,11 @@ class ChatUpstream:
 
     async def list_models(self) -> list[str] | None:
         """The ids GET {CHAT_UPSTREAM_BASE_URL}/models lists; None when it is down or has no list."""
-        if self._base_url is None:
+        if self._endpoint.base_url is None:
             return None
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        headers = {"Authorization": f"Bearer {self._endpoint.api_key}"} if self._endpoint.api_key else {}
         try:
-            response = await self._http.get(f"{self._base_url}/models", headers=headers)
+            response = await self._http.get(f"{self._endpoint.base_url}/models", headers=headers)
             response.raise_for_status()
             data = response.json().get("data")
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
@@ -242,8 +240,8 @@ class ChatUpstream:
         """An upstream's error text as a message: short, and without the secrets upstreams echo (a key
         sent, a URL's credentials), this service's own key included whatever its form."""
         # A key too short to be a secret would mask every word it occurs in.
-        if self._api_key and len(self._api_key) >= _MIN_MASKED_KEY_CHARS:
-            text = text.replace(self._api_key, REDACTED)
+        if self._endpoint.api_key and len(self._endpoint.api_key) >= _MIN_MASKED_KEY_CHARS:
+            text = text.replace(self._endpoint.api_key, REDACTED)
         return _short(redact_secrets(text), limit)
 
 
