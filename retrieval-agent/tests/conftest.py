@@ -295,7 +295,7 @@ class BrokenStore:
 
 
 class RecordingStore:
-    """A ChunkStore that records queries and facets and can fail text queries like a store whose
+    """A ChunkStore that records queries, scroll selectors and facets and can fail text queries like a store whose
     text index vanished."""
 
     def __init__(self, inner: ChunkStore, *, fail_text_queries: bool = False) -> None:
@@ -303,6 +303,7 @@ class RecordingStore:
         self.fail_text_queries = fail_text_queries
         self.queries: list[Any] = []
         self.facets: list[tuple[str, Any]] = []
+        self.scrolls: list[Any] = []
         self.infos = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -323,6 +324,10 @@ class RecordingStore:
     async def facet(self, key: str, selector: Any, *, limit: int) -> Any:
         self.facets.append((key, selector))
         return await self.inner.facet(key, selector, limit=limit)
+
+    async def scroll(self, selector: Any, **options: Any) -> Any:
+        self.scrolls.append(selector)
+        return await self.inner.scroll(selector, **options)
 
     async def query(self, request: Any) -> Any:
         self.queries.append(request)

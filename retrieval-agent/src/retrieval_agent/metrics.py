@@ -9,7 +9,7 @@ from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-Stage = Literal["query_generation", "embed", "qdrant", "bm25", "rerank", "agent_loop", "total"]
+Stage = Literal["query_generation", "embed", "qdrant", "bm25", "rerank", "windows", "agent_loop", "total"]
 SearchPath = Literal["native_hybrid", "bm25_fallback", "dense"]
 
 _STAGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

@@ -69,6 +69,16 @@ class Capabilities:
     live_key: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SplitSpan:
+    """Consecutive splits of one tenant's copy of one file version (``seq`` None: any version)."""
+
+    collection_name: str
+    file_id: str
+    seq: int | None
+    splits: range
+
+
 class StoreSearch:
     """Search-side access to the collection through a :class:`ChunkStore`."""
 
@@ -227,6 +237,30 @@ class StoreSearch:
         selector = models.Filter(must=[tenant_condition(collection_names), *conditions], must_not=[pending_condition()])
         # A version holds each split once; two versions or tenants at most double it per page.
         return await self.scroll_records(selector, max_points=4 * len(splits) + _SCROLL_PAGE)
+
+    async def split_ranges(self, spans: Sequence[SplitSpan], scope: models.Filter) -> list[PointRecord]:
+        """Chunks within ``scope`` (a search's tenants and filter) of several file versions whose
+        ``split_id`` lies in each one's range, in one read."""
+        if not spans:
+            return []
+        branches: list[models.Condition] = []
+        for span in spans:
+            conditions: list[models.Condition] = [
+                match(MetaKey.COLLECTION_NAME, span.collection_name),
+                match(MetaKey.FILE_ID, span.file_id),
+                models.FieldCondition(
+                    key=meta_path(MetaKey.SPLIT_ID), range=models.Range(gte=span.splits.start, lt=span.splits.stop)
+                ),
+            ]
+            if span.seq is not None:
+                conditions.append(
+                    models.FieldCondition(
+                        key=meta_path(MetaKey.INGEST_SEQ), range=models.Range(gte=span.seq, lte=span.seq)
+                    )
+                )
+            branches.append(models.Filter(must=conditions))
+        selector = models.Filter(must=[scope, models.Filter(should=branches)], must_not=[pending_condition()])
+        return await self.scroll_records(selector, max_points=sum(len(span.splits) for span in spans))
 
     async def document_heads(
         self, collection_names: Sequence[str], conditions: Sequence[models.Condition], max_docs: int

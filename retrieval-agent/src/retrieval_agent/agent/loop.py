@@ -323,7 +323,14 @@ class AgenticSearch:
             parsed = clean_queries([*parsed, deps.question], limit=len(parsed) + 1)
         lists = await self.search.retrieve_all(parsed, deps.collection_names, deps.k, conditions=deps.conditions)
         merged = self.search.merge([item.hits for item in lists], deps.k)
-        hits = await self.search.finish(merged, deps.question, deps.k, rerank_hits=False)
+        hits = await self.search.finish(
+            merged,
+            deps.question,
+            deps.k,
+            collection_names=deps.collection_names,
+            conditions=deps.conditions,
+            rerank_hits=False,
+        )
         deps.rounds.append(
             RetrieveRound(
                 number=len(deps.rounds) + 1, queries=parsed, hits=hits, paths=[i.path for i in lists], direct=True

@@ -229,7 +229,13 @@ async def run_retrieve(deps: AgentDeps, queries: Sequence[str], filters: Documen
             searched, deps.collection_names, settings.agent_fetch_k, conditions=[*deps.conditions, *conditions]
         )
         merged = deps.search.merge([item.hits for item in lists], settings.agent_fetch_k)
-        hits = await deps.search.finish(merged, deps.question, deps.k)
+        hits = await deps.search.finish(
+            merged,
+            deps.question,
+            deps.k,
+            collection_names=deps.collection_names,
+            conditions=[*deps.conditions, *conditions],
+        )
         paths = [item.path for item in lists]
     deps.rounds.append(RetrieveRound(number=number, queries=searched, hits=hits, paths=paths))
     deps.step("retrieve", {"round": number, "queries": searched, **_filter_detail(filters)}, len(hits), started)

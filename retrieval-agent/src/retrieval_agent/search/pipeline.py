@@ -63,6 +63,8 @@ from retrieval_agent.search.query import (
 )
 from retrieval_agent.search.relevance import RelevanceCalibrator, non_increasing
 from retrieval_agent.search.rerank import rerank
+from retrieval_agent.search.scope import scoped_filter
+from retrieval_agent.search.windows import FileVersion, NeighbourChunk, by_position, neighbour_spans, windowed
 from retrieval_agent.settings import Settings
 from shared_contract import StoreRequestError
 from shared_contract.embedding_models import dense_model_languages
@@ -190,9 +192,12 @@ class LinearSearch:
         *,
         conditions: Sequence[models.Condition] = (),
         memo: QueryVectorMemo | None = None,
+        depth: int | None = None,
     ) -> RetrievedList:
         """Up to ``limit`` candidates for one query from the tenants in ``collection_names``.
 
+        ``depth`` (default ``limit``) sizes the legs' prefetch: candidates past it come from the same
+        leg lists, so asking for spare ones does not reorder the first ``depth``.
         ``conditions`` (the request's ``filter``, the agent's metadata filters) are ANDed with the tenant
         filter on every leg. ``memo``: the request's query vectors, kept for a deeper fetch of the query.
         """
@@ -222,7 +227,7 @@ class LinearSearch:
                 )
             return await self._bm25_fallback(query, collection_names, limit, memo=memo)
         fields = lexical_fields_for(language_mix, capabilities.lexical_fields) if lexical else []
-        params = self.fusion(limit, language_mix, multilingual=capabilities.has_multilingual, query=query)
+        params = self.fusion(depth or limit, language_mix, multilingual=capabilities.has_multilingual, query=query)
         plan = LegPlan(
             text=query,
             collection_names=collection_names,
@@ -457,20 +462,29 @@ class LinearSearch:
         if not resolved.queries:
             return SearchOutcome(result_sets=[[]], resolved=resolved, paths=[])
         fetch_k = k * self.settings.initial_retrieval_multiplier if self.reranker is not None else k
+        # Windows drop hits an earlier window shows: spare candidates fill their places.
+        spare = k if self.settings.search_window_chars > 0 else 0
         memo = QueryVectorMemo()  # a deeper fetch reuses the queries' vectors
         for refetch in range(DEDUP_REFETCHES + 1):
             if len(resolved.queries) == 1:
                 # The common case: no task group (a task spawn and a loop turn per request).
                 lists = [
                     await self.retrieve(
-                        resolved.queries[0], collection_names, fetch_k, conditions=conditions, memo=memo
+                        resolved.queries[0],
+                        collection_names,
+                        fetch_k + spare,
+                        conditions=conditions,
+                        memo=memo,
+                        depth=fetch_k,
                     )
                 ]
             else:
                 lists = await self.retrieve_all(
-                    resolved.queries, collection_names, fetch_k, conditions=conditions, memo=memo
+                    resolved.queries, collection_names, fetch_k + spare, conditions=conditions, memo=memo, depth=fetch_k
                 )
-            sets = await self._result_sets(lists, resolved, k, fetch_k)
+            sets = await self._result_sets(
+                lists, resolved, k, fetch_k + spare, collection_names=collection_names, conditions=conditions
+            )
             enough = all(len(hits) >= k for hits in sets)
             if enough or all(item.exhausted for item in lists) or refetch == DEDUP_REFETCHES:
                 break
@@ -479,14 +493,24 @@ class LinearSearch:
         return SearchOutcome(result_sets=sets, resolved=resolved, paths=[item.path for item in lists])
 
     async def _result_sets(
-        self, lists: Sequence[RetrievedList], resolved: ResolvedQueries, k: int, fetch_k: int
+        self,
+        lists: Sequence[RetrievedList],
+        resolved: ResolvedQueries,
+        k: int,
+        fetch_k: int,
+        *,
+        collection_names: Sequence[str],
+        conditions: Sequence[models.Condition],
     ) -> list[list[Hit]]:
         """The response's lists: one per query, or one merged list."""
         if self.settings.search_result_sets == "per_query":
-            return [await self.finish(item.hits, item.query, k) for item in lists]
+            return [
+                await self.finish(item.hits, item.query, k, collection_names=collection_names, conditions=conditions)
+                for item in lists
+            ]
         merged = self.merge([item.hits for item in lists], fetch_k)
         primary = resolved.primary or resolved.queries[0]
-        return [await self.finish(merged, primary, k)]
+        return [await self.finish(merged, primary, k, collection_names=collection_names, conditions=conditions)]
 
     async def retrieve_all(
         self,
@@ -496,14 +520,19 @@ class LinearSearch:
         *,
         conditions: Sequence[models.Condition] = (),
         memo: QueryVectorMemo | None = None,
+        depth: int | None = None,
     ) -> list[RetrievedList]:
-        """Every query's candidates, retrieved concurrently, in query order."""
+        """Every query's candidates, retrieved concurrently, in query order (``depth``: see :meth:`retrieve`)."""
         if len(queries) == 1:
-            return [await self.retrieve(queries[0], collection_names, limit, conditions=conditions, memo=memo)]
+            return [
+                await self.retrieve(queries[0], collection_names, limit, conditions=conditions, memo=memo, depth=depth)
+            ]
         retrieved: list[RetrievedList | None] = [None] * len(queries)
 
         async def one(index: int, query: str) -> None:
-            retrieved[index] = await self.retrieve(query, collection_names, limit, conditions=conditions, memo=memo)
+            retrieved[index] = await self.retrieve(
+                query, collection_names, limit, conditions=conditions, memo=memo, depth=depth
+            )
 
         try:
             async with anyio.create_task_group() as group:
@@ -520,14 +549,57 @@ class LinearSearch:
             return top_k(rankings[0], limit)
         return rrf_fuse(rankings, k=self.settings.multi_query_rrf_k, limit=limit)
 
-    async def finish(self, candidates: Sequence[Hit], query: str, k: int, *, rerank_hits: bool = True) -> list[Hit]:
-        """Newest versions, dedup, optional rerank against ``query``, at most ``k`` (the last step of a search).
+    async def finish(
+        self,
+        candidates: Sequence[Hit],
+        query: str,
+        k: int,
+        *,
+        collection_names: Sequence[str],
+        conditions: Sequence[models.Condition] = (),
+        rerank_hits: bool = True,
+    ) -> list[Hit]:
+        """Newest versions, dedup, optional rerank against ``query``, at most ``k``, each read with its
+        neighbours (the last step of a search).
 
+        The neighbours come from ``collection_names`` under ``conditions`` (the candidates' own scope).
         ``rerank_hits=False`` skips the reranker (the agent's direct search from plain-text queries).
         """
         # Lists of several queries may hold two versions of one file: narrowed once more here.
         unique = top_k(newest_versions(candidates), len(candidates))
+        # With windows, every candidate may be needed: a hit an earlier window shows gives its place.
+        depth = len(unique) if self.settings.search_window_chars > 0 else k
         if self.reranker is not None and rerank_hits:
-            reranked = await rerank(self.reranker, query, unique, k, self.metrics, calibrator=self.calibrator)
-            return non_increasing(top_k(reranked, k))
-        return non_increasing(unique[:k])
+            reranked = await rerank(self.reranker, query, unique, depth, self.metrics, calibrator=self.calibrator)
+            ranked = non_increasing(top_k(reranked, depth))
+        else:
+            ranked = non_increasing(unique[:depth])
+        return await self.windows(ranked, k, collection_names=collection_names, conditions=conditions)
+
+    async def windows(
+        self,
+        ranked: Sequence[Hit],
+        k: int,
+        *,
+        collection_names: Sequence[str],
+        conditions: Sequence[models.Condition] = (),
+    ) -> list[Hit]:
+        """The first ``k`` results, each read with its neighbouring chunks (:mod:`.windows`) from the
+        same scope; the chunks alone when SEARCH_WINDOW_CHARS is 0."""
+        budget = self.settings.search_window_chars
+        if budget == 0 or not ranked:
+            return list(ranked[:k])
+        scope = scoped_filter(collection_names, conditions, live_key=(await self.store.capabilities()).live_key)
+        neighbours: dict[FileVersion, dict[int, NeighbourChunk]] = {}
+        read = 0
+        upto = min(k, len(ranked))
+        with self.metrics.time_stage("windows"):
+            while True:
+                spans = neighbour_spans(ranked[read:upto])
+                for version, chunks in by_position(await self.store.split_ranges(spans, scope), spans).items():
+                    neighbours.setdefault(version, {}).update(chunks)
+                read = upto
+                results = windowed(ranked[:upto], neighbours, max_chars=budget, k=k)
+                if len(results) >= k or upto >= len(ranked):
+                    return results
+                upto = min(len(ranked), upto + k - len(results))

@@ -24,11 +24,18 @@ class ResultSettings(SettingsGroup):
     # Response shape: one merged list (what Open WebUI reads) or one list per resolved query.
     search_result_sets: ResultSets = "merged"
     search_metadata_fields: str = Field(
-        default="name,source,file_id,collection_name,page,headers,title,authors,languages,extractor,data",
+        default="name,source,file_id,collection_name,page,headers,title,authors,languages,extractor,data,window",
         description="Comma-separated meta keys /search returns (what citations need); * returns the stored meta "
         "verbatim, with the uploader's user_id, version fields and hashes.",
     )
     multi_query_rrf_k: int = Field(default=60, ge=1, description="RRF constant when merging several queries.")
+    search_window_chars: int = Field(
+        default=2000,
+        ge=0,
+        le=100_000,
+        description="Characters of document text each result may show: its chunk plus whole neighbouring chunks "
+        "of the same document while they fit (meta.window names the splits); 0 returns the chunk alone.",
+    )
 
     @property
     def public_metadata_fields(self) -> frozenset[str] | None:

@@ -267,10 +267,15 @@ def test_search_never_mixes_two_versions_of_a_file(
     # The version fields are internal: returned only with SEARCH_METADATA_FIELDS=*.
     api = app_factory(make_settings(enable_hybrid_search=hybrid, search_metadata_fields="*"), seeded)
     data = api.post("/search", json=body(k=10), headers=AUTH).json()
-    paris = [meta for meta in data["metadatas"][0] if meta["file_id"] == "file-paris.pdf"]
-    assert len(paris) == 2
-    assert {meta["ingest_seq"] for meta in paris} == {2}
-    assert "The Eiffel Tower in Paris was completed in 1889 for the World's Fair." not in data["documents"][0]
+    paris = [
+        (meta, text)
+        for meta, text in zip(data["metadatas"][0], data["documents"][0], strict=True)
+        if meta["file_id"] == "file-paris.pdf"
+    ]
+    # Version 2's two chunks in one window; version 1's split 0 never joins it.
+    assert [(meta["ingest_seq"], meta["window"]) for meta, _ in paris] == [(2, [0, 1])]
+    assert paris[0][1] == "\n\n".join(new_chunks)
+    assert not any("for the World's Fair." in text for text in data["documents"][0])
 
 
 def test_norwegian_tenant_is_searched_with_the_norwegian_stemmer(
@@ -280,7 +285,7 @@ def test_norwegian_tenant_is_searched_with_the_norwegian_stemmer(
     for index, text in enumerate(texts):
         meta = chunk_meta("kb-no", "norsk.txt", index + 1, index, languages=["no"])
         anyio.run(add_chunk, seeded, embedder, f"no-{index}", text, meta)
-    api = app_factory(make_settings(), seeded)
+    api = app_factory(make_settings(search_window_chars=0), seeded)  # the ranked chunk alone
     data = api.post("/search", json=body(queries=["hund bro"], collection_names=["kb-no"], k=1), headers=AUTH).json()
     assert data["documents"] == [[texts[0]]]
     assert 'search_path_total{path="native_hybrid"} 1.0' in api.get("/metrics", headers=AUTH).text
@@ -303,7 +308,8 @@ def test_identical_texts_still_fill_k_distinct_results(
     for index in range(5):
         meta = chunk_meta("kb-a", f"twin-{index}.pdf", 1, 0)
         anyio.run(add_chunk, seeded, embedder, f"twin-{index}", twin, meta)
-    api = app_factory(make_settings(**retrieval), seeded)
+    # Windows fetch spare candidates up front; without them the gap is filled by a deeper fetch.
+    api = app_factory(make_settings(**retrieval, search_window_chars=0), seeded)
     response = api.post("/search", json=body(queries=["When was the Eiffel Tower completed?"], k=5), headers=AUTH)
     assert response.status_code == 200, response.text
     documents = response.json()["documents"][0]
@@ -382,6 +388,7 @@ def test_metadata_carries_what_citations_need_and_nothing_internal(api: TestClie
         "languages",
         "extractor",
         "data",
+        "window",
     }
 
 

@@ -1,0 +1,166 @@
+"""Each result read with the document text around it: its chunk and the chunks beside it.
+
+A chunk is cut to fit the embedding model (a few hundred tokens), and the answer a reader needs is
+often in the chunk before or after the one that ranked: a table's next rows, the paragraph under a
+heading, the rest of a slide. So each final hit is returned as a *window*: its own chunk plus whole
+neighbouring chunks of the same file version (``split_id`` order), taken alternately after and before
+it while the text stays within SEARCH_WINDOW_CHARS, and joined as the document reads
+(``shared_contract.text.stitch`` drops the window overlap). What is shown stays the document's own
+text, in order; ``meta.window`` says which splits (first, last) it covers, ``meta.split_id`` stays
+the hit's own chunk.
+
+No text is returned twice: a neighbour already shown by a better-ranked result is not taken again,
+and a hit whose chunk an earlier window already shows is dropped (the next candidate takes its
+place). Hits without a ``split_id`` (data written by other tools) are returned as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from rag_runtime.store import PointRecord
+from retrieval_agent.adapters.store import SplitSpan
+from retrieval_agent.search.postprocess import Hit
+from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
+from shared_contract.text import chunk_origin, stitch
+
+# The response-only meta key: the [first, last] split ids a result's text covers.
+WINDOW_KEY: Final = "window"
+# Neighbours read on each side of a hit: enough to fill the budget with short chunks (table rows,
+# slide bodies) without reading far.
+MAX_NEIGHBOURS: Final = 4
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class FileVersion:
+    """One tenant's copy of one version of a file: the chunks a window may join."""
+
+    collection_name: str
+    file_id: str
+    # ``ingest_seq``; None on data that has none (then tenant + file id decide).
+    seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NeighbourChunk:
+    """A stored chunk beside a hit: its text and where it was cut from."""
+
+    content: str
+    meta: Mapping[str, object]
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def hit_position(hit: Hit) -> tuple[FileVersion, int] | None:
+    """The hit's file version and split id, or None when its meta lacks them."""
+    split = _int(hit.meta.get(MetaKey.SPLIT_ID))
+    file_id = hit.meta.get(MetaKey.FILE_ID)
+    tenant = hit.meta.get(MetaKey.COLLECTION_NAME)
+    if split is None or not isinstance(file_id, str) or not isinstance(tenant, str):
+        return None
+    return FileVersion(tenant, file_id, _int(hit.meta.get(MetaKey.INGEST_SEQ))), split
+
+
+def neighbour_spans(hits: Sequence[Hit]) -> list[SplitSpan]:
+    """The splits to read around the hits: MAX_NEIGHBOURS on each side, overlapping ranges of one
+    file version merged."""
+    ranges: dict[FileVersion, list[range]] = {}
+    for hit in hits:
+        position = hit_position(hit)
+        if position is not None:
+            version, split = position
+            ranges.setdefault(version, []).append(range(max(0, split - MAX_NEIGHBOURS), split + MAX_NEIGHBOURS + 1))
+    spans: list[SplitSpan] = []
+    for version, pieces in sorted(ranges.items()):
+        pieces.sort(key=lambda piece: piece.start)
+        start, stop = pieces[0].start, pieces[0].stop
+        for piece in pieces[1:]:
+            if piece.start > stop:
+                spans.append(SplitSpan(version.collection_name, version.file_id, version.seq, range(start, stop)))
+                start = piece.start
+            stop = max(stop, piece.stop)
+        spans.append(SplitSpan(version.collection_name, version.file_id, version.seq, range(start, stop)))
+    return spans
+
+
+def by_position(
+    records: Sequence[PointRecord], spans: Sequence[SplitSpan]
+) -> dict[FileVersion, dict[int, NeighbourChunk]]:
+    """The records read for ``spans``, by the file version each span names and split id."""
+    wanted = {(span.collection_name, span.file_id): span.seq for span in spans}
+    found: dict[FileVersion, dict[int, NeighbourChunk]] = {}
+    for record in records:
+        meta = record.payload.get(PAYLOAD_META)
+        content = record.payload.get(PAYLOAD_CONTENT)
+        if not isinstance(meta, dict) or not isinstance(content, str):
+            continue
+        tenant, file_id, split = (
+            meta.get(MetaKey.COLLECTION_NAME),
+            meta.get(MetaKey.FILE_ID),
+            _int(meta.get(MetaKey.SPLIT_ID)),
+        )
+        if (
+            not isinstance(tenant, str)
+            or not isinstance(file_id, str)
+            or split is None
+            or (tenant, file_id) not in wanted
+        ):
+            continue
+        seq = wanted[(tenant, file_id)]
+        found.setdefault(FileVersion(tenant, file_id, seq), {})[split] = NeighbourChunk(content, meta)
+    return found
+
+
+def windowed(
+    hits: Sequence[Hit],
+    neighbours: Mapping[FileVersion, Mapping[int, NeighbourChunk]],
+    *,
+    max_chars: int,
+    k: int,
+) -> list[Hit]:
+    """At most ``k`` results in ``hits`` order, each its chunk read with the neighbours that fit.
+
+    ``neighbours``: the stored chunks around the hits, by file version and split id (the hits' own
+    chunks may be among them). A window grows by whole chunks only, so a hit's own chunk is always
+    returned whole, even when it alone is longer than ``max_chars``.
+    """
+    shown: set[tuple[FileVersion, int]] = set()
+    results: list[Hit] = []
+    for hit in hits:
+        if len(results) >= k:
+            break
+        position = hit_position(hit)
+        if position is None:
+            results.append(hit)
+            continue
+        version, split = position
+        if (version, split) in shown:
+            continue  # an earlier window already shows this chunk
+        around = neighbours.get(version, {})
+        texts = {split: hit.content}
+        origins = {split: chunk_origin(hit.meta)}
+        first = last = split
+        total = len(hit.content)
+        growing = {"after": True, "before": True}
+        while growing["after"] or growing["before"]:
+            for side in ("after", "before"):
+                if not growing[side]:
+                    continue
+                candidate = last + 1 if side == "after" else first - 1
+                chunk = around.get(candidate)
+                if chunk is None or (version, candidate) in shown or total + len(chunk.content) > max_chars:
+                    growing[side] = False
+                    continue
+                texts[candidate] = chunk.content
+                origins[candidate] = chunk_origin(chunk.meta)
+                total += len(chunk.content)
+                first, last = min(first, candidate), max(last, candidate)
+        shown.update((version, index) for index in range(first, last + 1))
+        order = range(first, last + 1)
+        content = stitch([texts[index] for index in order], [origins[index] for index in order])
+        results.append(replace(hit, content=content, meta={**hit.meta, WINDOW_KEY: [first, last]}))
+    return results

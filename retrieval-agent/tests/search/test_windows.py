@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from typing import Any
+
+from retrieval_agent.adapters.store import SplitSpan
+from retrieval_agent.search.postprocess import Hit
+from retrieval_agent.search.windows import FileVersion, NeighbourChunk, neighbour_spans, windowed
+
+VERSION = FileVersion("kb", "f1", 3)
+
+
+def meta(split: int | None, *, file_id: str = "f1", page: int = 1) -> dict[str, Any]:
+    values: dict[str, Any] = {"file_id": file_id, "collection_name": "kb", "ingest_seq": 3, "page": page}
+    if split is not None:
+        values["split_id"] = split
+    return values
+
+
+def hit(split: int | None, content: str, **options: Any) -> Hit:
+    return Hit(point_id=f"p{split}", content=content, meta=meta(split, **options))
+
+
+def test_neighbour_spans_merge_overlapping_ranges_of_one_file_version() -> None:
+    spans = neighbour_spans([hit(10, "a"), hit(2, "b"), hit(40, "c"), hit(None, "d"), hit(1, "e", file_id="f2")])
+    assert spans == [
+        SplitSpan("kb", "f1", 3, range(0, 15)),
+        SplitSpan("kb", "f1", 3, range(36, 45)),
+        SplitSpan("kb", "f2", 3, range(0, 6)),
+    ]
+
+
+def test_a_window_overlap_between_chunks_of_one_page_is_shown_once() -> None:
+    shared = "the overlap both windows hold"
+    neighbours = {
+        VERSION: {5: NeighbourChunk(f"Then {shared}", meta(5)), 6: NeighbourChunk(f"{shared} and more.", meta(6))}
+    }
+    (result,) = windowed([hit(5, f"Then {shared}")], neighbours, max_chars=1000, k=1)
+    assert result.content == f"Then {shared} and more."
+    assert result.meta["window"] == [5, 6]
+
+
+def test_hits_without_a_split_id_are_returned_as_they_are() -> None:
+    plain = hit(None, "stored by another tool")
+    assert windowed([plain], {}, max_chars=1000, k=1) == [plain]
