@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from retrieval_agent.adapters.store import SplitSpan
@@ -42,3 +43,15 @@ def test_a_window_overlap_between_chunks_of_one_page_is_shown_once() -> None:
 def test_hits_without_a_split_id_are_returned_as_they_are() -> None:
     plain = hit(None, "stored by another tool")
     assert windowed([plain], {}, max_chars=1000, k=1) == [plain]
+
+
+def test_a_window_grows_first_towards_the_neighbour_the_search_ranked() -> None:
+    neighbours = {VERSION: {index: NeighbourChunk(f"chunk {index} text", meta(index)) for index in range(3, 8)}}
+    ranked = [hit(5, "chunk 5 text"), hit(7, "chunk 7 text"), hit(4, "chunk 4 text")]
+    ranked = [dataclasses.replace(item, score=score) for item, score in zip(ranked, (0.9, 0.1, 0.5), strict=True)]
+    # Room for one neighbour (12 characters each): split 4 scored above split 6 (not a candidate).
+    (result, *_) = windowed(ranked, neighbours, max_chars=24, k=1)
+    assert result.meta["window"] == [4, 5]
+    # Neither neighbour scored: after first, then before, in turn.
+    (plain,) = windowed([hit(5, "chunk 5 text")], neighbours, max_chars=36, k=1)
+    assert plain.meta["window"] == [4, 6]

@@ -599,7 +599,7 @@ class LinearSearch:
                 for version, chunks in by_position(await self.store.split_ranges(spans, scope), spans).items():
                     neighbours.setdefault(version, {}).update(chunks)
                 read = upto
-                results = windowed(ranked[:upto], neighbours, max_chars=budget, k=k)
+                results = windowed(ranked[:upto], neighbours, max_chars=budget, k=k, ranked=ranked)
                 if len(results) >= k or upto >= len(ranked):
                     return results
                 upto = min(len(ranked), upto + k - len(results))

@@ -3,8 +3,9 @@
 A chunk is cut to fit the embedding model (a few hundred tokens), and the answer a reader needs is
 often in the chunk before or after the one that ranked: a table's next rows, the paragraph under a
 heading, the rest of a slide. So each final hit is returned as a *window*: its own chunk plus whole
-neighbouring chunks of the same file version (``split_id`` order), taken alternately after and before
-it while the text stays within SEARCH_WINDOW_CHARS, and joined as the document reads
+neighbouring chunks of the same file version (``split_id`` order) while the text stays within
+SEARCH_WINDOW_CHARS, first on the side whose next chunk the search itself ranked higher (else after
+and before in turn), and joined as the document reads
 (``shared_contract.text.stitch`` drops the window overlap). What is shown stays the document's own
 text, in order; ``meta.window`` says which splits (first, last) it covers, ``meta.split_id`` stays
 the hit's own chunk.
@@ -115,19 +116,61 @@ def by_position(
     return found
 
 
+def _grow(
+    version: FileVersion,
+    split: int,
+    length: int,
+    around: Mapping[int, NeighbourChunk],
+    shown: set[tuple[FileVersion, int]],
+    scores: Mapping[tuple[FileVersion, int], float],
+    max_chars: int,
+) -> tuple[int, int]:
+    """The first and last split of the window around ``split`` (``length`` characters of its own)."""
+    first = last = split
+    total = length
+    after_next = True  # the side taken when the search scored neither neighbour (or both the same)
+    while True:
+        after, before = last + 1, first - 1
+        sides = [
+            index
+            for index in (after, before)
+            if index in around and (version, index) not in shown and total + len(around[index].content) <= max_chars
+        ]
+        if not sides:
+            return first, last
+        after_score = scores.get((version, after), float("-inf"))
+        before_score = scores.get((version, before), float("-inf"))
+        if len(sides) == 1:
+            index = sides[0]
+        elif after_score != before_score:
+            index = after if after_score > before_score else before
+        else:
+            index = after if after_next else before
+        after_next = index != after
+        total += len(around[index].content)
+        first, last = min(first, index), max(last, index)
+
+
 def windowed(
     hits: Sequence[Hit],
     neighbours: Mapping[FileVersion, Mapping[int, NeighbourChunk]],
     *,
     max_chars: int,
     k: int,
+    ranked: Sequence[Hit] = (),
 ) -> list[Hit]:
     """At most ``k`` results in ``hits`` order, each its chunk read with the neighbours that fit.
 
     ``neighbours``: the stored chunks around the hits, by file version and split id (the hits' own
-    chunks may be among them). A window grows by whole chunks only, so a hit's own chunk is always
-    returned whole, even when it alone is longer than ``max_chars``.
+    chunks may be among them). A window grows by one whole chunk at a time, towards the neighbour the
+    search scored higher among ``ranked`` (its candidates; default ``hits``), else after and before in
+    turn; so a hit's own chunk is always returned whole, even when it alone is longer than ``max_chars``.
     """
+    scores: dict[tuple[FileVersion, int], float] = {}
+    for candidate in ranked or hits:
+        position = hit_position(candidate)
+        if position is not None:
+            scores.setdefault(position, candidate.score)
     shown: set[tuple[FileVersion, int]] = set()
     results: list[Hit] = []
     for hit in hits:
@@ -138,29 +181,15 @@ def windowed(
             results.append(hit)
             continue
         version, split = position
-        if (version, split) in shown:
+        if position in shown:
             continue  # an earlier window already shows this chunk
         around = neighbours.get(version, {})
-        texts = {split: hit.content}
-        origins = {split: chunk_origin(hit.meta)}
-        first = last = split
-        total = len(hit.content)
-        growing = {"after": True, "before": True}
-        while growing["after"] or growing["before"]:
-            for side in ("after", "before"):
-                if not growing[side]:
-                    continue
-                candidate = last + 1 if side == "after" else first - 1
-                chunk = around.get(candidate)
-                if chunk is None or (version, candidate) in shown or total + len(chunk.content) > max_chars:
-                    growing[side] = False
-                    continue
-                texts[candidate] = chunk.content
-                origins[candidate] = chunk_origin(chunk.meta)
-                total += len(chunk.content)
-                first, last = min(first, candidate), max(last, candidate)
+        first, last = _grow(version, split, len(hit.content), around, shown, scores, max_chars)
         shown.update((version, index) for index in range(first, last + 1))
-        order = range(first, last + 1)
-        content = stitch([texts[index] for index in order], [origins[index] for index in order])
+        chunks = [
+            (hit.content, hit.meta) if index == split else (around[index].content, around[index].meta)
+            for index in range(first, last + 1)
+        ]
+        content = stitch([text for text, _ in chunks], [chunk_origin(meta) for _, meta in chunks])
         results.append(replace(hit, content=content, meta={**hit.meta, WINDOW_KEY: [first, last]}))
     return results
