@@ -6,7 +6,9 @@ Names follow retrieval_agent.settings; keep them in step with it.
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -85,3 +87,25 @@ def tuned_env(dataset: str) -> dict[str, str] | None:
 
 def rerank_env(rerank_url: str) -> dict[str, str]:
     return {**BASE, "ENABLE_HYBRID_SEARCH": "true", "ENABLE_RERANKING": "true", "RERANKER_API_BASE_URL": rerank_url}
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set NAME=VALUE`` (repeatable): a retrieval setting over every config row."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a retrieval setting over every config, e.g. HYBRID_MULTILINGUAL_WEIGHT=1.6 (repeatable)",
+    )
+
+
+def parse_set_option(parser: argparse.ArgumentParser, items: Sequence[str]) -> dict[str, str]:
+    """The ``--set`` items as an environment (names upper-cased); a malformed item is a usage error."""
+    overrides: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            parser.error(f"--set expects NAME=VALUE, got {item!r}")
+        overrides[name.strip().upper()] = value.strip()
+    return overrides

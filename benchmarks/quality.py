@@ -28,7 +28,7 @@ import psutil
 
 from benchmarks.beir import DEFAULT_DATA_DIR, BeirDataset, BeirDoc, load_dataset
 from benchmarks.client import SearchResult, ServiceClient
-from benchmarks.configs import ALL_CONFIGS, CONFIG_ENV, rerank_env, tuned_env
+from benchmarks.configs import ALL_CONFIGS, CONFIG_ENV, add_set_option, parse_set_option, rerank_env, tuned_env
 from benchmarks.ingest import file_id_for, file_id_map, ingest_docs, print_progress, read_done
 from benchmarks.metrics import QueryScores, Run, evaluate, rank
 from benchmarks.stack import Stack, running_stack
@@ -315,22 +315,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="diff two per-query files")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a retrieval setting over every config, e.g. HYBRID_MULTILINGUAL_WEIGHT=1.6 (repeatable)",
-    )
+    add_set_option(parser)
     args = parser.parse_args(argv)
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
-    overrides: dict[str, str] = {}
-    for item in args.set:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            parser.error(f"--set expects NAME=VALUE, got {item!r}")
-        overrides[name.strip().upper()] = value.strip()
-    args.set = overrides
+    args.set = parse_set_option(parser, args.set)
     return args
 
 

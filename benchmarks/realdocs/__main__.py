@@ -34,6 +34,7 @@ from urllib.parse import quote
 import httpx
 
 from benchmarks.client import BenchmarkHTTPError, ServiceClient
+from benchmarks.configs import add_set_option, parse_set_option
 from benchmarks.ingest import read_done
 from benchmarks.quality import RESULTS_DIR, WORK_DIR, config_env, machine, workspace
 from benchmarks.realdocs import (
@@ -329,7 +330,7 @@ def row_env(config: str, args: argparse.Namespace) -> dict[str, str] | str:
     env = config_env(config, args.tuned_on, args.rerank_url)
     if isinstance(env, str):
         return env
-    return {**env, **INSPECTION_ENV}
+    return {**env, **args.set, **INSPECTION_ENV}
 
 
 def run(args: argparse.Namespace) -> tuple[list[Question], list[Row], IngestReport | None, dict[str, bool] | None]:
@@ -425,9 +426,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--docs-dir", type=Path, default=DEFAULT_DOCS_DIR)
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    add_set_option(parser)
     args = parser.parse_args(argv)
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     args.questions = [q.strip() for q in args.questions.split(",") if q.strip()]
+    args.set = parse_set_option(parser, args.set)
     return args
 
 

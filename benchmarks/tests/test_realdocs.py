@@ -50,6 +50,7 @@ from benchmarks.realdocs.__main__ import (
     parse_args,
     rank_row,
     report_text,
+    row_env,
     write_per_question,
 )
 from benchmarks.stack import Stack
@@ -336,3 +337,12 @@ def test_cli_defaults_and_missing_docs(tmp_path: Path) -> None:
     assert not args.no_bm25
     with pytest.raises(SystemExit, match="no documents"):
         main([f"--docs-dir={tmp_path / 'absent'}", f"--results-dir={tmp_path / 'results'}"])
+
+
+def test_a_set_option_reaches_every_row_with_the_inspection_api() -> None:
+    args = parse_args(["--configs=hybrid,dense", "--set", "search_window_chars=0"])
+    for config in args.configs:
+        env = row_env(config, args)
+        assert isinstance(env, dict)
+        assert (env["SEARCH_WINDOW_CHARS"], env["ENABLE_INSPECTION_API"]) == ("0", "true")
+    assert row_env("dense", args)["ENABLE_HYBRID_SEARCH"] == "false"  # type: ignore[index]
