@@ -55,3 +55,25 @@ def test_a_window_grows_first_towards_the_neighbour_the_search_ranked() -> None:
     # Neither neighbour scored: after first, then before, in turn.
     (plain,) = windowed([hit(5, "chunk 5 text")], neighbours, max_chars=36, k=1)
     assert plain.meta["window"] == [4, 6]
+
+
+def test_the_room_left_takes_the_ends_of_the_chunks_beside_the_window_at_sentence_bounds() -> None:
+    before = "An opening line.\nThe clause before says one thing. Module Three covers prototypes."
+    after = "Prototype testing follows. A long closing paragraph that will not fit in the room."
+    neighbours = {VERSION: {4: NeighbourChunk(before, meta(4, page=0)), 6: NeighbourChunk(after, meta(6, page=2))}}
+    center = "The hit's own chunk."
+    budget = len(center) + 2 * (len("Module Three covers prototypes.") + 2) + 8
+    (result,) = windowed([hit(5, center)], neighbours, max_chars=budget, k=1)
+    # Neither whole neighbour fits: the last sentence before, the first sentence after.
+    assert result.content == f"Module Three covers prototypes.\n\n{center}\n\nPrototype testing follows."
+    assert result.meta["window"] == [4, 6]
+    assert len(result.content) <= budget
+
+
+def test_a_part_of_the_next_chunk_of_one_page_skips_the_window_overlap() -> None:
+    shared = "the sentence both chunks share."
+    center = f"The hit ends with {shared}"
+    after = f"{shared} Then the next one. And a last, long sentence that the room cannot hold at all."
+    neighbours = {VERSION: {6: NeighbourChunk(after, meta(6))}}
+    (result,) = windowed([hit(5, center)], neighbours, max_chars=len(center) + 25, k=1)
+    assert result.content == f"{center} Then the next one."

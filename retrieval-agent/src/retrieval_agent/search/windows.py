@@ -5,18 +5,21 @@ often in the chunk before or after the one that ranked: a table's next rows, the
 heading, the rest of a slide. So each final hit is returned as a *window*: its own chunk plus whole
 neighbouring chunks of the same file version (``split_id`` order) while the text stays within
 SEARCH_WINDOW_CHARS, first on the side whose next chunk the search itself ranked higher (else after
-and before in turn), and joined as the document reads
-(``shared_contract.text.stitch`` drops the window overlap). What is shown stays the document's own
-text, in order; ``meta.window`` says which splits (first, last) it covers, ``meta.split_id`` stays
-the hit's own chunk.
+and before in turn), and joined as the document reads (``shared_contract.text.stitch`` drops the
+window overlap). The room left is filled with the end of the chunk before (from a line or sentence
+start) and the start of the chunk after (up to a line or sentence end). What is shown stays the
+document's own text, in order; ``meta.window`` says which splits (first, last) it shows in whole or
+in part, ``meta.split_id`` stays the hit's own chunk.
 
-No text is returned twice: a neighbour already shown by a better-ranked result is not taken again,
-and a hit whose chunk an earlier window already shows is dropped (the next candidate takes its
-place). Hits without a ``split_id`` (data written by other tools) are returned as they are.
+A whole chunk is shown once: a neighbour a better-ranked result already shows is not taken again,
+and a hit whose chunk an earlier window shows is dropped (the next candidate takes its place); a
+chunk shown only in part may still come as a result of its own. Hits without a ``split_id`` (data
+written by other tools) are returned as they are.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
@@ -25,7 +28,7 @@ from rag_runtime.store import PointRecord
 from retrieval_agent.adapters.store import SplitSpan
 from retrieval_agent.search.postprocess import Hit
 from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
-from shared_contract.text import chunk_origin, stitch
+from shared_contract.text import MIN_OVERLAP_CHARS, chunk_origin, overlap_length, stitch
 
 # The response-only meta key: the [first, last] split ids a result's text covers.
 WINDOW_KEY: Final = "window"
@@ -187,9 +190,61 @@ def windowed(
         first, last = _grow(version, split, len(hit.content), around, shown, scores, max_chars)
         shown.update((version, index) for index in range(first, last + 1))
         chunks = [
-            (hit.content, hit.meta) if index == split else (around[index].content, around[index].meta)
+            NeighbourChunk(hit.content, hit.meta) if index == split else around[index]
             for index in range(first, last + 1)
         ]
-        content = stitch([text for text, _ in chunks], [chunk_origin(meta) for _, meta in chunks])
-        results.append(replace(hit, content=content, meta={**hit.meta, WINDOW_KEY: [first, last]}))
+        content = stitch([chunk.content for chunk in chunks], [chunk_origin(chunk.meta) for chunk in chunks])
+        room = max_chars - len(content)
+        before = around.get(first - 1) if (version, first - 1) not in shown else None
+        after = around.get(last + 1) if (version, last + 1) not in shown else None
+        lead = _lead_in(before, chunks[0], room // 2 if after is not None else room) if before is not None else ""
+        follow = _follow_on(chunks[-1], after, room - len(lead)) if after is not None else ""
+        span = [first - 1 if lead else first, last + 1 if follow else last]
+        results.append(replace(hit, content=lead + content + follow, meta={**hit.meta, WINDOW_KEY: span}))
     return results
+
+
+# Where a part of a neighbour may begin or end: a line break, or the space after a sentence's end.
+_BREAK = re.compile(r"\n|(?<=[.!?;:])\s")
+
+
+def _shared(previous: NeighbourChunk, following: NeighbourChunk) -> int:
+    """The window overlap of two consecutive chunks, as ``stitch`` finds it (0 when none)."""
+    if chunk_origin(previous.meta) != chunk_origin(following.meta):
+        return 0
+    shared = overlap_length(previous.content, following.content)
+    return shared if shared >= MIN_OVERLAP_CHARS else 0
+
+
+def _lead_in(before: NeighbourChunk, first: NeighbourChunk, room: int) -> str:
+    """The end of the chunk ``before`` the window, within ``room`` characters with its joint, from a
+    line or sentence start on ("" when none fits)."""
+    shared = _shared(before, first)
+    text = before.content[: len(before.content) - shared]
+    joint = "" if shared else "\n\n"
+    room -= len(joint)
+    if room <= 0:
+        return ""
+    part = text[-room:]
+    if len(part) < len(text):
+        boundary = _BREAK.search(part)
+        part = part[boundary.end() :] if boundary else ""
+    part = part.lstrip()
+    return part + joint if part else ""
+
+
+def _follow_on(last: NeighbourChunk, after: NeighbourChunk, room: int) -> str:
+    """The start of the chunk ``after`` the window, within ``room`` characters with its joint, up to
+    a line or sentence end ("" when none fits)."""
+    shared = _shared(last, after)
+    text = after.content[shared:]
+    joint = "" if shared else "\n\n"
+    room -= len(joint)
+    if room <= 0:
+        return ""
+    part = text[:room]
+    if len(part) < len(text):
+        ends = [match.start() for match in _BREAK.finditer(part)]
+        part = part[: ends[-1]] if ends else ""
+    part = part.rstrip()
+    return joint + part if part else ""
