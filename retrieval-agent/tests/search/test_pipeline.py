@@ -329,6 +329,17 @@ async def test_multi_query_merge_is_rrf_across_queries(store_factory: Callable[.
     assert merged[0].score == pytest.approx(1 / 61 + 1 / 61 + 1 / 60)
 
 
+async def test_spare_hits_of_a_merge_never_reorder_the_first_ones(store_factory: Callable[..., ChunkStore]) -> None:
+    search = pipeline(await make_store(store_factory, sparse=True))
+    a, b, c, d = (Hit(point_id=n, content=n, meta={"name": n}) for n in "abcd")
+    # Deep lists would put d (third in both) above a and c (first in one each).
+    lists = [[a, b, d], [c, b, d]]
+    assert names(search.merge(lists, limit=3)) == ["b", "d", "a"]
+    # With depth 2 the first two are what lists of two give; the spare ones follow by the whole lists.
+    assert names(search.merge([ranking[:2] for ranking in lists], limit=2)) == ["b", "a"]
+    assert names(search.merge(lists, limit=4, depth=2)) == ["b", "a", "d", "c"]
+
+
 def standardised_by_hand(scores: dict[str, float]) -> dict[str, float]:
     """(score - min) / population std over one leg's candidates (the z-score fusion's definition)."""
     values = list(scores.values())

@@ -3,9 +3,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rag_runtime.store import point_id_for
 from retrieval_agent.adapters.store import SplitSpan
 from retrieval_agent.search.postprocess import Hit
-from retrieval_agent.search.windows import FileVersion, NeighbourChunk, neighbour_spans, windowed
+from retrieval_agent.search.windows import FileVersion, NeighbourChunk, neighbour_read, windowed
+from shared_contract.schema import chunk_id
 
 VERSION = FileVersion("kb", "f1", 3)
 
@@ -21,12 +23,15 @@ def hit(split: int | None, content: str, **options: Any) -> Hit:
     return Hit(point_id=f"p{split}", content=content, meta=meta(split, **options))
 
 
-def test_neighbour_spans_merge_overlapping_ranges_of_one_file_version() -> None:
-    spans = neighbour_spans([hit(10, "a"), hit(2, "b"), hit(40, "c"), hit(None, "d"), hit(1, "e", file_id="f2")])
-    assert spans == [
-        SplitSpan("kb", "f1", 3, range(0, 15)),
-        SplitSpan("kb", "f1", 3, range(36, 45)),
-        SplitSpan("kb", "f2", 3, range(0, 6)),
+def test_neighbours_are_read_by_contract_id_else_by_merged_split_ranges() -> None:
+    written = hit(10, "a")  # its point id follows the contract: neighbours by id
+    written = dataclasses.replace(written, point_id=point_id_for(chunk_id(written.meta, 10)))
+    read = neighbour_read([written, hit(2, "b"), hit(40, "c"), hit(None, "d"), hit(1, "e", file_id="f2"), hit(4, "f")])
+    assert read.point_ids == sorted(point_id_for(chunk_id(written.meta, index)) for index in [8, 9, 11, 12])
+    assert read.spans == [
+        SplitSpan("kb", "f1", 3, range(0, 7)),
+        SplitSpan("kb", "f1", 3, range(38, 43)),
+        SplitSpan("kb", "f2", 3, range(0, 4)),
     ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from typing import Final, Literal
 
 DEFAULT_COLLECTION: Final = "ingestion_files"
@@ -73,6 +75,22 @@ class MetaKey:
 
 PENDING_STATE: Final = "pending"
 LIVE_STATE: Final = "live"
+
+
+def chunk_id(meta: Mapping[str, object], split_id: int) -> str:
+    """A chunk's id: stable per (file, tenant, version, position), so a retried write overwrites and
+    never duplicates, and a reader finds a chunk's neighbours by id (its point id is
+    ``rag_runtime.store.point_id_for`` of this)."""
+    key = "\x00".join(
+        str(meta.get(name, "")) for name in (MetaKey.FILE_ID, MetaKey.COLLECTION_NAME, MetaKey.INGEST_VERSION)
+    )
+    return hashlib.sha256(f"{key}\x00{split_id}".encode()).hexdigest()
+
+
+def page_number(page: object) -> int | None:
+    """The page as people count it (1 for the first) from a stored ``meta.page``, which is 0-based as
+    Open WebUI reads it; None when the chunk has no page."""
+    return page + 1 if isinstance(page, int) and not isinstance(page, bool) and page >= 0 else None
 
 
 def meta_path(key: str) -> str:

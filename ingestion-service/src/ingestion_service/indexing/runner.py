@@ -28,7 +28,6 @@ from ingestion_service.errors import (
 from ingestion_service.indexing import versioning
 from ingestion_service.indexing.job import DocumentLabels, IngestJob, IngestOutcome
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.pipeline.components.chunk_finalizer import chunk_id
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY
 from ingestion_service.run_control import RunControl
 from rag_runtime.embedding import SparseVectorData
@@ -44,6 +43,7 @@ from shared_contract import (
     MetaKey,
     SparseEmbeddingError,
 )
+from shared_contract.schema import chunk_id
 
 logger = logging.getLogger(__name__)
 # An untyped error inside a stage still fails that stage: its code follows the component.

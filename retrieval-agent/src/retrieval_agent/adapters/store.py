@@ -238,12 +238,21 @@ class StoreSearch:
         # A version holds each split once; two versions or tenants at most double it per page.
         return await self.scroll_records(selector, max_points=4 * len(splits) + _SCROLL_PAGE)
 
-    async def split_ranges(self, spans: Sequence[SplitSpan], scope: models.Filter) -> list[PointRecord]:
-        """Chunks within ``scope`` (a search's tenants and filter) of several file versions whose
-        ``split_id`` lies in each one's range, in one read."""
-        if not spans:
-            return []
+    async def chunks_around(
+        self,
+        point_ids: Sequence[str],
+        spans: Sequence[SplitSpan],
+        scope: models.Filter,
+        *,
+        payload: Sequence[str] = (PAYLOAD_CONTENT, PAYLOAD_META),
+    ) -> list[PointRecord]:
+        """Chunks within ``scope`` (a search's tenants and filter), in one read: the points
+        ``point_ids`` and those of several file versions whose ``split_id`` lies in each span, with
+        the ``payload`` keys only.
+        """
         branches: list[models.Condition] = []
+        if point_ids:
+            branches.append(models.HasIdCondition(has_id=list(point_ids)))
         for span in spans:
             conditions: list[models.Condition] = [
                 match(MetaKey.COLLECTION_NAME, span.collection_name),
@@ -259,8 +268,12 @@ class StoreSearch:
                     )
                 )
             branches.append(models.Filter(must=conditions))
+        if not branches:
+            return []
         selector = models.Filter(must=[scope, models.Filter(should=branches)], must_not=[pending_condition()])
-        return await self.scroll_records(selector, max_points=sum(len(span.splits) for span in spans))
+        return await self.scroll_records(
+            selector, max_points=len(point_ids) + sum(len(span.splits) for span in spans), payload=payload
+        )
 
     async def document_heads(
         self, collection_names: Sequence[str], conditions: Sequence[models.Condition], max_docs: int

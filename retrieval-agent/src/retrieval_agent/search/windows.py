@@ -24,17 +24,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from rag_runtime.store import PointRecord
+from rag_runtime.store import PointRecord, point_id_for
 from retrieval_agent.adapters.store import SplitSpan
 from retrieval_agent.search.postprocess import Hit
-from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
+from shared_contract import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey, meta_path
+from shared_contract.schema import chunk_id
 from shared_contract.text import MIN_OVERLAP_CHARS, chunk_origin, overlap_length, stitch
 
 # The response-only meta key: the [first, last] split ids a result's text covers.
 WINDOW_KEY: Final = "window"
-# Neighbours read on each side of a hit: enough to fill the budget with short chunks (table rows,
-# slide bodies) without reading far.
-MAX_NEIGHBOURS: Final = 4
+# Neighbours read on each side of a hit: with the room filled from the next ones' ends, two fill
+# the budget as well as four on the real-document questions, at half the read.
+MAX_NEIGHBOURS: Final = 2
+# What a window needs of a neighbour: its text, where it sits and what it was cut from.
+NEIGHBOUR_PAYLOAD: Final = (
+    PAYLOAD_CONTENT,
+    *(
+        meta_path(key)
+        for key in (
+            MetaKey.FILE_ID,
+            MetaKey.COLLECTION_NAME,
+            MetaKey.INGEST_SEQ,
+            MetaKey.SPLIT_ID,
+            MetaKey.PAGE,
+            MetaKey.HEADERS,
+        )
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -69,15 +85,30 @@ def hit_position(hit: Hit) -> tuple[FileVersion, int] | None:
     return FileVersion(tenant, file_id, _int(hit.meta.get(MetaKey.INGEST_SEQ))), split
 
 
-def neighbour_spans(hits: Sequence[Hit]) -> list[SplitSpan]:
-    """The splits to read around the hits: MAX_NEIGHBOURS on each side, overlapping ranges of one
-    file version merged."""
+@dataclass(frozen=True, slots=True)
+class NeighbourRead:
+    """What to read around the hits: point ids where the hits' ids follow the contract's
+    ``chunk_id`` (as ingestion writes them), split ranges for data written under other ids."""
+
+    point_ids: list[str]
+    spans: list[SplitSpan]
+
+
+def neighbour_read(hits: Sequence[Hit]) -> NeighbourRead:
+    """MAX_NEIGHBOURS chunks on each side of every hit, by id where its own id shows the scheme,
+    else by split range (overlapping ranges of one file version merged)."""
+    point_ids: list[str] = []
     ranges: dict[FileVersion, list[range]] = {}
     for hit in hits:
         position = hit_position(hit)
-        if position is not None:
-            version, split = position
-            ranges.setdefault(version, []).append(range(max(0, split - MAX_NEIGHBOURS), split + MAX_NEIGHBOURS + 1))
+        if position is None:
+            continue
+        version, split = position
+        around = range(max(0, split - MAX_NEIGHBOURS), split + MAX_NEIGHBOURS + 1)
+        if point_id_for(chunk_id(hit.meta, split)) == hit.point_id:
+            point_ids.extend(point_id_for(chunk_id(hit.meta, index)) for index in around if index != split)
+        else:
+            ranges.setdefault(version, []).append(around)
     spans: list[SplitSpan] = []
     for version, pieces in sorted(ranges.items()):
         pieces.sort(key=lambda piece: piece.start)
@@ -88,34 +119,26 @@ def neighbour_spans(hits: Sequence[Hit]) -> list[SplitSpan]:
                 start = piece.start
             stop = max(stop, piece.stop)
         spans.append(SplitSpan(version.collection_name, version.file_id, version.seq, range(start, stop)))
-    return spans
+    return NeighbourRead(sorted(set(point_ids)), spans)
 
 
-def by_position(
-    records: Sequence[PointRecord], spans: Sequence[SplitSpan]
-) -> dict[FileVersion, dict[int, NeighbourChunk]]:
-    """The records read for ``spans``, by the file version each span names and split id."""
-    wanted = {(span.collection_name, span.file_id): span.seq for span in spans}
+def by_position(records: Sequence[PointRecord], hits: Sequence[Hit]) -> dict[FileVersion, dict[int, NeighbourChunk]]:
+    """The records read around ``hits``, by the hits' file versions and split id (a record of
+    another version of a hit's file is left out)."""
+    versions = {(v.collection_name, v.file_id): v for v, _ in filter(None, (hit_position(hit) for hit in hits))}
     found: dict[FileVersion, dict[int, NeighbourChunk]] = {}
     for record in records:
         meta = record.payload.get(PAYLOAD_META)
         content = record.payload.get(PAYLOAD_CONTENT)
         if not isinstance(meta, dict) or not isinstance(content, str):
             continue
-        tenant, file_id, split = (
-            meta.get(MetaKey.COLLECTION_NAME),
-            meta.get(MetaKey.FILE_ID),
-            _int(meta.get(MetaKey.SPLIT_ID)),
-        )
-        if (
-            not isinstance(tenant, str)
-            or not isinstance(file_id, str)
-            or split is None
-            or (tenant, file_id) not in wanted
-        ):
+        split = _int(meta.get(MetaKey.SPLIT_ID))
+        version = versions.get((str(meta.get(MetaKey.COLLECTION_NAME)), str(meta.get(MetaKey.FILE_ID))))
+        if split is None or version is None:
             continue
-        seq = wanted[(tenant, file_id)]
-        found.setdefault(FileVersion(tenant, file_id, seq), {})[split] = NeighbourChunk(content, meta)
+        if version.seq is not None and _int(meta.get(MetaKey.INGEST_SEQ)) != version.seq:
+            continue
+        found.setdefault(version, {})[split] = NeighbourChunk(content, meta)
     return found
 
 

@@ -13,6 +13,7 @@ from qdrant_client import models
 from rag_runtime.embedding import ContractEmbedder
 from rag_runtime.store import ChunkStore
 from retrieval_agent.settings import Settings
+from shared_contract.schema import chunk_id
 
 from ...conftest import AUTH, RecordingStore, add_chunk, chunk_meta, create_collection, make_settings  # noqa: TID252
 
@@ -30,19 +31,32 @@ FOREIGN_SPLIT_2 = "Tenant X only: the vacation allowance is secret."
 QUESTION = "How many days of paid vacation do employees earn?"
 
 
-@pytest.fixture
-def handbook(store_factory: Callable[..., ChunkStore], settings: Settings, embedder: ContractEmbedder) -> ChunkStore:
+def point_key(meta: dict[str, Any], ids: str, name: str) -> str:
+    """The chunk's id as ingestion writes it (``contract``), or one another writer chose."""
+    return chunk_id(meta, meta["split_id"]) if ids == "contract" else f"{name}-{meta['split_id']}"
+
+
+# Neighbours are read by id where the hits' ids follow the contract, else by split range.
+@pytest.fixture(params=["contract", "other"])
+def handbook(
+    request: pytest.FixtureRequest,
+    store_factory: Callable[..., ChunkStore],
+    settings: Settings,
+    embedder: ContractEmbedder,
+) -> ChunkStore:
     store = store_factory(settings)
+    ids: str = request.param
 
     async def seed() -> None:
         await create_collection(store, settings)
         for index, text in enumerate(HANDBOOK):
             danish = {"languages": ["da"], "language": "da"} if index == 2 else {}
             meta = chunk_meta(TENANT, "handbook.pdf", 1, index, **danish)
-            await add_chunk(store, embedder, f"handbook-{index}", text, meta)
-        await add_chunk(store, embedder, "other-0", OTHER, chunk_meta(TENANT, "other.pdf", 1, 0))
+            await add_chunk(store, embedder, point_key(meta, ids, "handbook"), text, meta)
+        other = chunk_meta(TENANT, "other.pdf", 1, 0)
+        await add_chunk(store, embedder, point_key(other, ids, "other"), OTHER, other)
         foreign = chunk_meta("kb-x", "handbook.pdf", 1, 2)
-        await add_chunk(store, embedder, "foreign-2", FOREIGN_SPLIT_2, foreign)
+        await add_chunk(store, embedder, point_key(foreign, ids, "foreign"), FOREIGN_SPLIT_2, foreign)
 
     anyio.run(seed)
     return store
@@ -68,7 +82,7 @@ def test_a_hit_is_returned_with_the_neighbours_that_fit_in_document_order(
 
 
 def test_a_neighbour_outside_the_request_filter_is_not_joined(
-    app_factory: Callable[..., TestClient], handbook: ChunkStore
+    app_factory: Callable[..., TestClient], handbook: ChunkStore, request: pytest.FixtureRequest
 ) -> None:
     recording = RecordingStore(handbook)
     api = app_factory(make_settings(search_window_chars=150), recording)
@@ -82,6 +96,9 @@ def test_a_neighbour_outside_the_request_filter_is_not_joined(
     scope = selector.must[0]
     assert tenant in scope.must
     assert any(isinstance(condition, models.Filter) and condition.should for condition in scope.must)
+    (branch,) = selector.must[1].should
+    by_id = request.node.callspec.params["handbook"] == "contract"
+    assert isinstance(branch, models.HasIdCondition if by_id else models.Filter)
 
 
 def test_results_never_show_a_chunk_twice_and_spare_candidates_fill_k(

@@ -14,16 +14,9 @@ from ingestion_service.pipeline.embed_text import CONTEXT_KEY, MIN_CONTENT_TOKEN
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.run_control import checkpoint
 from shared_contract import MetaKey
+from shared_contract.schema import chunk_id
 
 _SHRINK_STEP = 8
-
-
-def chunk_id(meta: dict[str, object], split_id: int) -> str:
-    """A stable id per (file, tenant, version, position): a retried write overwrites, never duplicates."""
-    key = "\x00".join(
-        str(meta.get(name, "")) for name in (MetaKey.FILE_ID, MetaKey.COLLECTION_NAME, MetaKey.INGEST_VERSION)
-    )
-    return hashlib.sha256(f"{key}\x00{split_id}".encode()).hexdigest()
 
 
 @component
