@@ -24,15 +24,23 @@ def hit(split: int | None, content: str, **options: Any) -> Hit:
 
 
 def test_neighbours_are_read_by_contract_id_else_by_merged_split_ranges() -> None:
-    written = hit(10, "a")  # its point id follows the contract: neighbours by id
+    written = hit(10, "a", file_id="f3")  # its point id follows the contract: neighbours by id
     written = dataclasses.replace(written, point_id=point_id_for(chunk_id(written.meta, 10)))
     read = neighbour_read([written, hit(2, "b"), hit(40, "c"), hit(None, "d"), hit(1, "e", file_id="f2"), hit(4, "f")])
     assert read.point_ids == sorted(point_id_for(chunk_id(written.meta, index)) for index in [8, 9, 11, 12])
+    # Splits 2 and 4 are hits themselves: not read again.
     assert read.spans == [
         SplitSpan("kb", "f1", 3, range(0, 7)),
         SplitSpan("kb", "f1", 3, range(38, 43)),
         SplitSpan("kb", "f2", 3, range(0, 4)),
     ]
+
+
+def test_no_neighbour_is_read_past_the_end_of_its_file() -> None:
+    last = dataclasses.replace(hit(1, "b"), meta={**meta(1), "chunk_count": 2})
+    alone = dataclasses.replace(hit(0, "x", file_id="f2"), meta={**meta(0, file_id="f2"), "chunk_count": 1})
+    read = neighbour_read([last, alone])
+    assert (read.point_ids, read.spans) == ([], [SplitSpan("kb", "f1", 3, range(0, 1))])
 
 
 def test_a_window_overlap_between_chunks_of_one_page_is_shown_once() -> None:

@@ -602,9 +602,14 @@ class LinearSearch:
         budget = self.settings.search_window_chars
         if budget == 0 or not ranked:
             return list(ranked[:k])
-        scope = scoped_filter(collection_names, conditions, live_key=(await self.store.capabilities()).live_key)
         # One read for every candidate: a later one takes the place of a hit an earlier window shows.
         wanted = neighbour_read(ranked)
-        with self.metrics.time_stage("windows"):
-            records = await self.store.chunks_around(wanted.point_ids, wanted.spans, scope, payload=NEIGHBOUR_PAYLOAD)
+        records = []
+        if wanted.point_ids or wanted.spans:
+            live_key = (await self.store.capabilities()).live_key
+            scope = scoped_filter(collection_names, conditions, live_key=live_key)
+            with self.metrics.time_stage("windows"):
+                records = await self.store.chunks_around(
+                    wanted.point_ids, wanted.spans, scope, payload=NEIGHBOUR_PAYLOAD
+                )
         return windowed(ranked, by_position(records, ranked), max_chars=budget, k=k)

@@ -95,20 +95,29 @@ class NeighbourRead:
 
 
 def neighbour_read(hits: Sequence[Hit]) -> NeighbourRead:
-    """MAX_NEIGHBOURS chunks on each side of every hit, by id where its own id shows the scheme,
-    else by split range (overlapping ranges of one file version merged)."""
+    """MAX_NEIGHBOURS chunks on each side of every hit, within its file (``chunk_count``) and not
+    among the hits themselves: by id where a hit's own id shows the scheme, else by split range
+    (overlapping ranges of one file version merged)."""
+    positions = [(hit, hit_position(hit)) for hit in hits]
+    known = {position for _, position in positions if position is not None}
     point_ids: list[str] = []
     ranges: dict[FileVersion, list[range]] = {}
-    for hit in hits:
-        position = hit_position(hit)
+    by_id: dict[FileVersion, bool] = {}
+    for hit, position in positions:
         if position is None:
             continue
         version, split = position
-        around = range(max(0, split - MAX_NEIGHBOURS), split + MAX_NEIGHBOURS + 1)
-        if point_id_for(chunk_id(hit.meta, split)) == hit.point_id:
-            point_ids.extend(point_id_for(chunk_id(hit.meta, index)) for index in around if index != split)
+        count = _int(hit.meta.get(MetaKey.CHUNK_COUNT))
+        stop = split + MAX_NEIGHBOURS + 1 if count is None else min(split + MAX_NEIGHBOURS + 1, count)
+        around = [index for index in range(max(0, split - MAX_NEIGHBOURS), stop) if (version, index) not in known]
+        if not around:
+            continue
+        if version not in by_id:  # one file version's chunks are written under one scheme
+            by_id[version] = point_id_for(chunk_id(hit.meta, split)) == hit.point_id
+        if by_id[version]:
+            point_ids.extend(point_id_for(chunk_id(hit.meta, index)) for index in around)
         else:
-            ranges.setdefault(version, []).append(around)
+            ranges.setdefault(version, []).append(range(around[0], around[-1] + 1))
     spans: list[SplitSpan] = []
     for version, pieces in sorted(ranges.items()):
         pieces.sort(key=lambda piece: piece.start)
@@ -123,10 +132,15 @@ def neighbour_read(hits: Sequence[Hit]) -> NeighbourRead:
 
 
 def by_position(records: Sequence[PointRecord], hits: Sequence[Hit]) -> dict[FileVersion, dict[int, NeighbourChunk]]:
-    """The records read around ``hits``, by the hits' file versions and split id (a record of
-    another version of a hit's file is left out)."""
-    versions = {(v.collection_name, v.file_id): v for v, _ in filter(None, (hit_position(hit) for hit in hits))}
+    """The chunks around ``hits``: the records read and the hits themselves, by the hits' file
+    versions and split id (a record of another version of a hit's file is left out)."""
     found: dict[FileVersion, dict[int, NeighbourChunk]] = {}
+    versions: dict[tuple[str, str], FileVersion] = {}
+    for hit in hits:
+        position = hit_position(hit)
+        if position is not None:
+            versions[(position[0].collection_name, position[0].file_id)] = position[0]
+            found.setdefault(position[0], {})[position[1]] = NeighbourChunk(hit.content, hit.meta)
     for record in records:
         meta = record.payload.get(PAYLOAD_META)
         content = record.payload.get(PAYLOAD_CONTENT)
