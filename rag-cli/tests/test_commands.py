@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -172,6 +173,8 @@ def test_search_prints_a_readable_table() -> None:
     assert seen == [{"queries": ["When?"], "collection_names": ["kb-1", "kb-2"], "k": 2}]
     text = buffer.getvalue()
     assert "paris.pdf" in text
+    # The stored 0-based page 3 is the fourth page as people count it.
+    assert re.search(r"paris\.pdf\s*│\s*4\s*│", text)
     assert "0.0328" in text
     assert "The Eiffel Tower was completed in 1889." in text
     assert "other.txt" in text

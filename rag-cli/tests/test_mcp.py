@@ -205,10 +205,11 @@ async def test_tools_call_the_services_with_their_keys(services: tuple[Services,
         "file_id": "f-policy",
         "collection": "kb-a",
         "page": 3,
+        "page_number": 4,
         "score": 0.91,
         "uri": "kb://kb-a/f-policy",
     }
-    assert passages[1]["page"] is None
+    assert (passages[1]["page"], passages[1]["page_number"]) == (None, None)
     searched = next(body for path, _, body in fake.requests if path == "/search")
     assert searched == {
         "queries": ["refund time"],

@@ -17,6 +17,7 @@ from rich.table import Table
 from rag_cli.client import IngestOutcome, SearchFailedError, SearchReply, ingest_file, search_reply
 from rag_cli.config import Endpoint
 from retrieval_agent.api.models import SearchResponse
+from shared_contract.schema import page_number
 
 INGEST_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
 
@@ -155,7 +156,7 @@ def results_table(query: str, results: SearchResponse) -> Table:
         meta = first_meta[rank - 1] if rank - 1 < len(first_meta) else {}
         score = first_scores[rank - 1] if rank - 1 < len(first_scores) else None
         source = str(meta.get("name") or meta.get("source") or "")
-        page = meta.get("page")
+        page = page_number(meta.get("page"))  # the stored page is 0-based; people count from 1
         table.add_row(
             str(rank),
             "" if score is None else f"{score:.4f}",

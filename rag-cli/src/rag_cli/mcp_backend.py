@@ -43,6 +43,7 @@ from retrieval_agent.mcp.models import (
     document_uri,
 )
 from shared_contract.document_filter import DocumentFilter
+from shared_contract.schema import page_number
 
 # A search or a long document's text can take a while; the connection itself should not.
 HTTP_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
@@ -178,6 +179,7 @@ def _passages(results: SearchResponse) -> list[Passage]:
                 file_id=file_id,
                 collection=tenant,
                 page=_int(meta.get("page")),
+                page_number=page_number(meta.get("page")),
                 score=distance,
                 uri=document_uri(tenant, file_id) if tenant and file_id else None,
             )

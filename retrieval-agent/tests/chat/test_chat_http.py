@@ -80,7 +80,8 @@ def test_answer_carries_sources_and_the_upstream_got_the_numbered_context(chat_a
     assert sources[0]["file_name"] == "paris.pdf"
     assert sources[0]["file_id"] == "file-paris.pdf"
     assert sources[0]["collection_name"] == "kb-a"
-    assert sources[0]["page"] == 1
+    # 0-based in metadata (Open WebUI's reading), and as people count pages.
+    assert (sources[0]["page"], sources[0]["page_number"]) == (1, 2)
     assert 0.0 < sources[0]["score"] <= 1.0
     assert "Eiffel Tower in Paris was completed in 1889" in sources[0]["text"]
     assert [source["index"] for source in sources] == list(range(1, len(sources) + 1))
@@ -94,7 +95,8 @@ def test_answer_carries_sources_and_the_upstream_got_the_numbered_context(chat_a
     assert llm.authorizations == [f"Bearer {UPSTREAM_KEY}"]
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]
     context = system_text(sent)
-    assert "[1] paris.pdf (page 1, file_id: file-paris.pdf)" in context
+    # The model reads the page as people count it: stored page 1 is the second page.
+    assert "[1] paris.pdf (page 2, file_id: file-paris.pdf)" in context
     assert "The Eiffel Tower in Paris was completed in 1889" in context
     assert "cite" in context
     assert sent["messages"][-1] == {"role": "user", "content": QUESTION}

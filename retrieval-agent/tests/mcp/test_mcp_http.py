@@ -90,7 +90,7 @@ async def test_search_ranks_the_right_file_first_and_stays_in_its_collection(mcp
     passages = data["passages"]
     assert passages[0]["name"] == "paris.pdf"
     assert passages[0]["file_id"] == "file-paris.pdf"
-    assert passages[0]["page"] == 1
+    assert (passages[0]["page"], passages[0]["page_number"]) == (1, 2)
     assert passages[0]["uri"] == "kb://kb-a/file-paris.pdf"
     assert [passage["rank"] for passage in passages] == list(range(1, len(passages) + 1))
     assert all(0.0 <= passage["score"] <= 1.0 for passage in passages)
@@ -98,7 +98,7 @@ async def test_search_ranks_the_right_file_first_and_stays_in_its_collection(mcp
     assert {passage["collection"] for passage in passages} == {"kb-a"}
     block = result.content[0]
     assert isinstance(block, TextContent)
-    assert "paris.pdf" in block.text
+    assert "paris.pdf, page 2 (file_id file-paris.pdf" in block.text  # as people count pages
     assert "Tenant B" not in block.text
     assert "BANANA" not in block.text
 

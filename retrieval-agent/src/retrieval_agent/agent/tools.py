@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 from qdrant_client import models
 
@@ -34,6 +34,7 @@ from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.scope import scoped_filter
 from retrieval_agent.settings import Settings
 from shared_contract import MetaKey
+from shared_contract.schema import page_number
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ class Preview(BaseModel):
 
     file_id: str | None = None
     name: str | None = None
-    page: int | None = None
+    page_number: int | None = Field(default=None, description="The page as people count it (1 for the first).")
     title: str | None = None
     headers: list[str] | None = None
     languages: list[str] | None = None
@@ -157,9 +158,9 @@ def _preview_meta(meta: dict[str, Any]) -> dict[str, Any]:
             values[key] = value
     if "name" not in values and isinstance(meta.get(MetaKey.SOURCE), str):
         values["name"] = meta[MetaKey.SOURCE]
-    page = meta.get(MetaKey.PAGE)
-    if isinstance(page, int) and not isinstance(page, bool):
-        values["page"] = page
+    number = page_number(meta.get(MetaKey.PAGE))
+    if number is not None:
+        values["page_number"] = number
     for key in (MetaKey.HEADERS, MetaKey.LANGUAGES):
         value = meta.get(key)
         if isinstance(value, list) and value:
@@ -323,7 +324,7 @@ async def run_list_documents(
     for entry in shown:
         item = {"file_id": entry.file_id, **_preview_meta(entry.meta)}
         item.pop(MetaKey.HEADERS, None)
-        item.pop(MetaKey.PAGE, None)
+        item.pop("page_number", None)  # the first chunk's page says nothing about a whole document
         day = ingested_on(entry.meta.get(MetaKey.INGEST_SEQ))
         if day is not None:
             item["ingested"] = day.isoformat()

@@ -15,6 +15,7 @@ from retrieval_agent.search.leniency import adjust
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.queries import ChatMessage
 from shared_contract import MetaKey
+from shared_contract.schema import page_number
 
 # The context block's budget (as the seed proxy: about 3,000 tokens); the first passage always fits.
 MAX_CONTEXT_CHARS = 12_000
@@ -65,6 +66,7 @@ class SourceBook:
             file_id=_text(meta, MetaKey.FILE_ID),
             collection_name=_text(meta, MetaKey.COLLECTION_NAME),
             page=_page(meta),
+            page_number=page_number(meta.get(MetaKey.PAGE)),
             score=hit.relevance,
             text=hit.content,
         )
@@ -81,7 +83,7 @@ class SourceBook:
 
 def passage(source: RagSource) -> str:
     """One numbered passage as the model reads it."""
-    where = [f"page {source.page}"] if source.page is not None else []
+    where = [f"page {source.page_number}"] if source.page_number is not None else []
     if source.file_id:
         where.append(f"file_id: {source.file_id}")
     label = source.file_name or "untitled"

@@ -134,7 +134,8 @@ class RagSource(BaseModel):
     file_name: str | None = None
     file_id: str | None = None
     collection_name: str | None = None
-    page: int | None = None
+    page: int | None = Field(default=None, description="0-based page (meta.page, as Open WebUI reads it).")
+    page_number: int | None = Field(default=None, description="The page as people count it (page + 1).")
     score: float = Field(description="Calibrated relevance in [0, 1] (what /search returns in distances).")
     text: str
 

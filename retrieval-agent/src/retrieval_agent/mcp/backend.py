@@ -32,7 +32,7 @@ from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.scope import request_conditions
 from shared_contract import ContractError, MetaKey
 from shared_contract.document_filter import DocumentFilter
-from shared_contract.schema import TenantKind, tenant_kind
+from shared_contract.schema import TenantKind, page_number, tenant_kind
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ class InProcessBackend:
                     file_id=file_id,
                     collection=tenant,
                     page=_int(hit.meta.get(MetaKey.PAGE)),
+                    page_number=page_number(hit.meta.get(MetaKey.PAGE)),
                     score=hit.relevance,
                     uri=document_uri(tenant, file_id) if tenant and file_id else None,
                 )

@@ -58,7 +58,8 @@ class Passage(BaseModel):
     name: str | None = Field(default=None, description="The source file's name.")
     file_id: str | None = None
     collection: str | None = None
-    page: int | None = Field(default=None, description="Page of the source, when the format has pages.")
+    page: int | None = Field(default=None, description="0-based page of the source, when the format has pages.")
+    page_number: int | None = Field(default=None, description="The same page as people count it (page + 1).")
     score: float = Field(description="Calibrated relevance in [0, 1] (the /search distance).")
     uri: str | None = Field(default=None, description="The whole document as a resource (kb://collection/file_id).")
 

@@ -62,7 +62,7 @@ def _search_text(result: SearchResult) -> str:
     blocks = []
     for passage in result.passages:
         where = passage.name or passage.file_id or "?"
-        page = f", page {passage.page}" if passage.page is not None else ""
+        page = f", page {passage.page_number}" if passage.page_number is not None else ""
         blocks.append(
             f"[{passage.rank}] {where}{page} (file_id {passage.file_id}, score {passage.score:.2f})\n{passage.text}"
         )
