@@ -115,11 +115,6 @@ _OWN_CODES: dict[str, tuple[int, str]] = {
         499,
         "The job was cancelled (DELETE on the job): submit the ingest again if the file is still wanted.",
     ),
-    "DOCUMENT_NOT_FOUND": (
-        404,
-        "Check file_id and collection_name (a file is found only in the collection it was ingested into); "
-        "GET /api/v1/documents?collection_name=<name> lists what the collection holds.",
-    ),
     "TOO_MANY_DOCUMENTS": (
         422,
         "Narrow the list with tag=, format= or category=, or split the knowledge base into several "

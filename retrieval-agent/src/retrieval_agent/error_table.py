@@ -8,6 +8,8 @@ codes (QDRANT_UNAVAILABLE, EMBEDDING_FAILED, ...) have their status and hint in
 from __future__ import annotations
 
 from retrieval_agent.errors import (
+    CollectionNotFoundError,
+    DocumentNotFoundError,
     FactNotFoundError,
     InvalidFilterError,
     InvalidMemoryRequestError,
@@ -29,6 +31,7 @@ from shared_contract import (
 from shared_contract.error_codes import (
     COLLECTION_MISMATCH,
     COLLECTION_MISSING,
+    DOCUMENT_NOT_FOUND,
     EMBEDDING_FAILED,
     INVALID_REQUEST,
     QDRANT_UNAVAILABLE,
@@ -38,6 +41,7 @@ from shared_contract.error_codes import (
 from shared_contract.error_table import ErrorTable, error_row
 
 SEARCH_FAILED = "SEARCH_FAILED"
+COLLECTION_NOT_FOUND = "COLLECTION_NOT_FOUND"
 MEMORY_DISABLED = "MEMORY_DISABLED"
 FACT_NOT_FOUND = "FACT_NOT_FOUND"
 MEMORY_FAILED = "MEMORY_FAILED"
@@ -50,6 +54,11 @@ CODES = (
             "A fault inside the retrieval agent: the request_failed log line with this request_id has the "
             "cause and traceback. Retry once; report it if it repeats."
         ),
+    ),
+    ErrorCodeSpec(
+        code=COLLECTION_NOT_FOUND,
+        status=404,
+        hint="The collection holds no documents: list_collections (POST /tools/list_collections) names those that do.",
     ),
     ErrorCodeSpec(
         code=MEMORY_DISABLED,
@@ -90,6 +99,8 @@ ERROR_TABLE = ErrorTable(
             cause_only=True,
         ),
         error_row(FactNotFoundError, FACT_NOT_FOUND),
+        error_row(CollectionNotFoundError, COLLECTION_NOT_FOUND),
+        error_row(DocumentNotFoundError, DOCUMENT_NOT_FOUND),
         error_row(
             MemoryStorageError,
             MEMORY_FAILED,

@@ -53,3 +53,35 @@ def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     error that maps to its wire code, not the group around it."""
     first = group.exceptions[0]
     return first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+class KnowledgeBaseError(RetrievalError):
+    """A failure of a knowledge-base tool (MCP, /tools) the caller can act on; its message is shown
+    as it is. ``cause``: the service's own typed error behind it (Qdrant down, ...), which HTTP
+    callers get with its own code and status."""
+
+    def __init__(self, message: str, *, cause: Exception | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class CollectionNotFoundError(KnowledgeBaseError):
+    """The collection holds no committed document (collections exist only as values on chunks,
+    so an unknown name and an empty one look the same)."""
+
+    def __init__(self, collection: str) -> None:
+        super().__init__(
+            f"collection {collection!r} holds no documents (unknown or empty); list_collections shows the knowledge bases"
+        )
+        self.collection = collection
+
+
+class DocumentNotFoundError(KnowledgeBaseError):
+    """No committed version of the file in that collection."""
+
+    def __init__(self, file_id: str, collection: str) -> None:
+        super().__init__(
+            f"no document {file_id!r} in collection {collection!r}; list_documents shows the collection's file ids"
+        )
+        self.file_id = file_id
+        self.collection = collection

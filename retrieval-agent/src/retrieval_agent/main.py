@@ -26,7 +26,7 @@ from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.api.auth import install_edge
 from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.openai_errors import install_openai_errors
-from retrieval_agent.api.routes import chat, health, memory, metrics, search
+from retrieval_agent.api.routes import chat, health, memory, metrics, search, tools
 from retrieval_agent.chat.service import ChatService
 from retrieval_agent.chat.upstream import ChatUpstream
 from retrieval_agent.mcp.http import mount_mcp
@@ -255,5 +255,7 @@ def create_app(
     app.include_router(chat.router, include_in_schema=settings.chat_upstream_base_url is not None)
     app.include_router(metrics.router)
     app.include_router(memory.router, include_in_schema=settings.enable_memory)
+    app.include_router(tools.router)
+    app.include_router(tools.spec_router)
     mcp_sessions = mount_mcp(app) if settings.enable_mcp else None
     return app

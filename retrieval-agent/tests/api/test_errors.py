@@ -27,9 +27,11 @@ def subclasses(cls: type[Exception]) -> set[type[Exception]]:
 
 
 # Bases no code raises, and errors the pipeline handles before they could reach a caller (the reranker
-# and query generation fail open; settings errors stop the start-up).
+# and query generation fail open; settings errors stop the start-up; a tool's KnowledgeBaseError
+# wraps another error, which is what HTTP callers get).
 NOT_ANSWERED = {
     domain_errors.RetrievalError,
+    domain_errors.KnowledgeBaseError,
     domain_errors.MemoryFailure,
     domain_errors.RerankerError,
     domain_errors.QueryGenerationError,

@@ -29,6 +29,9 @@ COLLECTION_MISMATCH = "COLLECTION_MISMATCH"
 STORE_INCOMPATIBLE = "STORE_INCOMPATIBLE"
 EMBEDDING_FAILED = "EMBEDDING_FAILED"
 SPARSE_EMBEDDING_FAILED = "SPARSE_EMBEDDING_FAILED"
+# A file that a tenant does not hold, asked for by file_id (ingestion's documents routes, the
+# retrieval agent's document tools).
+DOCUMENT_NOT_FOUND = "DOCUMENT_NOT_FOUND"
 
 
 class ErrorCodeSpec(BaseModel):
@@ -142,6 +145,15 @@ CONTRACT_CODES = codes_by_name(
             "Check the embedding settings (EMBEDDING_PROVIDER, EMBEDDING_API_BASE_URL, or the model built "
             "under LOCAL_MODELS_DIR by `make models`) and GET /health/ready; the request_failed log line "
             "with this request_id has the cause."
+        ),
+    ),
+    ErrorCodeSpec(
+        code=DOCUMENT_NOT_FOUND,
+        status=404,
+        hint=(
+            "Check file_id and collection_name (a file is found only in the collection it was ingested into); "
+            "GET /api/v1/documents?collection_name=<name> (ingestion) or the list_documents tool (retrieval) "
+            "lists what the collection holds."
         ),
     ),
     ErrorCodeSpec(

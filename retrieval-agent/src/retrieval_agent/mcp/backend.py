@@ -59,7 +59,7 @@ def _int(value: object) -> int | None:
 def _failure(exc: Exception) -> KnowledgeBaseError:
     # The /search error codes and caller-facing messages (never the store's raw answer).
     _, code, message = classify(exc)
-    return KnowledgeBaseError(f"{code}: {message}")
+    return KnowledgeBaseError(f"{code}: {message}", cause=exc)
 
 
 class InProcessBackend:

@@ -11,43 +11,20 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from retrieval_agent.errors import CollectionNotFoundError, DocumentNotFoundError, KnowledgeBaseError
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.schema import TenantKind, tenant_kind
 
 CollectionKind = TenantKind
 collection_kind = tenant_kind
 DOCUMENT_URI_PREFIX = "kb://"
+# The tools' typed errors live with the service's other domain errors (its error table maps them).
+__all__ = ["CollectionNotFoundError", "DocumentNotFoundError", "KnowledgeBaseError"]
 
 
 def document_uri(collection: str, file_id: str) -> str:
     """The resource URI of one document (the ``kb://{collection}/{file_id}`` template)."""
     return f"{DOCUMENT_URI_PREFIX}{collection}/{file_id}"
-
-
-class KnowledgeBaseError(Exception):
-    """A failure the caller can act on; the message is shown to the MCP client as it is."""
-
-
-class CollectionNotFoundError(KnowledgeBaseError):
-    """The collection holds no committed document (collections exist only as values on chunks,
-    so an unknown name and an empty one look the same)."""
-
-    def __init__(self, collection: str) -> None:
-        super().__init__(
-            f"collection {collection!r} holds no documents (unknown or empty); list_collections shows the knowledge bases"
-        )
-        self.collection = collection
-
-
-class DocumentNotFoundError(KnowledgeBaseError):
-    """No committed version of the file in that collection."""
-
-    def __init__(self, file_id: str, collection: str) -> None:
-        super().__init__(
-            f"no document {file_id!r} in collection {collection!r}; list_documents shows the collection's file ids"
-        )
-        self.file_id = file_id
-        self.collection = collection
 
 
 class Passage(BaseModel):
