@@ -53,7 +53,7 @@ NEIGHBOUR_PAYLOAD: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class FileVersion:
     """One tenant's copy of one version of a file: the chunks a window may join."""
 
@@ -119,7 +119,7 @@ def neighbour_read(hits: Sequence[Hit]) -> NeighbourRead:
         else:
             ranges.setdefault(version, []).append(range(around[0], around[-1] + 1))
     spans: list[SplitSpan] = []
-    for version, pieces in sorted(ranges.items()):
+    for version, pieces in sorted(ranges.items(), key=lambda item: (item[0].collection_name, item[0].file_id)):
         pieces.sort(key=lambda piece: piece.start)
         start, stop = pieces[0].start, pieces[0].stop
         for piece in pieces[1:]:
