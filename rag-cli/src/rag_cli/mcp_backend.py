@@ -29,15 +29,13 @@ from rag_cli.client import (
 from rag_cli.config import Endpoint
 from rag_runtime.http import configure_logging
 from retrieval_agent.api.models import SearchResponse
+from retrieval_agent.errors import CollectionNotFoundError, DocumentNotFoundError, KnowledgeBaseError
 from retrieval_agent.mcp.models import (
     CollectionInfo,
     CollectionList,
-    CollectionNotFoundError,
     DocumentList,
-    DocumentNotFoundError,
     DocumentSummary,
     DocumentText,
-    KnowledgeBaseError,
     Passage,
     collection_kind,
     document_uri,

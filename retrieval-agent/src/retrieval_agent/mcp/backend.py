@@ -14,17 +14,14 @@ from rag_runtime.store import KNOWLEDGE_BASES, ingested_at, tenant_counts, tenan
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.documents import list_document_entries, read_whole_document
 from retrieval_agent.error_table import classify
-from retrieval_agent.errors import RetrievalError
+from retrieval_agent.errors import CollectionNotFoundError, DocumentNotFoundError, KnowledgeBaseError, RetrievalError
 from retrieval_agent.mcp.models import (
     CollectionInfo,
     CollectionList,
-    CollectionNotFoundError,
     DocumentList,
-    DocumentNotFoundError,
     DocumentSummary,
     DocumentText,
     KnowledgeBackend,
-    KnowledgeBaseError,
     Passage,
     document_uri,
 )
@@ -36,7 +33,7 @@ from shared_contract.schema import TenantKind, page_number, tenant_kind
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DOCUMENT_MAX_CHARS", "MAX_COLLECTIONS", "InProcessBackend", "KnowledgeBackend"]
+__all__ = ["DOCUMENT_MAX_CHARS", "MAX_COLLECTIONS", "InProcessBackend", "KnowledgeBackend", "app_backend"]
 
 # An MCP client asks for the whole document, not the agent's AGENT_DOCUMENT_MAX_CHARS budget; the cap
 # only bounds one call's memory (a few hundred pages of text).
@@ -162,6 +159,20 @@ class InProcessBackend:
             ],
             complete=complete,
         )
+
+
+def app_backend(state: Any) -> InProcessBackend:
+    """The tools over an app's ``state`` (its lifespan sets ``search`` and ``store``, read at call time)."""
+
+    def search() -> LinearSearch:
+        pipeline: LinearSearch = state.search
+        return pipeline
+
+    def store() -> StoreSearch:
+        chunks: StoreSearch = state.store
+        return chunks
+
+    return InProcessBackend(search, store)
 
 
 def _refuse_memory(collection: str) -> None:

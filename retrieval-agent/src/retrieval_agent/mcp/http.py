@@ -11,10 +11,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
-from retrieval_agent.adapters.store import StoreSearch
-from retrieval_agent.mcp.backend import InProcessBackend
+from retrieval_agent.mcp.backend import app_backend
 from retrieval_agent.mcp.server import build_mcp_server
-from retrieval_agent.search.pipeline import LinearSearch
 
 MCP_PATH = "/mcp"
 
@@ -23,15 +21,7 @@ def mount_mcp(app: FastAPI, path: str = MCP_PATH) -> StreamableHTTPSessionManage
     """Serve the MCP server at ``path``; the caller runs the returned manager (``async with manager.run()``)
     inside the app's lifespan, after ``app.state.search`` and ``app.state.store`` exist."""
 
-    def search() -> LinearSearch:
-        pipeline: LinearSearch = app.state.search
-        return pipeline
-
-    def store() -> StoreSearch:
-        chunks: StoreSearch = app.state.store
-        return chunks
-
-    server = build_mcp_server(InProcessBackend(search, store))
+    server = build_mcp_server(app_backend(app.state))
     # Only for the session manager it creates (``server.session_manager``): the Starlette app it
     # returns would not run its lifespan once mounted, so the route below serves the manager directly.
     server.streamable_http_app(

@@ -11,15 +11,16 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from retrieval_agent.errors import CollectionNotFoundError, DocumentNotFoundError, KnowledgeBaseError
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.schema import TenantKind, tenant_kind
 
 CollectionKind = TenantKind
 collection_kind = tenant_kind
 DOCUMENT_URI_PREFIX = "kb://"
-# The tools' typed errors live with the service's other domain errors (its error table maps them).
-__all__ = ["CollectionNotFoundError", "DocumentNotFoundError", "KnowledgeBaseError"]
+# The tools' bounds, the same over MCP and the OpenAPI tool server.
+DEFAULT_K = 5
+MAX_K = 50
+MAX_PAGE = 200
 
 
 def document_uri(collection: str, file_id: str) -> str:

@@ -16,13 +16,15 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from retrieval_agent.errors import DocumentNotFoundError, KnowledgeBaseError
 from retrieval_agent.mcp.models import (
+    DEFAULT_K,
+    MAX_K,
+    MAX_PAGE,
     CollectionList,
     DocumentList,
-    DocumentNotFoundError,
     DocumentText,
     KnowledgeBackend,
-    KnowledgeBaseError,
     SearchResult,
     document_uri,
 )
@@ -30,9 +32,6 @@ from shared_contract.document_filter import DocumentFilter
 from shared_contract.names import CollectionName, is_collection_name
 
 SERVER_NAME = "rag-knowledge-base"
-DEFAULT_K = 5
-MAX_K = 50
-MAX_PAGE = 200
 DOCUMENT_TEMPLATE = "kb://{collection}/{file_id}"
 COLLECTIONS_URI = "kb://collections"
 

@@ -604,7 +604,7 @@ class LinearSearch:
             return list(ranked[:k])
         # One read for every candidate: a later one takes the place of a hit an earlier window shows.
         wanted = neighbour_read(ranked)
-        records = []
+        records: list[PointRecord] = []
         if wanted.point_ids or wanted.spans:
             live_key = (await self.store.capabilities()).live_key
             scope = scoped_filter(collection_names, conditions, live_key=live_key)

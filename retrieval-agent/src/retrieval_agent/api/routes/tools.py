@@ -19,24 +19,28 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_runtime.http import ERROR_RESPONSES, require_json_body
-from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.errors import KnowledgeBaseError
-from retrieval_agent.mcp.backend import InProcessBackend
-from retrieval_agent.mcp.models import CollectionList, DocumentList, DocumentText, SearchResult
-from retrieval_agent.search.pipeline import LinearSearch
+from retrieval_agent.mcp.backend import InProcessBackend, app_backend
+from retrieval_agent.mcp.models import (
+    DEFAULT_K,
+    MAX_K,
+    MAX_PAGE,
+    CollectionList,
+    DocumentList,
+    DocumentText,
+    SearchResult,
+)
 from shared_contract import CollectionName
 from shared_contract.document_filter import DocumentFilter
+from shared_contract.error_body import ErrorBody
 from shared_contract.version import CONTRACT_VERSION
 
 TOOLS_PREFIX = "/tools"
-DEFAULT_K = 5
-MAX_K = 50
-MAX_PAGE = 200
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {
-        **ERROR_RESPONSES[422],
+        "model": ErrorBody,
         "description": "COLLECTION_NOT_FOUND: the collection holds no documents; DOCUMENT_NOT_FOUND: no such file in it.",
     }
 }
@@ -90,16 +94,7 @@ class ListCollectionsRequest(_Body):
 
 async def get_tools(request: Request) -> InProcessBackend:
     """The MCP tools' backend over the app's search service and store."""
-
-    def search() -> LinearSearch:
-        pipeline: LinearSearch = request.app.state.search
-        return pipeline
-
-    def store() -> StoreSearch:
-        chunks: StoreSearch = request.app.state.store
-        return chunks
-
-    return InProcessBackend(search, store)
+    return app_backend(request.app.state)
 
 
 ToolsDep = Annotated[InProcessBackend, Depends(get_tools)]
