@@ -8,6 +8,7 @@ codes (QDRANT_UNAVAILABLE, EMBEDDING_FAILED, ...) have their status and hint in
 from __future__ import annotations
 
 from retrieval_agent.errors import (
+    AgenticDisabledError,
     CollectionNotFoundError,
     DocumentNotFoundError,
     FactNotFoundError,
@@ -91,6 +92,7 @@ STORE_REJECTED_HINT = (
 ERROR_TABLE = ErrorTable(
     [
         error_row(InvalidFilterError, INVALID_REQUEST),
+        error_row(AgenticDisabledError, INVALID_REQUEST),
         error_row(InvalidMemoryRequestError, INVALID_REQUEST),
         error_row(
             MemoryDisabledError,

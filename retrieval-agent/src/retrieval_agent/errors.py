@@ -28,6 +28,11 @@ class InvalidFilterError(RetrievalError):
     wrong type): a 422 naming the key, like any other invalid field."""
 
 
+class AgenticDisabledError(RetrievalError):
+    """A search asked for ``mode: agentic`` on a service without the agent (ENABLE_AGENTIC_RAG=false):
+    a 422, since running the linear search instead would answer something else than was asked."""
+
+
 class MemoryFailure(RetrievalError):
     """Base class of long-term memory failures."""
 

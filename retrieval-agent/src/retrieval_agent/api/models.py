@@ -3,7 +3,7 @@ clients send (Open WebUI never does)."""
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -44,6 +44,11 @@ class SearchRequest(BaseModel):
     filter: DocumentFilter | None = Field(
         default=None,
         description="Only chunks of documents matching this metadata filter, within collection_names (never wider).",
+    )
+    mode: Literal["linear", "agentic"] | None = Field(
+        default=None,
+        description="linear: the hybrid pipeline; agentic: the agent's loop (needs ENABLE_AGENTIC_RAG=true); "
+        "omitted: the agent's loop when it is enabled, else linear.",
     )
 
     @field_validator("collection_names")

@@ -12,6 +12,7 @@ from rag_runtime.http import ERROR_RESPONSES, require_json_body
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import AgentDep, MetricsDep, SearchDep
 from retrieval_agent.api.models import SearchRequest, SearchResponse
+from retrieval_agent.errors import AgenticDisabledError
 from retrieval_agent.search.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.scope import request_conditions
@@ -50,7 +51,8 @@ async def search(
 
     ``filter`` narrows every retrieval (linear or agentic) to matching documents of those tenants.
 
-    With ENABLE_AGENTIC_RAG=true the agentic loop answers (same response shape; headers say how it ended).
+    With ENABLE_AGENTIC_RAG=true the agentic loop answers (same response shape; headers say how it ended),
+    unless ``mode`` is ``linear``.
     """
     started = time.perf_counter()
     # Before any work: an undeclared attribute or a mistyped condition is a 422 naming the key.
@@ -65,8 +67,13 @@ async def search(
         for change in adjusted.changes:
             metrics.request_adjustments.labels(adjustment=change).inc()
         logger.info("search request adjusted to the limits: %s", ",".join(adjusted.changes))
+    if body.mode == "agentic" and agent is None:
+        raise AgenticDisabledError(
+            "Invalid request: mode 'agentic' needs the agent (ENABLE_AGENTIC_RAG=true on the retrieval agent); "
+            "send mode 'linear' or leave it out."
+        )
     result_sets: list[list[Hit]]
-    if agent is not None:
+    if agent is not None and body.mode != "linear":
         run = await agent.run(
             queries=adjusted.queries,
             messages=adjusted.messages,
