@@ -689,3 +689,83 @@ def test_an_unexpected_failure_is_500_openai_shaped_and_logged_once(
     assert (getattr(record, "path", None), getattr(record, "status", None)) == ("/v1/chat/completions", 500)
     assert record.exc_info is not None
     assert llm.requests == []
+
+
+# -- citations: one number per document, and Open WebUI's source events -------------------------------
+
+CELLS = "How do cells get energy: photosynthesis and mitochondria?"
+
+
+def source_event_chunks(parsed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [chunk["event"] for chunk in parsed if "event" in chunk]
+
+
+def test_passages_of_one_document_share_its_citation_number(chat_api: ChatApi) -> None:
+    # Without windows biology.pdf's two chunks are two passages.
+    client, llm = chat_api(lambda body: text("ATP [1]."), search_window_chars=0, chat_context_k=4)
+    response = post(client, chat_body("scripted@kb-a", messages=[{"role": "user", "content": CELLS}]))
+    assert response.status_code == 200, response.text
+    sources = response.json()["rag_sources"]
+    biology = [source for source in sources if source["file_name"] == "biology.pdf"]
+    assert len(biology) == 2
+    assert biology[0]["index"] == biology[1]["index"]
+    assert {source["document"] for source in biology} == {"file-biology.pdf"}
+    # Numbers follow the order documents were first found, without gaps.
+    first_seen = list(dict.fromkeys(source["index"] for source in sources))
+    assert first_seen == list(range(1, len(first_seen) + 1))
+    assert len(first_seen) == len({source["document"] for source in sources})
+    number = biology[0]["index"]
+    context = system_text(llm.requests[0])
+    assert f"[{number}] biology.pdf (page 3, file_id: file-biology.pdf)" in context
+    assert f"[{number}] biology.pdf (page 5, file_id: file-biology.pdf)" in context
+
+
+def test_stream_emits_a_source_event_per_document_before_the_answer(chat_api: ChatApi) -> None:
+    client, _ = chat_api(lambda body: text("ATP [1]."), search_window_chars=0, chat_context_k=4)
+    body = chat_body("scripted@kb-a", stream=True, messages=[{"role": "user", "content": CELLS}])
+    parsed = chunks(sse_events(post(client, body).text))
+    sources = parsed[-1]["rag_sources"]
+    events = source_event_chunks(parsed)
+    documents = list(dict.fromkeys(source["document"] for source in sources))
+    assert len(events) == len(documents)
+    # Right after the role chunk, before any text, with no choices (Open WebUI forwards them as events).
+    assert all("event" in chunk and chunk["choices"] == [] for chunk in parsed[1 : 1 + len(events)])
+    assert streamed_text(parsed[: 1 + len(events)]) == ""
+    for number, (event, document) in enumerate(zip(events, documents, strict=True), start=1):
+        passages = [source for source in sources if source["index"] == number]
+        assert event["type"] == "source"
+        data = event["data"]
+        assert data["source"] == {"id": document, "name": passages[0]["file_name"]}
+        assert data["document"] == [source["text"] for source in passages]
+        assert data["distances"] == [source["score"] for source in passages]
+        assert data["metadata"] == [
+            {
+                "source": document,
+                "name": source["file_name"],
+                "file_id": source["file_id"],
+                "collection_name": "kb-a",
+                "page": source["page"],
+                "citation": number,
+            }
+            for source in passages
+        ]
+    biology = next(event["data"] for event in events if event["data"]["source"]["name"] == "biology.pdf")
+    # 0-based, as Open WebUI reads metadata.page: the chunks sit on the third and fifth pages.
+    assert sorted(meta["page"] for meta in biology["metadata"]) == [2, 4]
+
+
+def test_stream_announces_the_passages_a_tool_round_found(chat_api: ChatApi) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if turn(body) == 0:
+            return tool_call("search", {"query": "second largest city of Denmark"})
+        return text("Aarhus [2].")
+
+    client, _ = chat_api(script, chat_context_k=1)
+    parsed = chunks(sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text))
+    events = source_event_chunks(parsed)
+    assert [event["data"]["source"]["name"] for event in events] == ["paris.pdf", "denmark.pdf"]
+    assert events[1]["data"]["metadata"][0]["citation"] == 2
+    announced = next(index for index, chunk in enumerate(parsed) if chunk.get("event") == events[1])
+    first_text = next(index for index, chunk in enumerate(parsed) if streamed_text([chunk]))
+    assert announced < first_text
+    assert [source["file_name"] for source in parsed[-1]["rag_sources"]] == ["paris.pdf", "denmark.pdf"]

@@ -1,8 +1,11 @@
-"""The turn's numbered sources and the context prompt that shows them to the model.
+"""The turn's numbered sources, the context prompt that shows them to the model, and the source events
+Open WebUI shows as citations.
 
-Every passage the model sees carries a number ([1], [2], ...) that ``rag_sources`` repeats, so a
-client can turn the model's markers into citations. Numbers are stable within a turn: a passage a
-follow-up search finds again keeps its number.
+A citation number names a document: every passage of the first document the search found is [1],
+as Open WebUI numbers its own sources (its chat view maps ``[n]`` to the n-th distinct
+``metadata.source`` of the message's sources). ``rag_sources`` lists each passage with its number, so
+any client can turn the model's markers into citations. Numbers are stable within a turn: a passage
+a follow-up search finds again, or another passage of a numbered document, keeps its number.
 """
 
 from __future__ import annotations
@@ -46,39 +49,101 @@ def _text(meta: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _url(meta: dict[str, Any]) -> str | None:
+    source = _text(meta, MetaKey.SOURCE)
+    return source if source is not None and source.startswith(("http://", "https://")) else None
+
+
 class SourceBook:
-    """The sources of one chat turn, numbered from 1."""
+    """The sources of one chat turn: passages, each with its document's number (from 1)."""
 
     def __init__(self) -> None:
         self.sources: list[RagSource] = []
-        self._numbers: dict[tuple[str | None, str], int] = {}
+        self._passages: dict[tuple[str | None, str], RagSource] = {}
+        self._documents: dict[str, int] = {}
 
     def add(self, hit: Hit) -> RagSource:
-        """``hit`` as a source: a new number, or the one it already has."""
-        key = (_text(hit.meta, MetaKey.FILE_ID), hit.content_hash)
-        known = self._numbers.get(key)
-        if known is not None:
-            return self.sources[known - 1]
+        """``hit`` as a source: its document's number (a new one for a new document), or the source
+        already made of the same passage."""
         meta = hit.meta
+        file_id = _text(meta, MetaKey.FILE_ID)
+        known = self._passages.get((file_id, hit.content_hash))
+        if known is not None:
+            return known
+        name = _text(meta, MetaKey.NAME) or _text(meta, MetaKey.SOURCE)
+        url = _url(meta)
+        # A passage of no named file is a document of its own.
+        document = url or file_id or name or f"passage:{hit.content_hash}"
+        number = self._documents.setdefault(document, len(self._documents) + 1)
         source = RagSource(
-            index=len(self.sources) + 1,
-            file_name=_text(meta, MetaKey.NAME) or _text(meta, MetaKey.SOURCE),
-            file_id=_text(meta, MetaKey.FILE_ID),
+            index=number,
+            document=document,
+            file_name=name,
+            file_id=file_id,
             collection_name=_text(meta, MetaKey.COLLECTION_NAME),
+            url=url,
             page=_page(meta),
             page_number=page_number(meta.get(MetaKey.PAGE)),
             score=hit.relevance,
             text=hit.content,
         )
         self.sources.append(source)
-        self._numbers[key] = source.index
+        self._passages[(file_id, hit.content_hash)] = source
         return source
 
     def keep(self, count: int) -> None:
-        """Keep only the first ``count`` sources (those the context had room for)."""
-        for source in self.sources[count:]:
-            self._numbers = {key: number for key, number in self._numbers.items() if number != source.index}
+        """Keep only the first ``count`` sources (those the context had room for). Numbers are given in
+        order, so the kept ones still run from 1 without a gap."""
         del self.sources[count:]
+        kept = {source.index for source in self.sources}
+        shown = {id(source) for source in self.sources}
+        self._passages = {key: source for key, source in self._passages.items() if id(source) in shown}
+        self._documents = {document: number for document, number in self._documents.items() if number in kept}
+
+
+def source_events(sources: Sequence[RagSource]) -> list[dict[str, Any]]:
+    """Open WebUI's ``source`` events for ``sources``: one per document, in number order, each with the
+    document's passages (``document``, ``metadata`` and ``distances`` in parallel; ``metadata.page``
+    0-based, as Open WebUI shows ``page + 1``). Events for a document already sent add its new passages
+    to the same citation (Open WebUI merges them by ``metadata.source``)."""
+    by_number: dict[int, list[RagSource]] = {}
+    for source in sources:
+        by_number.setdefault(source.index, []).append(source)
+    events: list[dict[str, Any]] = []
+    for number in sorted(by_number):
+        passages = by_number[number]
+        first = passages[0]
+        name = first.file_name or first.document
+        origin: dict[str, Any] = {"id": first.document, "name": name}
+        if first.url is not None:
+            origin["url"] = first.url
+        metadata = [
+            {
+                key: value
+                for key, value in {
+                    "source": passage.document,
+                    "name": name,
+                    "file_id": passage.file_id,
+                    "collection_name": passage.collection_name,
+                    "page": passage.page,
+                    "citation": passage.index,
+                }.items()
+                if value is not None
+            }
+            for passage in passages
+        ]
+        events.append(
+            {
+                "type": "source",
+                "data": {
+                    "source": origin,
+                    "document": [passage.text for passage in passages],
+                    "metadata": metadata,
+                    "distances": [passage.score for passage in passages],
+                },
+            }
+        )
+    return events
 
 
 def passage(source: RagSource) -> str:

@@ -130,10 +130,18 @@ def _names_function(entry: dict[str, Any]) -> bool:
 class RagSource(BaseModel):
     """One passage the answer may cite as ``[index]``."""
 
-    index: int = Field(description="The citation number, [1] for 1.")
+    index: int = Field(
+        description="The citation number, [1] for 1: one per document, shared by all of its passages (the order "
+        "in which the documents were first found)."
+    )
+    document: str = Field(
+        description="What the number names: the source URL, else the file_id, else the file name (the "
+        "metadata.source of Open WebUI's source events)."
+    )
     file_name: str | None = None
     file_id: str | None = None
     collection_name: str | None = None
+    url: str | None = Field(default=None, description="The document's http(s) source, where it has one.")
     page: int | None = Field(default=None, description="0-based page (meta.page, as Open WebUI reads it).")
     page_number: int | None = Field(default=None, description="The page as people count it (page + 1).")
     score: float = Field(description="Calibrated relevance in [0, 1] (what /search returns in distances).")

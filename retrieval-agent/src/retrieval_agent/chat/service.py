@@ -4,7 +4,9 @@ without them, whose answer must have text: calls alone then are a 502 ``upstream
 sent are the client's: a call to one is returned, never run here.
 
 Streaming streams every round; tool-call deltas are gathered until the round ends, and text that comes
-after a tool call started is held until the round proves final. ``rag_sources`` goes in a last chunk
+after a tool call started is held until the round proves final. Open WebUI's ``source`` events (chunks
+with an ``event`` and no choices) follow the role chunk, and each tool round that found new passages;
+``rag_sources`` goes in a last chunk
 before ``data: [DONE]``, with ``usage`` summed over the rounds when the client sent
 ``stream_options.include_usage`` (as OpenAI's last chunk). A round whose stream carried neither text
 nor a tool call is asked once more without streaming: some upstreams answer ``stream: true`` with a
@@ -25,7 +27,7 @@ import anyio
 
 from rag_runtime.store import KNOWLEDGE_BASES
 from retrieval_agent.adapters.store import StoreSearch
-from retrieval_agent.chat.context import SourceBook, context_message, search_messages
+from retrieval_agent.chat.context import SourceBook, context_message, search_messages, source_events
 from retrieval_agent.chat.errors import (
     INVALID_KNOWLEDGE_BASE,
     KNOWLEDGE_BASE_NOT_FOUND,
@@ -281,10 +283,17 @@ class ChatService:
             }
             return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
 
+        def announce(first_new: int) -> str:
+            """The source events of the sources from ``first_new`` on (Open WebUI's citations)."""
+            return "".join(event(None, event=source) for source in source_events(turn.book.sources[first_new:]))
+
         outcome: ChatOutcome = "ok"
         usage = Usage()
         try:
             yield event({"role": "assistant", "content": ""})
+            # Open WebUI shows these as the message's citations (it drops the last chunk's rag_sources).
+            yield announce(0)
+            announced = len(turn.book.sources)
             stream, rounds, asked_whole = first, 0, False
             while True:
                 streamed = StreamedRound()
@@ -305,6 +314,8 @@ class ChatService:
                 kind, calls = turn.decide(asked, rounds)
                 if kind == "server":
                     await self._run_tools(turn, "".join(held) or None, calls, rounds)
+                    yield announce(announced)
+                    announced = len(turn.book.sources)
                     rounds += 1
                     stream = await self.upstream.stream(
                         turn.upstream_model,
