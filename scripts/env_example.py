@@ -104,7 +104,7 @@ class DeploymentVar:
 
 
 _CORE = "Deployment: secrets and endpoints (docker-compose.yml)"
-_WEBUI = "Profile webui: Open WebUI"
+_WEBUI = "Profiles webui and webui-fork: Open WebUI"
 _AGENT = "Profile agent: LiteLLM proxy"
 _OBS = "Profile observability: Prometheus"
 DEPLOYMENT_VARS: tuple[DeploymentVar, ...] = (
@@ -123,12 +123,19 @@ DEPLOYMENT_VARS: tuple[DeploymentVar, ...] = (
     DeploymentVar("MINIO_PORT", "9000", "Host port of MinIO's S3 API (bound to 127.0.0.1).", _CORE),
     DeploymentVar(
         "OPEN_WEBUI_IMAGE",
-        "ghcr.io/open-webui/open-webui:v0.9.6",
-        "Stock Open WebUI reads files through the ingestion-service (external document loader) only. The "
-        "external ingestion and retrieval hooks need the AarhusAI fork: build it from aarhusai-docker's "
-        "patches and put its pinned tag here.",
+        "ghcr.io/open-webui/open-webui:v0.12.4",
+        "Stock Open WebUI: reads every upload through the ingestion-service's document loader; with "
+        "LOADER_INDEX_UPLOADS=true and the Function in integrations/open-webui/ its chats use our search.",
         _WEBUI,
     ),
+    DeploymentVar(
+        "OPEN_WEBUI_FORK_IMAGE",
+        "aarhusai/open-webui:v0.9.6-external-rag",
+        "The AarhusAI fork of Open WebUI v0.9.6 (profile webui-fork): build it from aarhusai-docker's "
+        "patches/v0.9.6 and tag it so, or put its pinned tag here.",
+        _WEBUI,
+    ),
+    DeploymentVar("WEBUI_FORK_PORT", "3001", "Host port of the fork's Open WebUI (bound to 127.0.0.1).", _WEBUI),
     DeploymentVar("WEBUI_PORT", "3000", "Host port of Open WebUI (bound to 127.0.0.1).", _WEBUI),
     DeploymentVar(
         "WEBUI_SECRET_KEY",

@@ -93,10 +93,22 @@ def test_forked_keys_reach_each_service_as_api_key() -> None:
     services = compose["services"]
     assert services["ingestion-service"]["environment"]["API_KEY"].startswith("${INGESTION_API_KEY:?")
     assert services["retrieval-agent"]["environment"]["API_KEY"].startswith("${RETRIEVAL_API_KEY:?")
-    webui = services["open-webui"]["environment"]
-    assert webui["EXTERNAL_INGESTION_API_KEY"].startswith("${INGESTION_API_KEY")
-    assert webui["EXTERNAL_DOCUMENT_LOADER_API_KEY"].startswith("${INGESTION_API_KEY")
-    assert webui["RAG_EXTERNAL_RETRIEVAL_API_KEY"].startswith("${RETRIEVAL_API_KEY")
+    stock = services["open-webui"]["environment"]
+    assert stock["EXTERNAL_DOCUMENT_LOADER_API_KEY"].startswith("${INGESTION_API_KEY")
+    fork = services["open-webui-fork"]["environment"]
+    assert fork["EXTERNAL_INGESTION_API_KEY"].startswith("${INGESTION_API_KEY")
+    assert fork["RAG_EXTERNAL_RETRIEVAL_API_KEY"].startswith("${RETRIEVAL_API_KEY")
+
+
+def test_no_open_webui_extracts_an_upload_twice() -> None:
+    services = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]
+    # Stock Open WebUI reads uploads through the loader only; the fork hands them to the ingestion
+    # service, which extracts them itself, so it must not also call the loader.
+    assert services["open-webui"]["environment"]["CONTENT_EXTRACTION_ENGINE"] == "external"
+    assert "EXTERNAL_INGESTION_ENGINE" not in services["open-webui"]["environment"]
+    assert services["open-webui-fork"]["environment"]["EXTERNAL_INGESTION_ENGINE"] == "external"
+    assert "CONTENT_EXTRACTION_ENGINE" not in services["open-webui-fork"]["environment"]
+    assert services["open-webui"]["image"].endswith(":v0.12.4}")
 
 
 @pytest.mark.parametrize(
