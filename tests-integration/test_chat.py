@@ -88,13 +88,21 @@ def test_chat_streams_with_sources_last(chat: ChatStack) -> None:
     )
     pieces: list[str] = []
     sources: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
             pieces.append(chunk.choices[0].delta.content)
         sources.extend((chunk.model_extra or {}).get("rag_sources") or [])
+        if (chunk.model_extra or {}).get("event"):
+            # Open WebUI's source events, before any text: the SDK reads them as chunks without choices.
+            assert not pieces
+            events.append((chunk.model_extra or {})["event"])
     assert len(pieces) > 1
     assert "".join(pieces).startswith("According to tides.txt")
     assert sources[0]["file_name"] == "tides.txt"
+    assert events[0]["type"] == "source"
+    assert events[0]["data"]["source"]["name"] == "tides.txt"
+    assert events[0]["data"]["metadata"][0]["file_id"] == sources[0]["file_id"]
 
 
 def test_models_list_the_knowledge_base(chat: ChatStack) -> None:
