@@ -309,3 +309,15 @@ def gotenberg_server() -> Iterator[GotenbergStandIn]:
         yield server
     finally:
         server.stop()
+
+
+# --- A web site on loopback for the URL fetcher, the web loader and ingest by URL (tests/web_site.py) --
+
+from .web_site import WebSite  # noqa: E402, TID252
+
+
+@pytest.fixture
+def web_site() -> Iterator[WebSite]:
+    """A plain-HTTP site on 127.0.0.1: set ``web_site.pages[path] = Page(...)``; GETs are in ``visits``."""
+    with WebSite() as site:
+        yield site

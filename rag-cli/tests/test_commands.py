@@ -398,3 +398,70 @@ def test_ctrl_c_during_ingest_exits_130_without_a_traceback(tmp_path: Path) -> N
     assert process.returncode == 130, stderr
     assert "rag ingest: interrupted" in stdout
     assert "Traceback" not in stdout + stderr
+
+
+def fake_url_ingestion(received: list[dict[str, Any]]) -> Starlette:
+    """The ingest route's JSON mode with ``url`` (and multipart uploads), as the service answers them."""
+
+    async def ingest(request: Request) -> JSONResponse:
+        if request.headers.get("authorization") != f"Bearer {KEY}":
+            return error_reply(401, "UNAUTHORIZED", "Missing or wrong API key.")
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            form = await request.form()
+            received.append({key: value for key, value in form.items() if key != "file"})
+            return ingested(str(form["collection_name"]), 1)
+        body = await request.json()
+        received.append(body)
+        if "private" in body["url"]:
+            return error_reply(422, "URL_NOT_ALLOWED", "The URL's host resolves to a private address.")
+        return ingested(body["collection_name"], 3)
+
+    return Starlette(routes=[Route("/api/v1/ingest", ingest, methods=["PUT"])])
+
+
+def test_rag_ingest_of_a_url_asks_the_service_to_fetch_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag_cli.__main__ import main
+    from rag_cli.client import file_id_for_url
+
+    # The double slash and the query must reach the service as typed (a Path would fold "//").
+    page = "https://example.com/docs//guide?lang=en"
+    (tmp_path / "notes.md").write_text("local notes")
+    received: list[dict[str, Any]] = []
+    monkeypatch.setenv("INGESTION_API_KEY", KEY)
+    with serving(fake_url_ingestion(received)) as url:
+        code = main(["ingest", page, str(tmp_path / "notes.md"), "--collection", "kb", "--url", url])
+    assert code == 0
+    fetched = [body for body in received if "url" in body]
+    assert fetched == [
+        {
+            "url": page,
+            "file_id": file_id_for_url(page),
+            "collection_name": "kb",
+            "collection_type": "file",
+            "user_id": "rag-cli",
+            "overwrite": True,
+        }
+    ]
+    assert [body["filename"] for body in received if "url" not in body] == ["notes.md"]
+    shown = capsys.readouterr().out
+    assert page in shown
+    assert "2/2 files ok, 4 chunks" in shown
+
+
+def test_a_refused_url_fails_the_run_with_the_service_error() -> None:
+    out, buffer = console()
+    code = run_ingest(
+        Endpoint("http://ingestion", KEY),
+        ["http://private.example/x"],
+        collection="kb",
+        user_id="u",
+        concurrency=1,
+        console=out,
+        transport=httpx.ASGITransport(app=fake_url_ingestion([])),
+    )
+    assert code == 1
+    text = buffer.getvalue()
+    assert "URL_NOT_ALLOWED" in text
+    assert "0/1 files ok" in text

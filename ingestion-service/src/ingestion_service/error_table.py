@@ -45,6 +45,11 @@ from ingestion_service.errors import (
     TooManyDocumentsError,
     UnsupportedContentError,
     UnsupportedMediaTypeError,
+    UrlContentTypeError,
+    UrlFetchFailedError,
+    UrlFetchTimeoutError,
+    UrlNotAllowedError,
+    UrlTooLargeError,
 )
 from shared_contract import ErrorCodeSpec
 from shared_contract.error_codes import (
@@ -73,6 +78,20 @@ _OWN_CODES: dict[str, tuple[int, str]] = {
         502,
         "Check that s3_bucket/s3_key name an existing object and the service's S3_ENDPOINT_URL, "
         "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY; the request_failed log line has the S3 error.",
+    ),
+    "URL_NOT_ALLOWED": (
+        422,
+        "Send an http(s) URL of a public host, without credentials in it; for a host on your own network, "
+        "add its network to URL_FETCH_ALLOW_NETWORKS on the ingestion service.",
+    ),
+    "URL_FETCH_FAILED": (
+        502,
+        "Check that the URL opens from the ingestion service's network (it answered an error, redirected "
+        "too often, or could not be reached); the request_failed log line has the cause.",
+    ),
+    "URL_FETCH_TIMEOUT": (
+        504,
+        "The site answered too slowly: retry later, or raise URL_FETCH_TIMEOUT_SECONDS on the ingestion service.",
     ),
     "PIPELINE_FAILED": (
         500,
@@ -161,6 +180,11 @@ METADATA_HINT = (
     "Check that Qdrant is up (GET /health/ready) and send the PATCH again; it is one operation, so the "
     "document kept either all of its old metadata or got all of the new."
 )
+URL_TOO_LARGE_HINT = "Fetch a smaller document, or raise URL_FETCH_MAX_BYTES on the ingestion service."
+URL_CONTENT_TYPE_HINT = (
+    "Fetch a page or document the extraction reads (HTML, text, Markdown, PDF, Office, OpenDocument, EPUB, "
+    "RTF, e-mail, images): the site's Content-Type names none of them."
+)
 NO_TEXT_HINT = (
     "The document has no text layer: keep ENABLE_OCR=true (the default) on the ingestion service, "
     "or send a version with text."
@@ -204,6 +228,14 @@ def _staging_full_detail(exc: StagingFullError) -> str:
         f"Documents waiting to be ingested hold {exc.reserved} bytes of the staging area and this one needs "
         f"{exc.wanted} more, over SCRATCH_MAX_BYTES ({exc.limit}); retry later."
     )
+
+
+def _url_refusal_detail(exc: UrlNotAllowedError | UrlFetchFailedError) -> str:
+    return exc.message
+
+
+def _url_timeout_detail(exc: UrlFetchTimeoutError) -> str:
+    return f"Fetching the URL took longer than URL_FETCH_TIMEOUT_SECONDS ({exc.limit_seconds:g} s)."
 
 
 def _extraction_status(exc: ExtractionError) -> int:
@@ -339,6 +371,38 @@ ERROR_TABLE = ErrorTable(
         ),
         # A typed dependency failure whose message is the whole story (docs/contract.md, "One log line per failure").
         error_row(S3FetchError, "S3_FETCH_FAILED", message="S3 object fetch failed.", cause_only=True),
+        # The URL fetcher's refusals and failures (adapters/url_fetcher.py); bodies never name the URL.
+        error_row(
+            UrlNotAllowedError,
+            "URL_NOT_ALLOWED",
+            message="The URL may not be fetched.",
+            detail=_url_refusal_detail,
+            server_fault=False,
+        ),
+        error_row(
+            UrlFetchFailedError,
+            "URL_FETCH_FAILED",
+            message="Fetching the URL failed.",
+            detail=_url_refusal_detail,
+            cause_only=True,
+        ),
+        error_row(
+            UrlFetchTimeoutError,
+            "URL_FETCH_TIMEOUT",
+            message="Fetching the URL took too long.",
+            detail=_url_timeout_detail,
+            server_fault=False,
+        ),
+        error_row(
+            UrlTooLargeError, "DOCUMENT_TOO_LARGE", message=TOO_LARGE_MESSAGE, detail=str, hint=URL_TOO_LARGE_HINT
+        ),
+        error_row(
+            UrlContentTypeError,
+            "UNSUPPORTED_CONTENT",
+            message="The URL's content is not a supported document type.",
+            detail=str,
+            hint=URL_CONTENT_TYPE_HINT,
+        ),
         error_row(
             ExtractionError,
             "EXTRACTION_FAILED",

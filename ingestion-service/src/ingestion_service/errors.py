@@ -78,14 +78,16 @@ class BucketNotAllowedError(ForbiddenRequestError):
     """An S3 bucket S3_ALLOWED_BUCKETS does not list (403)."""
 
 
+DOCUMENT_BODY_ADVICE = "send the document itself through S3 or as a multipart upload"
+
+
 class JsonBodyTooLargeError(InvalidRequestError):
     """A JSON request body above the fixed JSON cap (413, the edge's code for a body over its cap);
     documents travel through S3 or multipart."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, advice: str = DOCUMENT_BODY_ADVICE) -> None:
         super().__init__(
-            f"The JSON request body is larger than {limit} bytes, the fixed limit for JSON requests "
-            "(send the document itself through S3 or as a multipart upload)."
+            f"The JSON request body is larger than {limit} bytes, the fixed limit for JSON requests ({advice})."
         )
 
 
@@ -209,6 +211,46 @@ class StagingFullError(IngestionError):
 
 class S3FetchError(IngestionError):
     """Reading the object from S3/MinIO failed (upstream error: 502)."""
+
+
+class UrlNotAllowedError(InvalidRequestError):
+    """A URL the fetcher refuses to reach (422): not http(s), credentials in it, or a host that is
+    (or redirects to) a private, loopback, link-local or otherwise non-public address.
+
+    ``message`` (the body) names the rule, never the URL; ``internal`` (logs only) may name the host.
+    """
+
+    def __init__(self, message: str, *, internal: str | None = None) -> None:
+        super().__init__(message)
+        self.args = (internal or message,)
+
+
+class UrlFetchFailedError(IngestionError):
+    """The remote did not deliver the document (502): no such host, no connection, TLS, an HTTP
+    error status, a broken or endless redirect chain."""
+
+    def __init__(self, message: str, *, internal: str | None = None) -> None:
+        super().__init__(internal or message)
+        self.message = message
+
+
+class UrlFetchTimeoutError(IngestionError):
+    """The fetch took longer than URL_FETCH_TIMEOUT_SECONDS (504)."""
+
+    def __init__(self, limit_seconds: float) -> None:
+        super().__init__(f"fetch exceeded {limit_seconds:g} s")
+        self.limit_seconds = limit_seconds
+
+
+class UrlTooLargeError(DocumentTooLargeError):
+    """The fetched document is over URL_FETCH_MAX_BYTES (413 DOCUMENT_TOO_LARGE, like the other size limits)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"The document at the URL is larger than URL_FETCH_MAX_BYTES ({limit} bytes).")
+
+
+class UrlContentTypeError(UnsupportedContentError):
+    """The remote's Content-Type is none the extraction reads (415 UNSUPPORTED_CONTENT)."""
 
 
 class ExtractionError(IngestionError):

@@ -24,6 +24,7 @@ from ingestion_service.api.routes import (
     loader,
     metrics,
     reindex,
+    web_loader,
 )
 from ingestion_service.jobs.ingest import JobRegistry
 from ingestion_service.jobs.reindex import ReindexManager
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
         jobs.router,
         extract.router,
         loader.router,
+        web_loader.router,
         documents.router,
         collections.router,
         reindex.router,

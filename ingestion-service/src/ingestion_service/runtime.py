@@ -14,6 +14,7 @@ from ingestion_service.adapters.document_catalog import DocumentCatalog
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.adapters.scratch import ScratchSpace, default_root
 from ingestion_service.adapters.tokenizer import load_token_counter
+from ingestion_service.adapters.url_fetcher import UrlFetcher
 from ingestion_service.documents import ConverterFactory, ConverterRegistry, tessdata
 from ingestion_service.indexing import versioning
 from ingestion_service.indexing.assembly import PipelineParts, assemble, build_parts
@@ -71,7 +72,7 @@ class Readiness:
 
 
 class ServiceRuntime:
-    """Owns the store, embedder, registry, pipeline runner, S3 source and scratch space (the background
+    """Owns the store, embedder, registry, pipeline runner, S3 source, URL fetcher and scratch space (the background
     jobs that use them are the app's: ``main``)."""
 
     def __init__(self, settings: Settings, hooks: ServiceHooks | None = None) -> None:
@@ -97,6 +98,8 @@ class ServiceRuntime:
         self.embedder: ContractEmbedder = self.hooks.embedder or ContractEmbedder(settings)
         self._owns_s3 = self.hooks.s3_source is None
         self.s3: S3Source = self.hooks.s3_source or S3Source(build_s3_client(settings))
+        # Holds no connection: each fetch opens its own client (adapters/url_fetcher.py).
+        self.urls = UrlFetcher(settings)
         self.runner: IndexingRunner | None = None
         self.scratch = ScratchSpace(
             settings.scratch_dir if settings.scratch_dir is not None else default_root(),

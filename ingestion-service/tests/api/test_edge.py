@@ -180,7 +180,11 @@ def test_openapi_declares_bodies_bearer_and_errors(client: TestClient) -> None:
     ingest = spec["paths"]["/api/v1/ingest"]["put"]
     content = ingest["requestBody"]["content"]
     assert set(content) == {"application/json", "multipart/form-data"}
-    assert {"s3_bucket", "s3_key"} <= set(content["application/json"]["schema"]["required"])
+    # JSON: an S3 object or a URL.
+    s3_body, url_body = content["application/json"]["schema"]["oneOf"]
+    assert {"s3_bucket", "s3_key", "filename"} <= set(s3_body["required"])
+    assert "url" in url_body["required"]
+    assert "filename" not in url_body["properties"]
     form = content["multipart/form-data"]["schema"]
     assert form["properties"]["file"] == {**form["properties"]["file"], "type": "string", "format": "binary"}
     assert {"file", "file_id", "filename", "collection_name", "user_id"} <= set(form["required"])
@@ -208,6 +212,10 @@ def test_openapi_declares_bodies_bearer_and_errors(client: TestClient) -> None:
     # Ingest's own failures: the S3 read and its run's time limit.
     assert "S3_FETCH_FAILED" in ingest["responses"]["502"]["description"]
     assert "INGEST_TIMEOUT" in ingest["responses"]["504"]["description"]
+    assert "URL_FETCH_FAILED" in ingest["responses"]["502"]["description"]
+    assert "URL_FETCH_TIMEOUT" in ingest["responses"]["504"]["description"]
+    web_loader = spec["paths"]["/process"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert web_loader["required"] == ["urls"]
     chunks = spec["paths"]["/api/v1/documents/{file_id}/chunks"]["get"]["responses"]["404"]
     assert "ENABLE_INSPECTION_API" in chunks["description"]
     assert "security" not in spec["paths"]["/health"]["get"]

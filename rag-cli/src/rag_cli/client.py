@@ -37,9 +37,9 @@ _Reply = TypeVar("_Reply", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class IngestOutcome:
-    """One file's result."""
+    """One file's (or web page's) result."""
 
-    path: Path
+    path: Path | str
     ok: bool
     chunks: int | None = None
     error: str | None = None
@@ -48,6 +48,11 @@ class IngestOutcome:
 def file_id_for(path: Path) -> str:
     """A stable id per absolute path, so ingesting the same file again overwrites it."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, path.resolve().as_uri()))
+
+
+def file_id_for_url(url: str) -> str:
+    """A stable id per URL, so ingesting the same page again overwrites it (or is ``unchanged``)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, url))
 
 
 def error_body(response: httpx.Response) -> ErrorBody | str:
@@ -177,6 +182,27 @@ async def ingest_s3_object(
     return _ingest_reply(response)
 
 
+async def ingest_url(
+    client: httpx.AsyncClient, endpoint: Endpoint, url: str, *, collection: str, user_id: str
+) -> IngestOutcome:
+    """JSON ``PUT /api/v1/ingest`` with ``url``: the service fetches the page or document itself,
+    under :func:`file_id_for_url`; its name in listings and citations is the URL."""
+    body = {
+        "url": url,
+        "file_id": file_id_for_url(url),
+        "collection_name": collection,
+        "collection_type": "file",
+        "user_id": user_id,
+        "overwrite": True,
+    }
+    try:
+        response = await client.put(f"{endpoint.url}/api/v1/ingest", json=body, headers=endpoint.headers)
+    except httpx.HTTPError as exc:
+        return IngestOutcome(url, ok=False, error=f"{type(exc).__name__}: {exc}")
+    reply = _ingest_reply(response)
+    return IngestOutcome(url, ok=reply.ok, chunks=reply.chunks, error=reply.error)
+
+
 async def ingest_file(
     client: httpx.AsyncClient, endpoint: Endpoint, path: Path, *, collection: str, user_id: str
 ) -> IngestOutcome:
@@ -270,10 +296,13 @@ async def document_text(
 
 
 async def collections_page(
-    client: httpx.AsyncClient, endpoint: Endpoint, *, include_all: bool
+    client: httpx.AsyncClient, endpoint: Endpoint, *, include_all: bool, limit: int | None = None
 ) -> CollectionListResponse:
-    """``GET /api/v1/collections``: the tenants with their documents and chunks."""
-    response = await _get(client, endpoint, "/api/v1/collections", {"include_all": str(include_all).lower()})
+    """``GET /api/v1/collections``: the tenants with their documents and chunks (``limit``: the service's default)."""
+    params = {"include_all": str(include_all).lower()}
+    if limit is not None:
+        params["limit"] = str(limit)
+    response = await _get(client, endpoint, "/api/v1/collections", params)
     return _parsed(response, CollectionListResponse)
 
 

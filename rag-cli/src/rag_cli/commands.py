@@ -14,12 +14,18 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rag_cli.client import IngestOutcome, SearchFailedError, SearchReply, ingest_file, search_reply
+from rag_cli.client import IngestOutcome, SearchFailedError, SearchReply, ingest_file, ingest_url, search_reply
 from rag_cli.config import Endpoint
 from retrieval_agent.api.models import SearchResponse
 from shared_contract.schema import page_number
 
 INGEST_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
+_WEB_SCHEMES = ("http://", "https://")
+
+
+def is_web_url(item: str | Path) -> bool:
+    """Whether a ``rag ingest`` argument is a web page for the service to fetch, not a local path."""
+    return isinstance(item, str) and item.lower().startswith(_WEB_SCHEMES)
 
 
 def collect_files(paths: Iterable[Path]) -> list[Path]:
@@ -41,9 +47,16 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
+def collect_sources(items: Iterable[str | Path]) -> list[Path | str]:
+    """http(s) URLs as given, then every file :func:`collect_files` finds under the other arguments."""
+    urls: list[Path | str] = [item for item in items if is_web_url(item)]
+    files = collect_files(Path(item) for item in items if not is_web_url(item))
+    return [*urls, *files]
+
+
 async def ingest_many(
     endpoint: Endpoint,
-    files: Sequence[Path],
+    files: Sequence[Path | str],
     *,
     collection: str,
     user_id: str,
@@ -51,7 +64,8 @@ async def ingest_many(
     console: Console,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> list[IngestOutcome]:
-    """Ingest ``files`` with at most ``concurrency`` requests in flight, showing a progress bar."""
+    """Ingest ``files`` (paths, or URLs the service fetches) with at most ``concurrency`` requests in
+    flight, showing a progress bar."""
     gate = asyncio.Semaphore(concurrency)
     outcomes: list[IngestOutcome | None] = [None] * len(files)
     progress = Progress(
@@ -67,11 +81,14 @@ async def ingest_many(
         with progress:
             task = progress.add_task("", total=len(files))
 
-            async def one(index: int, path: Path) -> None:
+            async def one(index: int, path: Path | str) -> None:
                 async with gate:
-                    outcome = await ingest_file(client, endpoint, path, collection=collection, user_id=user_id)
+                    if isinstance(path, str):
+                        outcome = await ingest_url(client, endpoint, path, collection=collection, user_id=user_id)
+                    else:
+                        outcome = await ingest_file(client, endpoint, path, collection=collection, user_id=user_id)
                 outcomes[index] = outcome
-                progress.update(task, advance=1, description=escape(path.name))
+                progress.update(task, advance=1, description=escape(path if isinstance(path, str) else path.name))
 
             await asyncio.gather(*(one(index, path) for index, path in enumerate(files)))
     return [outcome for outcome in outcomes if outcome is not None]
@@ -99,7 +116,7 @@ def ingest_table(outcomes: Sequence[IngestOutcome]) -> Table:
 
 def run_ingest(
     endpoint: Endpoint,
-    paths: Sequence[Path],
+    paths: Sequence[Path | str],
     *,
     collection: str,
     user_id: str,
@@ -107,10 +124,10 @@ def run_ingest(
     console: Console | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> int:
-    """Entry point of ``rag ingest``: 0 when every file was ingested, else 1."""
+    """Entry point of ``rag ingest``: 0 when every file (and web page) was ingested, else 1."""
     console = console or Console()
     try:
-        files = collect_files(paths)
+        files = collect_sources(paths)
     except FileNotFoundError as exc:
         console.print(f"[red]no such file or folder: {escape(str(exc))}[/red]")
         return 2

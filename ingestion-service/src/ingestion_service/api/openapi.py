@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingestion_service.api.models import IngestFields, IngestRequestJSON
+from ingestion_service.api.models import IngestFields, IngestRequestJSON, IngestRequestURL, WebLoaderRequest
 
 _FILE_PART: dict[str, Any] = {
     "type": "string",
@@ -37,10 +37,12 @@ def _ingest_form() -> dict[str, Any]:
 INGEST_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "application/json: the document is read from S3/MinIO (body capped at 64 KiB); "
-        "multipart/form-data: the document is uploaded as the `file` part.",
+        "description": "application/json: the document is read from S3/MinIO (s3_bucket, s3_key) or fetched "
+        "from the web (url) (body capped at 64 KiB); multipart/form-data: the document is uploaded as the `file` part.",
         "content": {
-            "application/json": {"schema": IngestRequestJSON.model_json_schema()},
+            "application/json": {
+                "schema": {"oneOf": [IngestRequestJSON.model_json_schema(), IngestRequestURL.model_json_schema()]}
+            },
             "multipart/form-data": {"schema": _ingest_form()},
         },
     }
@@ -94,4 +96,12 @@ LOADER_BODY: dict[str, Any] = {
         "description": "The file's raw bytes (capped by MAX_UPLOAD_BYTES); Content-Type is its MIME type.",
         "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
     },
+}
+
+WEB_LOADER_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "The URLs to fetch and extract (body capped at 64 KiB).",
+        "content": {"application/json": {"schema": WebLoaderRequest.model_json_schema()}},
+    }
 }

@@ -1,14 +1,15 @@
 """Streaming multipart parsing: the file part goes to disk in 1 MiB writes, capped as it arrives.
 
 Starlette's ``request.form()`` would accept the whole upload before any size check; this parser
-rejects an oversized file as soon as the cap is crossed and never holds it in memory.
+rejects an oversized file as soon as the cap is crossed and never holds it in memory. The raw and
+JSON bodies of the upload routes are read here too, capped the same way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import anyio.to_thread
 from fastapi import Request
@@ -16,7 +17,14 @@ from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect
 
-from ingestion_service.errors import ClientDisconnectedError, InvalidRequestError, PayloadTooLargeError
+from ingestion_service.api.validation import json_reason, strict_json
+from ingestion_service.errors import (
+    DOCUMENT_BODY_ADVICE,
+    ClientDisconnectedError,
+    InvalidRequestError,
+    JsonBodyTooLargeError,
+    PayloadTooLargeError,
+)
 from shared_contract.attributes import shown_key
 
 FLUSH_BYTES = 1024 * 1024
@@ -216,3 +224,23 @@ async def save_raw_body(request: Request, destination: Path, *, max_bytes: int) 
     finally:
         await anyio.to_thread.run_sync(handle.close)
     return size
+
+
+async def read_json_object(request: Request, *, max_bytes: int, advice: str = DOCUMENT_BODY_ADVICE) -> dict[str, Any]:
+    """A JSON object body, strictly parsed, read no further than ``max_bytes`` (the upload routes'
+    edge cap is MAX_UPLOAD_BYTES; their JSON bodies are small)."""
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_bytes:
+                raise JsonBodyTooLargeError(max_bytes, advice=advice)
+    except ClientDisconnect as exc:
+        raise ClientDisconnectedError("client disconnected while sending the body") from exc
+    try:
+        data = strict_json(body)
+    except ValueError as exc:
+        raise InvalidRequestError(f"Invalid request: body is not valid JSON{json_reason(exc)}.") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequestError("Invalid request: body must be a JSON object.")
+    return data

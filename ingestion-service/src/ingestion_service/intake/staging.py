@@ -1,6 +1,7 @@
 """A request's source on local disk: its private directory under the scratch space, an upload's room
-reserved before its body is read, an S3 object fetched within MAX_UPLOAD_BYTES, the content checks, and
-the identity (sha256, size, format) of what was staged."""
+reserved before its body is read, an S3 object fetched within MAX_UPLOAD_BYTES, a URL's document
+fetched within URL_FETCH_MAX_BYTES, the content checks, and the identity (sha256, size, format) of
+what was staged."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import anyio
 import anyio.to_thread
 
 from ingestion_service.adapters.s3 import ObjectHead
+from ingestion_service.adapters.url_fetcher import FetchedDocument
 from ingestion_service.documents import SourceFile
 from ingestion_service.documents.base import plain_suffix
 from ingestion_service.documents.sniffing import digest_source, inspect_source, source_format
@@ -58,6 +60,16 @@ async def fetch_from_s3(runtime: ServiceRuntime, bucket: str, key: str, destinat
     runtime.scratch.reserve(destination.parent, head.size)
     size = await anyio.to_thread.run_sync(lambda: runtime.s3.download(bucket, key, destination, max_bytes=limit))
     return replace(head, size=size)
+
+
+async def fetch_url(runtime: ServiceRuntime, url: str, workdir: Path) -> FetchedDocument:
+    """The document at ``url`` staged in ``workdir`` under the name engines should see it by; room for
+    URL_FETCH_MAX_BYTES is reserved first (STAGING_FULL when SCRATCH_MAX_BYTES cannot take it)."""
+    runtime.scratch.reserve(workdir, runtime.settings.url_fetch_max_bytes)
+    fetched = await runtime.urls.fetch(url, workdir / "download.part")
+    path = upload_path(workdir, fetched.filename)
+    await anyio.to_thread.run_sync(fetched.path.rename, path)
+    return replace(fetched, path=path)
 
 
 async def identify_source(

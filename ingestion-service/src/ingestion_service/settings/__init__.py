@@ -23,6 +23,7 @@ from ingestion_service.settings.extraction import (
     VisionProfile,
     VisionSettings,
 )
+from ingestion_service.settings.fetch import UrlFetchSettings
 from ingestion_service.settings.service import (
     DocumentLimitSettings,
     JobSettings,
@@ -42,6 +43,7 @@ GROUPS: tuple[type[SettingsGroup], ...] = (
     DocumentLimitSettings,
     JobSettings,
     S3Settings,
+    UrlFetchSettings,
     ExtractionSettings,
     OcrSettings,
     RoutingSettings,
@@ -60,6 +62,7 @@ class Settings(
     RoutingSettings,
     OcrSettings,
     ExtractionSettings,
+    UrlFetchSettings,
     S3Settings,
     JobSettings,
     DocumentLimitSettings,
@@ -101,6 +104,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "SplitBy",
+    "UrlFetchSettings",
     "VisionProfile",
     "VisionSettings",
     "get_settings",

@@ -22,18 +22,19 @@ from ingestion_service.api.validation import form_field_error, json_reason, stri
 from ingestion_service.jobs.ingest import JobState
 from shared_contract import CollectionName
 
+# Longer URLs are not links people share; 20 of them fit the web loader's 64 KiB body.
+MAX_URL_CHARS = 2048
 TRUE_WORDS = frozenset({"true", "1", "yes", "y"})
 FALSE_WORDS = frozenset({"false", "0", "no", "n"})
 
 
-class IngestFields(BaseModel):
-    """The fields both request modes carry."""
+class IngestBase(BaseModel):
+    """The fields every request mode carries: the document's id, tenant, owner, options and labels."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     # Refused, never trimmed, like collection_name: the documents routes address the id exactly as sent.
     file_id: str = Field(min_length=1, max_length=256)
-    filename: str = Field(min_length=1, max_length=MAX_FILENAME_CHARS)
     collection_name: CollectionName  # refused, never trimmed, if it breaks the contract rule
     collection_type: str = Field(default="file", min_length=1, max_length=64)
     user_id: str = Field(min_length=1, max_length=256)
@@ -64,15 +65,21 @@ class IngestFields(BaseModel):
             raise ValueError("must not contain control characters (a newline, a tab)")
         return value
 
-    @field_validator("filename")
-    @classmethod
-    def _plain_filename(cls, value: str) -> str:
-        return check_filename(value)
-
     @field_validator("tags")
     @classmethod
     def _clean_tags(cls, value: list[str] | None) -> list[str] | None:
         return None if value is None else check_tags(value)
+
+
+class IngestFields(IngestBase):
+    """The S3 and upload modes' fields: the common ones plus the file's name."""
+
+    filename: str = Field(min_length=1, max_length=MAX_FILENAME_CHARS)
+
+    @field_validator("filename")
+    @classmethod
+    def _plain_filename(cls, value: str) -> str:
+        return check_filename(value)
 
 
 class IngestRequestJSON(IngestFields):
@@ -92,6 +99,20 @@ class IngestRequestJSON(IngestFields):
         if len(value.encode()) > MAX_S3_KEY_BYTES:
             raise ValueError(f"must be at most {MAX_S3_KEY_BYTES} bytes of UTF-8")
         return value
+
+
+class IngestRequestURL(IngestBase):
+    """JSON mode with ``url``: the document is fetched from the web (``adapters/url_fetcher.py``).
+
+    Its name and citation source are the URL; the file name engines see comes from the URL's path
+    and the served Content-Type.
+    """
+
+    url: str = Field(
+        min_length=1,
+        max_length=MAX_URL_CHARS,
+        description="An http(s) URL of a public host (or one in URL_FETCH_ALLOW_NETWORKS), without credentials.",
+    )
 
 
 class IngestForm(IngestFields):

@@ -1,4 +1,5 @@
-"""PUT /api/v1/ingest: JSON (S3/MinIO object) or multipart (direct upload).
+"""PUT /api/v1/ingest: JSON (an S3/MinIO object, or a web page or document by ``url``) or multipart
+(direct upload).
 
 Synchronous by default: the answer comes when the document is indexed. ``Prefer: respond-async``
 (RFC 7240) or ``?mode=async`` asks for a 202 once the document is staged and checked, with a job
@@ -19,29 +20,28 @@ import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from starlette.requests import ClientDisconnect
 
+from ingestion_service.adapters.s3 import ObjectHead
 from ingestion_service.api.deps import JobsDep, RuntimeDep
 from ingestion_service.api.errors import error_message, hint_of
 from ingestion_service.api.models import (
     ExtractionInfo,
     IngestAccepted,
-    IngestFields,
+    IngestBase,
     IngestForm,
     IngestRequestJSON,
+    IngestRequestURL,
     IngestResponse,
 )
 from ingestion_service.api.openapi import INGEST_BODY
 from ingestion_service.api.routes.jobs import job_url
-from ingestion_service.api.uploads import parse_multipart
-from ingestion_service.api.validation import invalid_request, json_reason, strict_json
+from ingestion_service.api.uploads import parse_multipart, read_json_object
+from ingestion_service.api.validation import invalid_request
 from ingestion_service.errors import (
-    ClientDisconnectedError,
     IngestAbortedError,
     IngestionError,
     IngestTimeoutError,
     InvalidRequestError,
-    JsonBodyTooLargeError,
     UnsupportedMediaTypeError,
 )
 from ingestion_service.indexing.fingerprint import ingest_fingerprint
@@ -52,6 +52,7 @@ from ingestion_service.intake.gates import FORBIDDEN_RESPONSE, check_bucket, che
 from ingestion_service.intake.handoff import ready_runner, run_job
 from ingestion_service.intake.staging import (
     fetch_from_s3,
+    fetch_url,
     identify_source,
     make_workdir,
     prepare_source,
@@ -82,23 +83,13 @@ ModeQuery = Annotated[
 ]
 
 
-async def _json_fields(request: Request) -> IngestRequestJSON:
-    body = bytearray()
+async def _json_fields(request: Request) -> IngestRequestJSON | IngestRequestURL:
+    data = await read_json_object(request, max_bytes=MAX_JSON_BYTES)
+    if "url" in data and ("s3_bucket" in data or "s3_key" in data):
+        raise InvalidRequestError("Invalid request: send either url or s3_bucket and s3_key, not both.")
+    model: type[IngestRequestJSON | IngestRequestURL] = IngestRequestURL if "url" in data else IngestRequestJSON
     try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_JSON_BYTES:
-                raise JsonBodyTooLargeError(MAX_JSON_BYTES)
-    except ClientDisconnect as exc:
-        raise ClientDisconnectedError("client disconnected while sending the body") from exc
-    try:
-        data = strict_json(body)
-    except ValueError as exc:
-        raise InvalidRequestError(f"Invalid request: body is not valid JSON{json_reason(exc)}.") from exc
-    if not isinstance(data, dict):
-        raise InvalidRequestError("Invalid request: body must be a JSON object.")
-    try:
-        return IngestRequestJSON.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise invalid_request(exc) from exc
 
@@ -190,38 +181,47 @@ async def _stage(
 ) -> tuple[IndexingRunner, IngestJob]:
     """Read and check the request, stage the document in ``workdir`` and check its content."""
     content_type = request.headers.get("content-type", "").lower()
+    head: ObjectHead | None = None
+    name: str | None = None  # what listings and citations show, when not the file name
     if content_type.startswith("application/json"):
         body = await _json_fields(request)
-        fields: IngestFields = body
+        fields: IngestBase = body
         note_request_fields(request, file_id=body.file_id, collection_name=body.collection_name)
         check_collection_binding(body.collection_name, file_id=body.file_id, user_id=body.user_id)
-        check_bucket(runtime.settings, body.s3_bucket)
+        if isinstance(body, IngestRequestJSON):
+            check_bucket(runtime.settings, body.s3_bucket)
         # The request's own labels are checked before the download (again with the object's metadata after).
         labels_from(_labels(body), runtime.settings.attribute_types)
         runner = await ready_runner(runtime)
-        source_path = upload_path(workdir, body.filename)
-        head = await fetch_from_s3(runtime, body.s3_bucket, body.s3_key, source_path)
-        size = head.size
+        if isinstance(body, IngestRequestURL):
+            fetched = await fetch_url(runtime, body.url, workdir)
+            source_path, filename, name, size = fetched.path, fetched.filename, body.url, fetched.size
+        else:
+            filename = body.filename
+            source_path = upload_path(workdir, filename)
+            head = await fetch_from_s3(runtime, body.s3_bucket, body.s3_key, source_path)
+            size = head.size
     elif content_type.startswith("multipart/form-data"):
         runner = await ready_runner(runtime)
         reserve_upload(runtime, workdir, request.headers.get("content-length"))
         form = await parse_multipart(request, workdir / "upload.part", max_file_bytes=runtime.settings.max_upload_bytes)
         if form.file_path is None:
             raise InvalidRequestError("Invalid request: the 'file' part is required.")
-        fields = _form_fields(form.fields)
+        form_fields = _form_fields(form.fields)
+        fields = form_fields
         note_request_fields(request, file_id=fields.file_id, collection_name=fields.collection_name)
         check_collection_binding(fields.collection_name, file_id=fields.file_id, user_id=fields.user_id)
-        source_path = upload_path(workdir, fields.filename)
+        filename = form_fields.filename
+        source_path = upload_path(workdir, filename)
         form.file_path.rename(source_path)
         size = form.file_size
-        head = None
     else:
         raise UnsupportedMediaTypeError(content_type)
     runtime.metrics.ingest_document_bytes.observe(size)
     settings = runtime.settings
     labels = labels_from(_labels(fields), settings.attribute_types, head.metadata if head is not None else None)
-    source = await prepare_source(runtime, source_path, fields.filename)
-    s3_origin = (body.s3_bucket, body.s3_key) if isinstance(fields, IngestRequestJSON) else (None, None)
+    source = await prepare_source(runtime, source_path, filename)
+    s3_origin = (fields.s3_bucket, fields.s3_key) if isinstance(fields, IngestRequestJSON) else (None, None)
     job = IngestJob(
         source=source,
         file_id=fields.file_id,
@@ -236,11 +236,12 @@ async def _stage(
         labels=labels,
         fingerprint=ingest_fingerprint(settings, settings.extraction_engine),
         force=fields.force,
+        name=name,
     )
     return runner, job
 
 
-def _labels(fields: IngestFields) -> DocumentLabels:
+def _labels(fields: IngestBase) -> DocumentLabels:
     return DocumentLabels(tags=fields.tags, category=fields.category, attributes=fields.attributes)
 
 
@@ -305,8 +306,16 @@ def _accepted(request: Request, snapshot: JobSnapshot, *, preference_applied: bo
     openapi_extra=INGEST_BODY,
     responses={
         202: {"model": IngestAccepted, "description": "Async mode: staged and queued; poll `Location`."},
-        502: {"model": ErrorBody, "description": "S3_FETCH_FAILED: the S3 object could not be read."},
-        504: {"model": ErrorBody, "description": "INGEST_TIMEOUT: the run took longer than INGEST_TIMEOUT_SECONDS."},
+        502: {
+            "model": ErrorBody,
+            "description": "S3_FETCH_FAILED: the S3 object could not be read; URL_FETCH_FAILED: the url's document "
+            "could not be fetched.",
+        },
+        504: {
+            "model": ErrorBody,
+            "description": "INGEST_TIMEOUT: the run took longer than INGEST_TIMEOUT_SECONDS; URL_FETCH_TIMEOUT: "
+            "fetching the url took longer than URL_FETCH_TIMEOUT_SECONDS.",
+        },
     },
 )
 async def ingest(
