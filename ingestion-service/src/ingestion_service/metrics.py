@@ -23,6 +23,19 @@ class IngestMetrics:
             ["outcome", "code"],
             registry=self.registry,
         )
+        self.loader_indexing = Counter(
+            "loader_indexing_total",
+            "Uploads PUT /process indexed with LOADER_INDEX_UPLOADS, by outcome (indexed, unchanged, superseded, "
+            "skipped, error) and code.",
+            ["outcome", "code"],
+            registry=self.registry,
+        )
+        self.web_loader_urls = Counter(
+            "web_loader_urls_total",
+            "URLs Open WebUI's web loader (POST /process) asked for, by outcome (success, error) and code.",
+            ["outcome", "code"],
+            registry=self.registry,
+        )
         self.delete_requests = Counter(
             "delete_requests_total", "Delete requests by outcome and code.", ["outcome", "code"], registry=self.registry
         )

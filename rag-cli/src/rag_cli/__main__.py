@@ -1,4 +1,4 @@
-"""``rag``: dev | ingest | sync | search | mcp | memory | migrate | optimize."""
+"""``rag``: dev | ingest | sync | search | mcp | memory | open-webui | migrate | optimize."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_cli.config import UsageError, env_port, ingestion_endpoint, retrieval_endpoint
+from rag_cli.config import UsageError, env_port, ingestion_endpoint, open_webui_endpoint, retrieval_endpoint
 
 if TYPE_CHECKING:
     from rag_runtime.http import LogFormat
@@ -59,8 +59,11 @@ def parser() -> argparse.ArgumentParser:
     )
     optimize.add_argument("--path", dest="source", type=Path, default=None, help="default: QDRANT_PATH or .data/qdrant")
 
-    ingest = commands.add_parser("ingest", help="ingest files or folders")
-    ingest.add_argument("paths", nargs="+", type=Path)
+    ingest = commands.add_parser("ingest", help="ingest files, folders or web pages")
+    # Strings, not Paths: a Path would fold the "//" of an http(s) URL.
+    ingest.add_argument(
+        "paths", nargs="+", metavar="PATH_OR_URL", help="a file, a folder, or an http(s) URL the service fetches"
+    )
     ingest.add_argument("--collection", required=True, help="tenant (Open WebUI collection name)")
     ingest.add_argument("--user-id", default="rag-cli")
     ingest.add_argument("--concurrency", type=int, default=2)
@@ -122,7 +125,25 @@ def parser() -> argparse.ArgumentParser:
     mcp.add_argument("--ingestion-url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
     mcp.add_argument("--ingestion-api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
     _memory_parser(commands)
+    _open_webui_parser(commands)
     return root
+
+
+def _open_webui_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    open_webui = commands.add_parser("open-webui", help="keep the index in step with an Open WebUI")
+    actions = open_webui.add_subparsers(dest="open_webui_command", required=True, metavar="ACTION")
+    prune = actions.add_parser(
+        "prune",
+        help="remove the chunks of files and knowledge bases Open WebUI no longer has",
+        description="Delete every file-<id> tenant whose file, and every <id> tenant whose knowledge base, "
+        "Open WebUI no longer has; memory tenants and names that are no Open WebUI id are never touched. "
+        "Nothing is removed when a listing fails or comes back partial.",
+    )
+    prune.add_argument("--url", default=None, help="Open WebUI's base URL (OPEN_WEBUI_URL)")
+    prune.add_argument("--token", default=None, help="an Open WebUI admin's API key or token (OPEN_WEBUI_API_KEY)")
+    prune.add_argument("--dry-run", action="store_true", help="print what would be removed, remove nothing")
+    prune.add_argument("--ingestion-url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
+    prune.add_argument("--ingestion-api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
 
 
 def _memory_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -230,6 +251,14 @@ def _run(args: argparse.Namespace) -> int:
         return _sync(args)
     if args.command == "memory":
         return _memory(args)
+    if args.command == "open-webui":
+        from rag_cli.prune import run_prune
+
+        return run_prune(
+            ingestion_endpoint(args.ingestion_url, args.ingestion_api_key, flag="--ingestion-url"),
+            open_webui_endpoint(args.url, args.token),
+            dry_run=args.dry_run,
+        )
     if args.command == "mcp":
         from rag_cli.mcp_backend import COLLECTIONS_ENV, run_mcp
 

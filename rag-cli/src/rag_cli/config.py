@@ -59,6 +59,17 @@ def retrieval_endpoint(url: str | None, api_key: str | None, *, flag: str = "--u
     return Endpoint(base, api_key or os.environ.get("RETRIEVAL_API_KEY"))
 
 
+def open_webui_endpoint(url: str | None, token: str | None) -> Endpoint:
+    """Flags first, then OPEN_WEBUI_URL / OPEN_WEBUI_API_KEY; both are required (a :class:`UsageError`)."""
+    if not url and not os.environ.get("OPEN_WEBUI_URL"):
+        raise UsageError("give Open WebUI's address: --url or OPEN_WEBUI_URL")
+    base = _base_url(url, "--url", "OPEN_WEBUI_URL", "")
+    key = token or os.environ.get("OPEN_WEBUI_API_KEY")
+    if not key:
+        raise UsageError("give an Open WebUI admin's API key or token: --token or OPEN_WEBUI_API_KEY")
+    return Endpoint(base, key)
+
+
 def env_port(variable: str, default: int) -> int:
     """A port from ``variable``, else ``default``; anything but 1-65535 is a :class:`UsageError`."""
     value = os.environ.get(variable)

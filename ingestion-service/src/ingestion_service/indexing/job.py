@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from haystack import Document
+
 from ingestion_service.documents import SourceFile
 from ingestion_service.indexing.versioning import RunVersion
 from shared_contract import PENDING_STATE, MetaKey
@@ -63,14 +65,18 @@ class IngestJob:
     # INGEST_FINGERPRINT of the settings this run uses; with ``identity`` it enables the unchanged fast path.
     fingerprint: str | None = None
     force: bool = False
+    # What listings and citations show (name, source) when it is not the file's name: a fetched URL.
+    name: str | None = None
+    # Documents already extracted from ``source`` (the document loader's): the pipeline starts after extraction.
+    extracted: tuple[Document, ...] | None = None
 
     def document_meta(self) -> dict[str, Any]:
         """The document-level keys (every chunk of the file carries the same values)."""
         meta: dict[str, Any] = {
             MetaKey.COLLECTION_TYPE: self.collection_type,
             MetaKey.USER_ID: self.user_id,
-            MetaKey.NAME: self.source.filename,
-            MetaKey.SOURCE: self.source.filename,
+            MetaKey.NAME: self.source.filename if self.name is None else self.name,
+            MetaKey.SOURCE: self.source.filename if self.name is None else self.name,
             MetaKey.TAGS: self.labels.tags,
             MetaKey.CATEGORY: self.labels.category,
             MetaKey.ATTRIBUTES: self.labels.attributes,

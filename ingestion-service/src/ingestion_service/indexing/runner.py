@@ -215,11 +215,12 @@ class IndexingRunner:
     async def _run_worker(
         self, job: IngestJob, control: RunControl, limiter: anyio.CapacityLimiter | None
     ) -> dict[str, Any]:
+        inputs: dict[str, Any] = {"source": job.source, "meta": job.meta(), "engine": job.engine}
+        if job.extracted is not None:
+            inputs["extracted"] = list(job.extracted)
+
         def run_pipeline() -> dict[str, Any]:
-            result: dict[str, Any] = self.pipeline.run(
-                {"converter": {"source": job.source, "meta": job.meta(), "engine": job.engine}},
-                include_outputs_from={"finalizer"},
-            )
+            result: dict[str, Any] = self.pipeline.run({"converter": inputs}, include_outputs_from={"finalizer"})
             return result
 
         return await run_control.run_in_worker(control, run_pipeline, limiter=limiter)

@@ -32,6 +32,11 @@ class ServerSettings(SettingsGroup):
     )
     metrics_enabled: Annotated[bool, Fingerprint.OPERATIONAL] = True
     enable_inspection_api: Annotated[bool, Fingerprint.OPERATIONAL] = False
+    loader_index_uploads: Annotated[bool, Fingerprint.OPERATIONAL] = Field(
+        default=False,
+        description="PUT /process also indexes what it extracted under tenant file-<id>, the id from Open WebUI's "
+        "storage name <id>_<name> in X-Filename (before it answers).",
+    )
 
     @field_validator("api_key")
     @classmethod

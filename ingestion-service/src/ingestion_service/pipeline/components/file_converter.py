@@ -71,12 +71,23 @@ class FileConverter:
         self.max_chars = max_chars
 
     @component.output_types(documents=list[Document])
-    def run(self, source: SourceFile, meta: dict[str, Any], engine: str | None = None) -> dict[str, list[Document]]:
-        """Extract ``source``; request ``meta`` wins over extractor metadata on key collisions."""
+    def run(
+        self,
+        source: SourceFile,
+        meta: dict[str, Any],
+        engine: str | None = None,
+        extracted: list[Document] | None = None,
+    ) -> dict[str, list[Document]]:
+        """Extract ``source``; request ``meta`` wins over extractor metadata on key collisions.
+
+        ``extracted``: what ``convert_checked`` already returned for ``source`` with this engine (the
+        document loader answers with it), used instead of a second extraction.
+        """
         with timed(self.observer, "converter"):
             converter = self.registry.get(engine if engine is not None else self.default_engine)
             checkpoint()
-            extracted = convert_checked(converter, source, max_chars=self.max_chars)
+            if extracted is None:
+                extracted = convert_checked(converter, source, max_chars=self.max_chars)
             checkpoint()
             documents = [
                 # A router (auto) records the concrete engine it chose; others are their own extractor.

@@ -1,0 +1,185 @@
+"""``rag open-webui prune``: remove the chunks of files and knowledge bases Open WebUI no longer has.
+
+Open WebUI names the tenants it uses by its own ids, which are UUIDs: ``file-<file id>`` for one
+uploaded file (the fork's ingests, and the document loader's with LOADER_INDEX_UPLOADS) and
+``<knowledge base id>`` for a knowledge base (the fork). A tenant of that form whose file or
+knowledge base Open WebUI no longer has is an orphan. Every other tenant is left alone: memory
+(``user-memory-*``, ``memory-*``), and names that are not an Open WebUI id (``rag ingest``/``rag
+sync`` tenants such as ``docs``).
+
+Nothing is removed unless all of it is known: the ingestion service's tenants must come in one
+complete listing, Open WebUI's files and knowledge bases in complete listings read with an admin's
+token, and each orphan is asked for once more by id (an admin reads any file or knowledge base by id)
+before the first delete. The service's tenants are listed first, so a file uploaded meanwhile is not
+among them. Deletes go through ``DELETE /api/v1/documents/{file_id}?collection_name=<tenant>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+from rich.console import Console
+from rich.markup import escape
+
+from ingestion_service.api.models import CollectionEntry
+from rag_cli.client import RequestFailedError, collections_page, delete_document, list_documents
+from rag_cli.config import Endpoint
+from rag_cli.open_webui import OpenWebUI, OpenWebUIError
+from shared_contract.schema import FILE_COLLECTION_PREFIX
+
+# The most tenants GET /api/v1/collections lists at once; more is refused rather than pruned in part.
+TENANT_LIMIT = 10_000
+PRUNE_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+TenantKind = Literal["file", "knowledge_base"]
+
+
+class PruneError(Exception):
+    """Why nothing was removed."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenWebUITenant:
+    """A tenant named by an Open WebUI id, with what it holds."""
+
+    name: str
+    kind: TenantKind
+    open_webui_id: str
+    documents: int
+    chunks: int
+
+
+def _is_open_webui_id(value: str) -> bool:
+    # Open WebUI's ids are str(uuid4()): lower-case, hyphenated.
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def open_webui_tenants(entries: Iterable[CollectionEntry]) -> list[OpenWebUITenant]:
+    """The tenants Open WebUI named: ``file-<id>`` and a knowledge base's ``<id>``; memory tenants never."""
+    found: list[OpenWebUITenant] = []
+    for entry in entries:
+        kind: TenantKind
+        if entry.kind == "file":
+            kind, open_webui_id = "file", entry.name.removeprefix(FILE_COLLECTION_PREFIX)
+        elif entry.kind == "knowledge_base":
+            kind, open_webui_id = "knowledge_base", entry.name
+        else:
+            continue
+        if _is_open_webui_id(open_webui_id):
+            found.append(OpenWebUITenant(entry.name, kind, open_webui_id, entry.documents, entry.chunks))
+    return found
+
+
+def orphans(
+    tenants: Iterable[OpenWebUITenant], *, file_ids: set[str], knowledge_base_ids: set[str]
+) -> list[OpenWebUITenant]:
+    """The tenants whose file or knowledge base is not in Open WebUI's listings."""
+    return [
+        tenant
+        for tenant in tenants
+        if tenant.open_webui_id not in (file_ids if tenant.kind == "file" else knowledge_base_ids)
+    ]
+
+
+async def _find_orphans(client: httpx.AsyncClient, ingestion: Endpoint, open_webui: OpenWebUI) -> list[OpenWebUITenant]:
+    try:
+        listing = await collections_page(client, ingestion, include_all=True, limit=TENANT_LIMIT)
+    except (RequestFailedError, httpx.HTTPError) as exc:
+        raise PruneError(f"the ingestion service's tenants could not be listed: {exc}") from exc
+    if not listing.complete:
+        raise PruneError(
+            f"the ingestion service holds more than {TENANT_LIMIT} tenants; one listing must hold them all"
+        )
+    tenants = open_webui_tenants(listing.collections)
+    try:
+        await open_webui.check_admin()
+        file_ids = await open_webui.file_ids()
+        knowledge_base_ids = await open_webui.knowledge_base_ids()
+        found = orphans(tenants, file_ids=file_ids, knowledge_base_ids=knowledge_base_ids)
+        for tenant in found:
+            present = (
+                await open_webui.has_file(tenant.open_webui_id)
+                if tenant.kind == "file"
+                else await open_webui.has_knowledge_base(tenant.open_webui_id)
+            )
+            if present:
+                raise PruneError(
+                    f"Open WebUI has {tenant.kind.replace('_', ' ')} {tenant.open_webui_id}, which its listing left "
+                    "out: the listing is partial (is BYPASS_ADMIN_ACCESS_CONTROL false?)"
+                )
+    except OpenWebUIError as exc:
+        raise PruneError(str(exc)) from exc
+    return found
+
+
+async def _remove(client: httpx.AsyncClient, ingestion: Endpoint, tenant: OpenWebUITenant) -> int:
+    """Every document of ``tenant``, deleted from that tenant only; the chunks removed."""
+    removed = 0
+    for document in await list_documents(client, ingestion, collection=tenant.name):
+        removed += await delete_document(client, ingestion, document.file_id, collection=tenant.name)
+    return removed
+
+
+def _report(console: Console, rows: Sequence[tuple[OpenWebUITenant, int]], *, dry_run: bool) -> None:
+    """One line per tenant, never wrapped (a tenant name is copied from here)."""
+    verb = "would remove" if dry_run else "removed"
+    for tenant, chunks in rows:
+        gone = "file" if tenant.kind == "file" else "knowledge base"
+        console.print(
+            f"{verb} {escape(tenant.name)} (Open WebUI has no {gone} {escape(tenant.open_webui_id)}): "
+            f"{tenant.documents} documents, {chunks} chunks",
+            soft_wrap=True,
+        )
+
+
+async def prune(
+    ingestion: Endpoint,
+    open_webui: Endpoint,
+    *,
+    dry_run: bool,
+    console: Console,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> int:
+    """Find the orphans, remove them (``dry_run``: only show them); 0 when done, 1 when anything failed."""
+    async with httpx.AsyncClient(timeout=PRUNE_TIMEOUT, transport=transport) as client:
+        try:
+            found = await _find_orphans(client, ingestion, OpenWebUI(client, open_webui))
+        except PruneError as exc:
+            console.print(f"[red]rag open-webui prune: {escape(str(exc))}; nothing was removed[/red]", soft_wrap=True)
+            return 1
+        if dry_run:
+            _report(console, [(tenant, tenant.chunks) for tenant in found], dry_run=True)
+            console.print(f"{len(found)} tenants would be removed (dry run: nothing was removed)")
+            return 0
+        removed: list[tuple[OpenWebUITenant, int]] = []
+        failure: str | None = None
+        for tenant in found:
+            try:
+                removed.append((tenant, await _remove(client, ingestion, tenant)))
+            except (RequestFailedError, httpx.HTTPError) as exc:
+                failure = f"removing {tenant.name} failed: {exc}"
+                break
+    _report(console, removed, dry_run=False)
+    console.print(f"{len(removed)} tenants removed, {sum(chunks for _, chunks in removed)} chunks")
+    if failure is not None:
+        console.print(f"[red]rag open-webui prune: {escape(failure)}; run it again for the rest[/red]", soft_wrap=True)
+        return 1
+    return 0
+
+
+def run_prune(ingestion: Endpoint, open_webui: Endpoint, *, dry_run: bool, console: Console | None = None) -> int:
+    """Entry point of ``rag open-webui prune``."""
+    console = console or Console()
+    try:
+        return asyncio.run(prune(ingestion, open_webui, dry_run=dry_run, console=console))
+    except KeyboardInterrupt:
+        console.print("[yellow]rag open-webui prune: interrupted (what was removed stays removed)[/yellow]")
+        return 130
