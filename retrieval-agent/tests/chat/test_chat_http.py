@@ -8,15 +8,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import pytest
 from fastapi.testclient import TestClient
 
-from rag_runtime.embedding import ContractEmbedder
 from rag_runtime.http import NOT_JSON_MESSAGE, REQUEST_FAILED
 from rag_runtime.store import ChunkStore
 
-from ..conftest import AUTH, BrokenStore, add_chunk, chunk_meta  # noqa: TID252
+from ..conftest import AUTH, BrokenStore  # noqa: TID252
 from ..scripted_llm import (  # noqa: TID252
     Cut,
     Drip,
@@ -503,27 +501,6 @@ def test_a_null_stream_flag_answers_unstreamed(chat_api: ChatApi) -> None:
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["choices"][0]["message"]["content"] == "Hello."
-
-
-def test_models_lists_upstream_models_with_knowledge_base_variants(
-    chat_api: ChatApi, seeded: ChunkStore, embedder: ContractEmbedder
-) -> None:
-    # An Open WebUI per-file tenant and a memory tenant: not offered as knowledge bases.
-    async def add_tenants() -> None:
-        for tenant in ("file-0123", "user-memory-42"):
-            await add_chunk(seeded, embedder, f"{tenant}-0", "Some text.", chunk_meta(tenant, "x.txt", 1, 0))
-
-    anyio.run(add_tenants)
-    client, _ = chat_api(lambda body: text("x"), models=["m1", "m2"])
-    response = client.get("/v1/models", headers=AUTH)
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert body["object"] == "list"
-    ids = [card["id"] for card in body["data"]]
-    assert ids[:3] == ["m1", "m2", "scripted"]
-    assert {"m1@kb-a", "m2@kb-b", "scripted@kb-c"} <= set(ids)
-    assert not any("file-" in name or "user-memory" in name for name in ids)
-    assert len(ids) == 3 * 4
 
 
 def test_allow_list_restricts_models_and_requests(chat_api: ChatApi) -> None:

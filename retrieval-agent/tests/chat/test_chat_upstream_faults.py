@@ -5,6 +5,7 @@ an upstream that reports no usage, and control characters in the model name."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import logging
 import socket
@@ -178,6 +179,128 @@ def test_chat_timeout_bounds_a_stream_whose_headers_never_end(
     response = post(client, chat_body("scripted@kb-a", stream=True))
     assert response.status_code == 504, response.text
     assert response.json()["error"]["code"] == "upstream_timeout"
+
+
+# -- CHAT_MAX_UPSTREAM_BYTES bounds what is read of an answer -------------------------------------------
+
+MIB = 1024 * 1024
+
+
+class Flood:
+    """A raw HTTP/1.1 upstream on loopback answering 200 with an answer that goes on for ``total`` bytes:
+    a whole completion whose text never ends, or (``stream``) text deltas, or one SSE line that never
+    ends. ``sent`` counts the body bytes the client took before it closed the connection (``cut``)."""
+
+    def __init__(self, shape: str, *, total: int = 64 * MIB, declare_length: bool = False) -> None:
+        self.shape = shape
+        self.total = total
+        self.declare_length = declare_length
+        self.sent = 0
+        self.cut = False
+        self.done = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def close(self) -> None:
+        self._listener.close()
+        self._thread.join(timeout=5)
+
+    def _serve(self) -> None:
+        try:
+            connection, _ = self._listener.accept()
+        except OSError:  # closed by close()
+            return
+        with connection:
+            _read_request(connection)
+            self._flood(connection)
+        self.done.set()
+
+    def _body(self) -> tuple[bytes, Iterator[bytes]]:
+        """The media type, and the body in pieces (for ever: ``total`` ends it)."""
+        if self.shape == "whole":
+            head = json.dumps(text("")).partition('"content": "')[0] + '"content": "'
+            return b"application/json", itertools.chain([head.encode()], itertools.repeat(b"a" * 65536))
+        if self.shape == "deltas":
+            role = _sse(stream_chunks(text(""))[0]).encode()
+            # Each delta its own (LiteLLM ends a stream that repeats one chunk).
+            deltas = (_sse(_delta(f"{n:08} " + "a" * 1000)).encode() for n in itertools.count())
+            return b"text/event-stream", itertools.chain([role], deltas)
+        line = b'data: {"choices": [{"index": 0, "delta": {"content": "'
+        return b"text/event-stream", itertools.chain([line], itertools.repeat(b"a" * 65536))
+
+    def _flood(self, connection: socket.socket) -> None:
+        media, pieces = self._body()
+        length = b"Content-Length: " + str(self.total).encode() + b"\r\n" if self.declare_length else b""
+        try:
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: " + media + b"\r\n" + length + b"\r\n"
+            )
+            for piece in pieces:
+                if self.sent >= self.total:
+                    return
+                connection.sendall(piece)
+                self.sent += len(piece)
+        except OSError:  # the agent stopped reading and closed the connection
+            self.cut = True
+
+
+def _delta(content: str) -> dict[str, Any]:
+    head = stream_chunks(text(""))[0]
+    return {**head, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
+
+
+@pytest.fixture
+def flood() -> Iterator[Callable[..., Flood]]:
+    servers: list[Flood] = []
+
+    def start(shape: str, **options: Any) -> Flood:
+        servers.append(Flood(shape, **options))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def _read_within_bound(upstream: Flood) -> None:
+    """The agent closed the connection near the limit (1 MiB), far from the answer's 64 MiB: what the
+    loopback's socket buffers hold besides is a few MiB."""
+    assert upstream.done.wait(30)
+    assert upstream.cut
+    assert upstream.sent < 16 * MIB
+
+
+@pytest.mark.parametrize("declare_length", [False, True])
+def test_a_whole_answer_past_the_byte_limit_is_502_and_not_read_whole(
+    app_on: Callable[..., TestClient], flood: Callable[..., Flood], declare_length: bool
+) -> None:
+    upstream = flood("whole", declare_length=declare_length)
+    client = app_on(upstream.base_url, chat_max_upstream_bytes=MIB)
+    response = post(client, chat_body("scripted@kb-a"))
+    assert response.status_code == 502, response.text
+    error = response.json()["error"]
+    assert (error["type"], error["code"]) == ("api_error", "upstream_response_too_large")
+    assert "CHAT_MAX_UPSTREAM_BYTES" in error["message"]
+    _read_within_bound(upstream)
+    metrics = client.get("/metrics", headers=AUTH).text
+    assert 'chat_requests_total{outcome="upstream_error",stream="false"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("shape", ["deltas", "one_line"])
+def test_a_stream_past_the_byte_limit_ends_with_an_error_event_and_is_not_read_whole(
+    app_on: Callable[..., TestClient], flood: Callable[..., Flood], shape: str
+) -> None:
+    upstream = flood(shape)
+    client = app_on(upstream.base_url, chat_max_upstream_bytes=MIB)
+    events = sse_events(post(client, chat_body("scripted@kb-a", stream=True)).text)
+    assert "[DONE]" not in events
+    assert json.loads(events[-1])["error"]["code"] == "upstream_response_too_large"
+    _read_within_bound(upstream)
 
 
 # -- the upstream's rate-limit headers ------------------------------------------------------------------

@@ -27,6 +27,7 @@ CHAT_DISABLED = "chat_disabled"
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 UPSTREAM_TIMEOUT = "upstream_timeout"
 UPSTREAM_ERROR = "upstream_error"
+UPSTREAM_RESPONSE_TOO_LARGE = "upstream_response_too_large"
 INVALID_KNOWLEDGE_BASE = "invalid_knowledge_base"
 KNOWLEDGE_BASE_NOT_FOUND = "knowledge_base_not_found"
 

@@ -202,10 +202,15 @@ class ChatCompletion(BaseModel):
 
 
 class ModelCard(BaseModel):
+    """One model of /v1/models: ``id`` is what a request names (``<model>@<kb>`` with a knowledge base)."""
+
     id: str
     object: Literal["model"] = "model"
     created: int = 0
     owned_by: str
+    name: str = Field(
+        description="What a person reads (Open WebUI shows it): the knowledge base's name, then the model."
+    )
 
 
 class ModelList(BaseModel):

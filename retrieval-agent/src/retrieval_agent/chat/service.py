@@ -25,8 +25,8 @@ from typing import Any
 
 import anyio
 
-from rag_runtime.store import KNOWLEDGE_BASES
 from retrieval_agent.adapters.store import StoreSearch
+from retrieval_agent.chat.catalog import list_models, split_model
 from retrieval_agent.chat.context import SourceBook, context_message, search_messages, source_events
 from retrieval_agent.chat.errors import (
     INVALID_KNOWLEDGE_BASE,
@@ -43,7 +43,6 @@ from retrieval_agent.chat.models import (
     ChatCompletionRequest,
     Choice,
     MemorySource,
-    ModelCard,
     ModelList,
     Usage,
 )
@@ -55,25 +54,12 @@ from retrieval_agent.memory.service import MemoryService, Speaker
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
-from shared_contract import CollectionMissingError
 from shared_contract.names import check_collection_name
 from shared_contract.schema import MEMORY_TENANT_RULE, tenant_kind
 
 logger = logging.getLogger(__name__)
 
-KB_SEPARATOR = "@"
-KB_JOINER = "+"
-# Open WebUI's per-file and memory tenants are not knowledge bases to offer as models.
-_MAX_TENANTS = 10_000
 _LAST_ROUND_NOTE = "(That was the last tool round: no more tool calls. Answer now from the passages above.)"
-
-
-def split_model(model: str) -> tuple[str, list[str]]:
-    """``gpt-4o-mini@kb1+kb2`` -> (``gpt-4o-mini``, [kb1, kb2]); a name without ``@`` names no knowledge base."""
-    name, separator, suffix = model.rpartition(KB_SEPARATOR)
-    if not separator:
-        return model, []
-    return name, suffix.split(KB_JOINER)
 
 
 class ChatService:
@@ -375,21 +361,6 @@ class ChatService:
 
     # -- models -----------------------------------------------------------------------------------
 
-    async def knowledge_bases(self) -> list[str]:
-        """The tenants chat offers: not per-file or memory tenants, within CHAT_KNOWLEDGE_BASES when set."""
-        try:
-            tenants = await self.store.tenant_names(_MAX_TENANTS, kinds=KNOWLEDGE_BASES)
-        except CollectionMissingError:
-            tenants = []
-        allowed = self.settings.chat_knowledge_base_list
-        return [name for name in tenants if allowed is None or name in allowed]
-
     async def models(self) -> ModelList:
-        """The upstream's models (at least CHAT_DEFAULT_MODEL), then each with each knowledge base."""
-        names = await self.upstream.list_models() or []
-        if self.settings.chat_default_model not in names:
-            names.append(self.settings.chat_default_model)
-        cards = [ModelCard(id=name, owned_by="upstream") for name in names]
-        for base in await self.knowledge_bases():
-            cards.extend(ModelCard(id=f"{name}{KB_SEPARATOR}{base}", owned_by="rag") for name in names)
-        return ModelList(data=cards)
+        """GET /v1/models (``chat/catalog.py``: what a person can choose from)."""
+        return await list_models(self.settings, self.upstream, self.store)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -25,6 +26,7 @@ from rag_runtime.llm import (
     provider_names,
     route,
 )
+from retrieval_agent.chat.bounded_http import bounded_client
 from retrieval_agent.chat.errors import (
     UPSTREAM_ERROR,
     UPSTREAM_TIMEOUT,
@@ -38,6 +40,10 @@ from shared_contract.redact import REDACTED, redact_secrets
 logger = logging.getLogger(__name__)
 
 _MODELS_TIMEOUT = httpx.Timeout(5.0)
+# The OpenAI SDK's own pool size (LiteLLM's client for an endpoint has the same).
+_UPSTREAM_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+# Where a model-list entry says what a model is (Together's and LM Studio's type, LiteLLM's mode, ...).
+_KIND_FIELDS = ("type", "mode", "task")
 _MAX_MESSAGE_CHARS = 500
 # The loggers LiteLLM gives a stderr handler of its own at import.
 # The upstream's answer headers a client needs to retry well; passed on with its error.
@@ -45,6 +51,16 @@ _RETRY_HEADERS = ("retry-after", "retry-after-ms")
 _RETRY_HEADER_PREFIX = "x-ratelimit-reset-"
 _MAX_HEADER_CHARS = 64
 _MIN_MASKED_KEY_CHARS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamModel:
+    """One model of the upstream's list, and what the upstream says it is (``kinds``, lower case: an entry's
+    ``type``/``mode``/``task``, its true ``capabilities``, LiteLLM's ``model_info.mode``; empty when it says
+    nothing)."""
+
+    id: str
+    kinds: frozenset[str] = frozenset()
 
 
 class ChatUpstream:
@@ -68,11 +84,28 @@ class ChatUpstream:
             timeout=settings.chat_timeout,
         )
         self._timeout = settings.chat_timeout
-        self._http = httpx.AsyncClient(timeout=_MODELS_TIMEOUT)
+        limit = settings.chat_max_upstream_bytes
+        self._http = bounded_client(limit, timeout=_MODELS_TIMEOUT)
+        # LiteLLM's calls to CHAT_UPSTREAM_BASE_URL go through this client, so that each answer is read
+        # within CHAT_MAX_UPSTREAM_BYTES (a provider of LiteLLM's own is read by LiteLLM's client).
+        self._client: Any = None
+        if self._endpoint.base_url is not None:
+            self._client = openai.AsyncOpenAI(
+                api_key=self._endpoint.sent_key,
+                base_url=self._endpoint.base_url,
+                max_retries=0,
+                timeout=self._timeout,
+                # The SDK takes an httpx client (as LiteLLM gives it) as well as its own httpx2 one.
+                http_client=cast(
+                    Any, bounded_client(limit, timeout=self._timeout, limits=_UPSTREAM_LIMITS, follow_redirects=True)
+                ),
+            )
 
     async def aclose(self) -> None:
-        """Close the model-list client (LiteLLM keeps its own pools)."""
+        """Close the HTTP clients (LiteLLM keeps its own pools for providers of its own)."""
         await self._http.aclose()
+        if self._client is not None:
+            await self._client.close()
 
     def route(self, model: str) -> Route:
         """LiteLLM's routing of ``model`` (module docstring)."""
@@ -89,6 +122,7 @@ class ChatUpstream:
         target = self.route(model)
         arguments: dict[str, Any] = {**params, **litellm_arguments(target, self._timeout), "messages": list(messages)}
         if target.api_base is not None:
+            arguments["client"] = self._client
             # LiteLLM filters parameters by its OpenAI model catalogue (a bare ``llama3.1:8b`` loses
             # ``user`` and is refused ``reasoning_effort``); this endpoint is the judge of what it
             # takes, so what LiteLLM does not list for the name goes as a top-level field anyway.
@@ -181,28 +215,56 @@ class ChatUpstream:
             # Release the upstream connection now, also when the stream is left early.
             await response.aclose()
 
-    async def list_models(self) -> list[str] | None:
-        """The ids GET {CHAT_UPSTREAM_BASE_URL}/models lists; None when it is down or has no list."""
+    async def list_models(self) -> list[UpstreamModel] | None:
+        """The models GET {CHAT_UPSTREAM_BASE_URL}/models lists, with what the upstream says they are
+        (there, and in LiteLLM's GET /model/info where the upstream is a LiteLLM proxy); None when it is
+        down or has no list."""
         if self._endpoint.base_url is None:
             return None
+        listed: list[Any] | None = None
+        modes: dict[str, str] = {}
+
+        async def fetch_list() -> None:
+            nonlocal listed
+            listed = await self._data("models")
+
+        async def fetch_modes() -> None:
+            modes.update(_litellm_modes(await self._data("model/info")))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(fetch_list)
+            group.start_soon(fetch_modes)
+        if listed is None:
+            logger.info("the upstream's model list is unavailable: listing CHAT_DEFAULT_MODEL")
+            return None
+        models: list[UpstreamModel] = []
+        for entry in listed:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                kinds = _declared_kinds(entry)
+                mode = modes.get(entry["id"])
+                models.append(UpstreamModel(entry["id"], kinds | {mode} if mode else kinds))
+        return models
+
+    async def _data(self, path: str) -> list[Any] | None:
+        """The ``data`` list of GET {CHAT_UPSTREAM_BASE_URL}/``path``; None when there is none."""
         headers = {"Authorization": f"Bearer {self._endpoint.api_key}"} if self._endpoint.api_key else {}
         try:
-            response = await self._http.get(f"{self._endpoint.base_url}/models", headers=headers)
+            response = await self._http.get(f"{self._endpoint.base_url}/{path}", headers=headers)
             response.raise_for_status()
             data = response.json().get("data")
-        except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            logger.info("the upstream's model list is unavailable (%s): listing CHAT_DEFAULT_MODEL", type(exc).__name__)
+        except (httpx.HTTPError, ValueError, AttributeError, ChatError) as exc:
+            logger.debug("GET %s of the upstream failed (%s)", path, type(exc).__name__)
             return None
-        if not isinstance(data, list):
-            return None
-        return [str(item["id"]) for item in data if isinstance(item, dict) and isinstance(item.get("id"), str)]
+        return data if isinstance(data, list) else None
 
     def error(self, exc: BaseException) -> ChatError:
         """LiteLLM's exception as the /v1 error: the upstream's status (with its Retry-After and
         x-ratelimit-reset-* headers), 502 when it is unreachable, 504 on its timeout. Its text is
         shortened and its secrets masked."""
-        if isinstance(exc, ChatError):
-            return exc
+        # Ours, raised inside LiteLLM's call (an answer past CHAT_MAX_UPSTREAM_BYTES) and wrapped by it.
+        ours = next((cause for cause in _chain(exc) if isinstance(cause, ChatError)), None)
+        if ours is not None:
+            return ours
         detail = self._short(str(getattr(exc, "message", None) or exc))
         # Raised by LiteLLM before any request is sent: the upstream never answered.
         if isinstance(exc, self._litellm.UnsupportedParamsError):
@@ -243,6 +305,32 @@ class ChatUpstream:
         if self._endpoint.api_key and len(self._endpoint.api_key) >= _MIN_MASKED_KEY_CHARS:
             text = text.replace(self._endpoint.api_key, REDACTED)
         return _short(redact_secrets(text), limit)
+
+
+def _declared_kinds(entry: Mapping[str, Any]) -> frozenset[str]:
+    """What a model-list entry says the model is: its kind fields and its true capabilities."""
+    kinds = {entry[key].lower() for key in _KIND_FIELDS if isinstance(entry.get(key), str)}
+    capabilities = entry.get("capabilities")
+    if isinstance(capabilities, dict):
+        # Mistral's {"completion_chat": true, ...}
+        kinds.update(str(key).lower() for key, value in capabilities.items() if value is True)
+    elif isinstance(capabilities, list):
+        # Ollama's ["completion", "tools"] or ["embedding"]
+        kinds.update(item.lower() for item in capabilities if isinstance(item, str))
+    return frozenset(kinds)
+
+
+def _litellm_modes(data: list[Any] | None) -> dict[str, str]:
+    """LiteLLM's GET /model/info entries as {model name: mode} (``chat``, ``embedding``, ``rerank``, ...)."""
+    modes: dict[str, str] = {}
+    for entry in data or []:
+        if not isinstance(entry, dict):
+            continue
+        info = entry.get("model_info")
+        mode = info.get("mode") if isinstance(info, dict) else None
+        if isinstance(entry.get("model_name"), str) and isinstance(mode, str) and mode:
+            modes[entry["model_name"]] = mode.lower()
+    return modes
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Literal, Self
@@ -86,12 +87,63 @@ class ChatSettings(SettingsGroup):
         description="Comma-separated knowledge bases chat may search (and /v1/models lists); empty = any.",
     )
     chat_timeout: float = Field(default=120.0, gt=0, le=600, description="Seconds per upstream chat call, as a whole.")
+    chat_max_upstream_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Most bytes read of one upstream answer (a whole completion, a whole stream, the model "
+        "list); past it the call fails with 502 upstream_response_too_large.",
+    )
+    # GET /v1/models: what a person can choose from.
+    chat_models: str = Field(
+        default="",
+        description="Comma-separated chat models /v1/models lists (CHAT_DEFAULT_MODEL always among them); "
+        "empty = the upstream's models less those it marks, or that are named, as embedding, rerank, speech "
+        "or image models.",
+    )
+    chat_knowledge_base_models: str = Field(
+        default="",
+        description="Comma-separated models /v1/models also lists with each knowledge base (<model>@<kb>); "
+        "empty = CHAT_DEFAULT_MODEL only; * = every listed model.",
+    )
+    chat_knowledge_base_names: str = Field(
+        default="",
+        description='JSON object of the names /v1/models shows for knowledge bases: {"<collection name>": '
+        '"Handbook"}; a knowledge base without one is shown by its collection name.',
+    )
 
     @property
     def chat_knowledge_base_list(self) -> frozenset[str] | None:
         """CHAT_KNOWLEDGE_BASES as a set; None when every knowledge base may be searched."""
         names = frozenset(part.strip() for part in self.chat_knowledge_bases.split(",") if part.strip())
         return names or None
+
+    @property
+    def chat_model_list(self) -> list[str]:
+        """CHAT_MODELS in order, without repeats; empty when the upstream's list decides."""
+        return _name_list(self.chat_models)
+
+    @property
+    def chat_knowledge_base_model_list(self) -> list[str] | None:
+        """CHAT_KNOWLEDGE_BASE_MODELS in order; None for ``*`` (every listed model)."""
+        names = _name_list(self.chat_knowledge_base_models)
+        if "*" in names:
+            return None
+        return names or [self.chat_default_model]
+
+    @property
+    def chat_knowledge_base_name_map(self) -> dict[str, str]:
+        """CHAT_KNOWLEDGE_BASE_NAMES as a mapping (checked at start-up)."""
+        return _parse_knowledge_base_names(self.chat_knowledge_base_names)
+
+    @field_validator("chat_knowledge_base_names")
+    @classmethod
+    def _knowledge_base_names(cls, value: str) -> str:
+        try:
+            _parse_knowledge_base_names(value)
+        except ValueError as exc:
+            raise ContractConfigError("CHAT_KNOWLEDGE_BASE_NAMES", str(exc)) from exc
+        return value
 
     @field_validator("chat_knowledge_bases")
     @classmethod
@@ -108,6 +160,32 @@ class ChatSettings(SettingsGroup):
     @classmethod
     def _chat_upstream_url(cls, value: str | None) -> str | None:
         return check_http_url(value)
+
+
+_MAX_NAME_CHARS = 200
+
+
+def _name_list(value: str) -> list[str]:
+    return list(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+
+
+def _parse_knowledge_base_names(value: str) -> dict[str, str]:
+    """``{"<collection name>": "<name>"}`` from CHAT_KNOWLEDGE_BASE_NAMES; ValueError naming the rule broken."""
+    if not value.strip():
+        return {}
+    try:
+        names = json.loads(value)
+    except ValueError:
+        raise ValueError('must be a JSON object: {"<collection name>": "<name>", ...}') from None
+    if not isinstance(names, dict):
+        raise ValueError('must be a JSON object: {"<collection name>": "<name>", ...}')
+    shown: dict[str, str] = {}
+    for collection, name in names.items():
+        check_collection_name(collection, field="each key")
+        if not isinstance(name, str) or not name.strip() or not name.isprintable() or len(name) > _MAX_NAME_CHARS:
+            raise ValueError(f"each name must be one line of printable text, 1 to {_MAX_NAME_CHARS} characters")
+        shown[collection] = name.strip()
+    return shown
 
 
 class MemorySettings(SettingsGroup):

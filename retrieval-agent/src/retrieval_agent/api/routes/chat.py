@@ -12,6 +12,7 @@ from starlette.responses import Response
 from rag_runtime.http import require_json_body
 from retrieval_agent.api.auth import BEARER
 from retrieval_agent.api.deps import ChatDep, MetricsDep, SettingsDep
+from retrieval_agent.chat.chunks import event_stream_schema
 from retrieval_agent.chat.errors import chat_disabled
 from retrieval_agent.chat.memory import speaker_of
 from retrieval_agent.chat.models import ChatCompletion, ChatCompletionRequest, ModelList, OpenAIErrorBody
@@ -23,7 +24,8 @@ _ERRORS: dict[int | str, dict[str, object]] = {
         401: "UNAUTHORIZED: missing or wrong API key.",
         404: "knowledge_base_not_found: outside CHAT_KNOWLEDGE_BASES.",
         413: "The body is larger than MAX_REQUEST_BYTES.",
-        502: "upstream_unavailable: the chat model could not be reached.",
+        502: "upstream_unavailable: the chat model could not be reached; upstream_response_too_large: its answer "
+        "went past CHAT_MAX_UPSTREAM_BYTES.",
         503: "chat_disabled (CHAT_UPSTREAM_BASE_URL unset), or the store is unavailable.",
         504: "upstream_timeout.",
     }.items()
@@ -47,15 +49,7 @@ _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         200: {
             "model": ChatCompletion,
             "description": "JSON, or SSE chunks when stream=true.",
-            "content": {
-                "text/event-stream": {
-                    "schema": {
-                        "type": "string",
-                        "description": "`data: <chat.completion.chunk JSON>` events; the last chunk carries "
-                        "`rag_sources` (and `usage` with stream_options.include_usage), then `data: [DONE]`.",
-                    }
-                }
-            },
+            "content": {"text/event-stream": {"schema": event_stream_schema()}},
         }
     },
 )
@@ -79,7 +73,7 @@ async def chat_completions(
 
 @router.get("/models")
 async def list_models(chat: ChatDep) -> ModelList:
-    """The upstream's models and each one with each knowledge base (``model@kb``)."""
+    """The chat models a person can choose from, and knowledge bases as ``<model>@<kb>`` (``chat/catalog.py``)."""
     if chat is None:
         raise chat_disabled()
     return await chat.models()
