@@ -71,6 +71,20 @@ test-unit: ## Unit tests of the workspace packages only, one pytest per test roo
 test-integration: ## Black-box HTTP tests against a running stack (started for you unless *_BASE_URL is set)
 	$(UV) run --no-sync pytest tests-integration
 
+OPEN_WEBUI_VENV := $(CURDIR)/.cache/open-webui/venv
+OPEN_WEBUI_PACKAGES := torch==2.13.0 open-webui==0.12.4
+
+.PHONY: test-open-webui
+test-open-webui: install models ## Stock Open WebUI 0.12.4 (own venv in .cache/) + the Function on `rag dev`; not in `make test`
+	@if "$(OPEN_WEBUI_VENV)/bin/python" -c "import importlib.metadata as m; assert m.version('open-webui') == '0.12.4'" >/dev/null 2>&1; then \
+		echo "test-open-webui: reusing open-webui 0.12.4 in $(OPEN_WEBUI_VENV)"; \
+	else \
+		echo "test-open-webui: installing $(OPEN_WEBUI_PACKAGES) into $(OPEN_WEBUI_VENV) (its own venv, never in uv.lock)"; \
+		test -x "$(OPEN_WEBUI_VENV)/bin/python" || $(PYTHON) -m venv "$(OPEN_WEBUI_VENV)"; \
+		"$(OPEN_WEBUI_VENV)/bin/pip" install --quiet --disable-pip-version-check $(OPEN_WEBUI_PACKAGES); \
+	fi
+	OPEN_WEBUI_VENV="$(OPEN_WEBUI_VENV)" $(UV) run --no-sync pytest tests-open-webui -x -v
+
 .PHONY: fuzz
 fuzz: install models ## schemathesis against both services' OpenAPI on a real `rag dev` (FUZZ_MAX_EXAMPLES per operation)
 	$(UV) run --no-sync pytest tests-fuzz
@@ -101,6 +115,7 @@ typecheck: install ## mypy --strict over the packages, benchmarks and every test
 	MYPYPATH=rag-cli $(UV) run --no-sync mypy rag-cli/tests
 	$(UV) run --no-sync mypy tests-integration
 	MYPYPATH=tests-integration $(UV) run --no-sync mypy tests-fuzz
+	MYPYPATH=tests-integration $(UV) run --no-sync mypy tests-open-webui
 
 .PHONY: bench-quality
 bench-quality: install models ## Retrieval quality (nDCG@10, Recall@100, MRR@10) on SciFact and NorQuAD
