@@ -115,6 +115,8 @@ class OpenWebUIScript:
 
     files: list[str]
     knowledge_bases: list[str]
+    # Each knowledge base's files (GET /api/v1/knowledge/{id}/files).
+    knowledge_base_files: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
     # Leave these out of the listing while GET by id still finds them (BYPASS_ADMIN_ACCESS_CONTROL=false).
     unlisted: set[str] = field(default_factory=set[str])
     failing_listing: bool = False
@@ -188,6 +190,12 @@ def scripted_open_webui(script: OpenWebUIScript) -> Starlette:
         file_id = request.path_params["id"]
         return JSONResponse(_file(file_id)) if file_id in script.files else JSONResponse(NOT_FOUND, status_code=404)
 
+    async def knowledge_files(request: Request) -> JSONResponse:
+        knowledge_id = request.path_params["id"]
+        if knowledge_id not in script.knowledge_bases:
+            return JSONResponse(NOT_FOUND, status_code=400)  # 0.12.4 answers 400 for an unknown one
+        return page_of(request, script.knowledge_base_files.get(knowledge_id, []), 30, _file)
+
     async def knowledge_by_id(request: Request) -> JSONResponse:
         knowledge_id = request.path_params["id"]
         if knowledge_id in script.knowledge_bases:
@@ -201,6 +209,7 @@ def scripted_open_webui(script: OpenWebUIScript) -> Starlette:
             Route("/api/v1/files/{id}", file_by_id),
             Route("/api/v1/knowledge/", knowledge),
             Route("/api/v1/knowledge/{id}", knowledge_by_id),
+            Route("/api/v1/knowledge/{id}/files", knowledge_files),
         ]
     )
 
@@ -249,7 +258,46 @@ def prune(ingestion: str, open_webui: str, *extra: str, token: str = ADMIN_TOKEN
 
 
 def script_for(estate: Estate) -> OpenWebUIScript:
-    return OpenWebUIScript(files=list(estate.live_files), knowledge_bases=[estate.live_kb])
+    return OpenWebUIScript(
+        files=list(estate.live_files),
+        knowledge_bases=[estate.live_kb],
+        knowledge_base_files={estate.live_kb: [estate.live_files[0]]},
+    )
+
+
+def documents(url: str, collection: str) -> set[str]:
+    response = httpx.get(
+        f"{url}/api/v1/documents",
+        params={"collection_name": collection},
+        headers={"Authorization": f"Bearer {INGESTION_KEY}"},
+    )
+    assert response.status_code == 200, response.text
+    return {document["file_id"] for document in response.json()["documents"]}
+
+
+def test_prune_removes_the_documents_a_live_knowledge_base_no_longer_lists(
+    ingestion: str, estate: Estate, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The fork sent nothing when live_files[2] left the knowledge base, nor when gone_files[1] was
+    # deleted; a `rag sync` document (a uuid5 id) is not Open WebUI's and stays.
+    synced = str(uuid.uuid5(uuid.NAMESPACE_URL, "https://wiki.example/page"))
+    for file_id in (estate.live_files[2], estate.gone_files[1], synced):
+        ingest(ingestion, collection=estate.live_kb, file_id=file_id)
+    with serving(scripted_open_webui(script_for(estate))) as open_webui:
+        assert prune(ingestion, open_webui, "--dry-run") == 0
+        assert documents(ingestion, estate.live_kb) == {
+            estate.live_files[0],
+            estate.live_files[2],
+            estate.gone_files[1],
+            synced,
+        }
+        assert prune(ingestion, open_webui) == 0
+    assert documents(ingestion, estate.live_kb) == {estate.live_files[0], synced}
+    assert tenants(ingestion) == estate.kept
+    out = capsys.readouterr().out
+    assert "3 tenants and 2 documents would be removed" in out
+    assert f"removed {estate.live_files[2]}" in out
+    assert "3 tenants and 2 documents removed" in out
 
 
 def test_prune_removes_exactly_the_orphans(ingestion: str, estate: Estate, capsys: pytest.CaptureFixture[str]) -> None:
@@ -260,7 +308,7 @@ def test_prune_removes_exactly_the_orphans(ingestion: str, estate: Estate, capsy
     out = capsys.readouterr().out
     for name in estate.orphans:
         assert name in out
-    assert "3 tenants removed" in out
+    assert "3 tenants and 0 documents removed" in out
     # Every page of the paged listings was read (3 files at 2 a page).
     assert any("page=2" in request for request in script.requests if request.startswith("/api/v1/files/"))
 
@@ -275,7 +323,7 @@ def test_dry_run_removes_nothing_and_says_what_it_would(
     assert "dry run" in out
     for name in estate.orphans:
         assert name in out
-    assert "3 tenants would be removed" in out
+    assert "3 tenants and 0 documents would be removed" in out
 
 
 def test_a_failed_listing_removes_nothing_and_exits_non_zero(

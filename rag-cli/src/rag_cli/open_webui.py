@@ -79,6 +79,10 @@ class OpenWebUI:
         """Every knowledge base's id (``GET /api/v1/knowledge/``, all pages)."""
         return await self._listing("/api/v1/knowledge/", {})
 
+    async def knowledge_base_file_ids(self, knowledge_id: str) -> set[str]:
+        """The ids of a knowledge base's files (``GET /api/v1/knowledge/{id}/files``, all pages)."""
+        return await self._listing(f"/api/v1/knowledge/{quote(knowledge_id, safe='')}/files", {})
+
     async def has_file(self, file_id: str) -> bool:
         """Whether Open WebUI has the file (``GET /api/v1/files/{id}``: 404 when it has not)."""
         return await self._exists(f"/api/v1/files/{quote(file_id, safe='')}")
