@@ -18,6 +18,7 @@ from schemathesis.schemas import APIOperation
 
 from rag_runtime.store import ChunkStore
 from retrieval_agent.chat.chunks import ChatCompletionChunk, ChunkChoice, ChunkDelta
+from retrieval_agent.chat.models import SourceEvent, SourceEventData, SourceMetadata, SourceOrigin
 
 from ..conftest import AUTH  # noqa: TID252
 from ..scripted_llm import Cut, Script, ScriptedLLM, text, tool_call  # noqa: TID252
@@ -107,7 +108,14 @@ def test_chunks_built_with_the_model_match_the_schema(stream: Stream) -> None:
     # Every kind the stream builds with ChatCompletionChunk, Open WebUI's source events included.
     _, operation = stream(lambda body: text("ok"))
     common: dict[str, Any] = {"id": "chatcmpl-1", "created": 1, "model": "scripted@kb-a"}
-    source = {"type": "source", "data": {"source": {"id": "file-1", "name": "a.pdf"}, "document": ["..."]}}
+    source = SourceEvent(
+        data=SourceEventData(
+            source=SourceOrigin(id="file-1", name="a.pdf"),
+            document=["..."],
+            metadata=[SourceMetadata(source="file-1", name="a.pdf", file_id="file-1", page=0, citation=1)],
+            distances=[0.9],
+        )
+    )
     built = [
         ChatCompletionChunk(**common, choices=[ChunkChoice(delta=ChunkDelta(role="assistant", content=""))]),
         ChatCompletionChunk(**common, choices=[], event=source),

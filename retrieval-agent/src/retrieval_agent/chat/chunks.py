@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from retrieval_agent.chat.models import MemorySource, OpenAIErrorBody, RagSource, Usage
+from retrieval_agent.chat.models import MemorySource, OpenAIErrorBody, RagSource, SourceEvent, Usage
 
 DONE = "[DONE]"
 
@@ -66,8 +66,8 @@ class ChatCompletionChunk(BaseModel):
     usage: Usage | None = Field(
         default=None, exclude_if=_absent, description="With stream_options.include_usage, in the last chunk."
     )
-    event: dict[str, Any] | None = Field(
-        default=None, exclude_if=_absent, description="An Open WebUI event (a citation source)."
+    event: SourceEvent | None = Field(
+        default=None, exclude_if=_absent, description="An Open WebUI source event (a citation), with empty choices."
     )
 
     def sse(self) -> str:
@@ -90,7 +90,9 @@ def event_stream_schema() -> dict[str, Any]:
         # The payload is JSON except in the last event of a stream that did not fail.
         "if": {"properties": {"data": {"const": DONE}}},
         "else": {"properties": {"data": {"contentMediaType": "application/json", "contentSchema": payload}}},
-        "description": "One SSE event: `data: <chat.completion.chunk JSON>`; the chunk after the finish carries "
+        "description": "One SSE event: `data: <chat.completion.chunk JSON>`; after the role chunk (and after a "
+        "tool round that found passages) one chunk per cited document carries an Open WebUI `source` `event`, "
+        "with empty `choices`; the chunk after the finish carries "
         "`rag_sources` and `memory_sources` (and `usage` with stream_options.include_usage), then `data: [DONE]`. "
         "A stream that fails after it started ends with `data: <error JSON>` instead.",
     }

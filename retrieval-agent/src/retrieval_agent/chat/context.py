@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_agent.chat.models import ChatMessageIn, RagSource
+from retrieval_agent.chat.models import (
+    ChatMessageIn,
+    RagSource,
+    SourceEvent,
+    SourceEventData,
+    SourceMetadata,
+    SourceOrigin,
+)
 from retrieval_agent.search.leniency import adjust
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.queries import ChatMessage
@@ -101,48 +108,37 @@ class SourceBook:
         self._documents = {document: number for document, number in self._documents.items() if number in kept}
 
 
-def source_events(sources: Sequence[RagSource]) -> list[dict[str, Any]]:
+def source_events(sources: Sequence[RagSource]) -> list[SourceEvent]:
     """Open WebUI's ``source`` events for ``sources``: one per document, in number order, each with the
-    document's passages (``document``, ``metadata`` and ``distances`` in parallel; ``metadata.page``
-    0-based, as Open WebUI shows ``page + 1``). Events for a document already sent add its new passages
-    to the same citation (Open WebUI merges them by ``metadata.source``)."""
+    document's passages (``metadata.page`` 0-based, as Open WebUI shows ``page + 1``). Events for a
+    document already sent add its new passages to the same citation (Open WebUI merges them by
+    ``metadata.source``)."""
     by_number: dict[int, list[RagSource]] = {}
     for source in sources:
         by_number.setdefault(source.index, []).append(source)
-    events: list[dict[str, Any]] = []
+    events: list[SourceEvent] = []
     for number in sorted(by_number):
         passages = by_number[number]
         first = passages[0]
         name = first.file_name or first.document
-        origin: dict[str, Any] = {"id": first.document, "name": name}
-        if first.url is not None:
-            origin["url"] = first.url
         metadata = [
-            {
-                key: value
-                for key, value in {
-                    "source": passage.document,
-                    "name": name,
-                    "file_id": passage.file_id,
-                    "collection_name": passage.collection_name,
-                    "page": passage.page,
-                    "citation": passage.index,
-                }.items()
-                if value is not None
-            }
+            SourceMetadata(
+                source=passage.document,
+                name=name,
+                file_id=passage.file_id,
+                collection_name=passage.collection_name,
+                page=passage.page,
+                citation=passage.index,
+            )
             for passage in passages
         ]
-        events.append(
-            {
-                "type": "source",
-                "data": {
-                    "source": origin,
-                    "document": [passage.text for passage in passages],
-                    "metadata": metadata,
-                    "distances": [passage.score for passage in passages],
-                },
-            }
+        data = SourceEventData(
+            source=SourceOrigin(id=first.document, name=name, url=first.url),
+            document=[passage.text for passage in passages],
+            metadata=metadata,
+            distances=[passage.score for passage in passages],
         )
+        events.append(SourceEvent(data=data))
     return events
 
 

@@ -148,6 +148,45 @@ class RagSource(BaseModel):
     text: str
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class SourceOrigin(BaseModel):
+    """The document a source event cites (Open WebUI's ``source``)."""
+
+    id: str = Field(description="The document (RagSource.document).")
+    name: str
+    url: str | None = Field(default=None, exclude_if=_absent, description="Its http(s) source, where it has one.")
+
+
+class SourceMetadata(BaseModel):
+    """One passage's metadata in a source event (Open WebUI numbers citations by ``source``)."""
+
+    source: str = Field(description="The document (RagSource.document): passages sharing it are one citation.")
+    name: str
+    file_id: str | None = Field(default=None, exclude_if=_absent)
+    collection_name: str | None = Field(default=None, exclude_if=_absent)
+    page: int | None = Field(default=None, exclude_if=_absent, description="0-based (Open WebUI shows page + 1).")
+    citation: int = Field(description="The citation number, [1] for 1.")
+
+
+class SourceEventData(BaseModel):
+    """One document's passages: ``document``, ``metadata`` and ``distances`` in parallel."""
+
+    source: SourceOrigin
+    document: list[str]
+    metadata: list[SourceMetadata]
+    distances: list[float] = Field(description="Calibrated relevance in [0, 1], as RagSource.score.")
+
+
+class SourceEvent(BaseModel):
+    """Open WebUI's ``source`` event: it stores ``data`` among the message's sources and shows it as a citation."""
+
+    type: Literal["source"] = "source"
+    data: SourceEventData
+
+
 class MemorySource(BaseModel):
     """One remembered fact shown to the model this turn (ENABLE_MEMORY)."""
 

@@ -27,6 +27,7 @@ import anyio
 
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.chat.catalog import list_models, split_model
+from retrieval_agent.chat.chunks import DONE, ChatCompletionChunk, ChunkChoice, ChunkDelta, ToolCallDelta
 from retrieval_agent.chat.context import SourceBook, context_message, search_messages, source_events
 from retrieval_agent.chat.errors import (
     INVALID_KNOWLEDGE_BASE,
@@ -257,17 +258,11 @@ class ChatService:
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
 
-        def event(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> str:
-            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-            chunk = {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": turn.model,
-                "choices": choices,
-                **extra,
-            }
-            return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+        def event(delta: ChunkDelta | None, finish: str | None = None, **extra: Any) -> str:
+            choices = [] if delta is None else [ChunkChoice(delta=delta, finish_reason=finish)]
+            return ChatCompletionChunk(
+                id=completion_id, created=created, model=turn.model, choices=choices, **extra
+            ).sse()
 
         def announce(first_new: int) -> str:
             """The source events of the sources from ``first_new`` on (Open WebUI's citations)."""
@@ -276,7 +271,7 @@ class ChatService:
         outcome: ChatOutcome = "ok"
         usage = Usage()
         try:
-            yield event({"role": "assistant", "content": ""})
+            yield event(ChunkDelta(role="assistant", content=""))
             # Open WebUI shows these as the message's citations (it drops the last chunk's rag_sources).
             yield announce(0)
             announced = len(turn.book.sources)
@@ -286,7 +281,7 @@ class ChatService:
                 async for part in stream:
                     usage.add(part.get("usage"))
                     for content in streamed.take(part):
-                        yield event({"content": content})
+                        yield event(ChunkDelta(content=content))
                 if not streamed.said and not asked_whole:
                     asked_whole = True
                     stream = await self._whole_round(turn, rounds)
@@ -314,19 +309,24 @@ class ChatService:
                 if kind == "answer":
                     turn.check_answered(streamed.wrote, asked, rounds)
                 if held:
-                    yield event({"content": "".join(held)})
+                    yield event(ChunkDelta(content="".join(held)))
                 if kind == "client":
                     outcome = "client_tool_calls"
-                    yield event({"tool_calls": [{"index": index, **call} for index, call in enumerate(calls)]})
-                    yield event({}, "tool_calls")
+                    deltas = [
+                        ToolCallDelta.model_validate({"index": index, **call}) for index, call in enumerate(calls)
+                    ]
+                    yield event(ChunkDelta(tool_calls=deltas))
+                    yield event(ChunkDelta(), "tool_calls")
                 else:
-                    yield event({}, "stop" if finish in (None, "tool_calls") else finish)
+                    yield event(ChunkDelta(), "stop" if finish in (None, "tool_calls") else finish)
                 break
-            sources = [source.model_dump() for source in turn.book.sources]
-            remembered = [source.model_dump() for source in turn.memory_sources]
-            extra: dict[str, Any] = {"usage": usage.model_dump()} if turn.include_usage else {}
-            yield event(None, rag_sources=sources, memory_sources=remembered, **extra)
-            yield "data: [DONE]\n\n"
+            yield event(
+                None,
+                rag_sources=list(turn.book.sources),
+                memory_sources=list(turn.memory_sources),
+                usage=usage if turn.include_usage else None,
+            )
+            yield f"data: {DONE}\n\n"
         except ChatError as exc:
             outcome = exc.outcome
             logger.warning("chat stream failed: %s", exc.message)
