@@ -32,6 +32,7 @@ from open_webui_support import (
     Turn,
     ask_recorded,
     checked,
+    ingest,
     install_function,
     open_webui_env,
     open_webui_ready,
@@ -42,8 +43,19 @@ from open_webui_support import (
     wait_for,
     wait_processed,
 )
-from scenario import CONTRACT, CONTRACT_NAME, CONTRACT_QUESTION, SCAN, SCAN_NAME, SCAN_QUESTION
-from scripted_upstream import EMBEDDING_MODEL, ScriptedUpstream
+from scenario import (
+    CONTRACT,
+    CONTRACT_NAME,
+    CONTRACT_QUESTION,
+    HANDBOOK,
+    HANDBOOK_FILE_ID,
+    HANDBOOK_FILE_NAME,
+    HANDBOOK_NAME,
+    SCAN,
+    SCAN_NAME,
+    SCAN_QUESTION,
+)
+from scripted_upstream import EMBEDDING_MODEL, MODEL_ID, ScriptedUpstream
 
 RAG_READY_TIMEOUT_S = 300
 
@@ -59,14 +71,41 @@ def workdir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def rag_dev(workdir: Path) -> Iterator[RagDev]:
-    """`rag dev` (what `make dev` runs) on free ports, fresh keys, a temporary store, LOADER_INDEX_UPLOADS=true."""
+def upstream(workdir: Path) -> Iterator[ScriptedUpstream]:
+    with ScriptedUpstream(api_key=secrets.token_urlsafe(24), agent_key=secrets.token_urlsafe(24)) as server:
+        yield server
+        # What the model provider was sent, for a kept workdir (OPEN_WEBUI_TEST_KEEP=1).
+        calls = [
+            {"at": call.at, "caller": call.caller, "method": call.method, "path": call.path, "body": call.body}
+            for call in server.recorder.calls
+        ]
+        (workdir / "upstream-calls.json").write_text(json.dumps(calls, indent=1), encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def rag_dev(workdir: Path, upstream: ScriptedUpstream) -> Iterator[RagDev]:
+    """`rag dev` (what `make dev` runs) on free ports, fresh keys, a temporary store, LOADER_INDEX_UPLOADS=true.
+
+    Its OpenAI-compatible chat answers with the scripted model, called with the upstream's second key
+    (so its calls are told from Open WebUI's), and shows the handbook tenant by a readable name.
+    """
     keys = {"INGESTION_API_KEY": secrets.token_urlsafe(32), "RETRIEVAL_API_KEY": secrets.token_urlsafe(32)}
     root = workdir / "rag-dev"
     root.mkdir()
+    # Nothing of the caller's chat or memory configuration leaks in (settings/chat.py).
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("CHAT_", "MEMORY_")) and name != "ENABLE_MEMORY"
+    }
     env = {
-        **os.environ,
+        **inherited,
         **keys,
+        "CHAT_UPSTREAM_BASE_URL": upstream.url,
+        "CHAT_UPSTREAM_API_KEY": upstream.agent_key,
+        "CHAT_DEFAULT_MODEL": MODEL_ID,
+        "CHAT_KNOWLEDGE_BASE_NAMES": json.dumps({HANDBOOK: HANDBOOK_NAME}),
+        "ENABLE_MEMORY": "false",
         "QDRANT_PATH": str(root / "qdrant"),
         "LOADER_INDEX_UPLOADS": "true",
         "ENABLE_QUERY_GENERATION": "false",
@@ -86,15 +125,6 @@ def rag_dev(workdir: Path) -> Iterator[RagDev]:
 
 
 @pytest.fixture(scope="session")
-def upstream(workdir: Path) -> Iterator[ScriptedUpstream]:
-    with ScriptedUpstream(api_key=secrets.token_urlsafe(24)) as server:
-        yield server
-        # What the model provider was sent, for a kept workdir (OPEN_WEBUI_TEST_KEEP=1).
-        calls = [{"at": call.at, "path": call.path, "body": call.body} for call in server.recorder.calls]
-        (workdir / "upstream-calls.json").write_text(json.dumps(calls, indent=1), encoding="utf-8")
-
-
-@pytest.fixture(scope="session")
 def open_webui(workdir: Path, rag_dev: RagDev, upstream: ScriptedUpstream) -> Iterator[OpenWebUI]:
     """A stock Open WebUI from `.cache/open-webui/venv`, ready (``GET /ready``)."""
     data_dir = workdir / "open-webui"
@@ -104,6 +134,8 @@ def open_webui(workdir: Path, rag_dev: RagDev, upstream: ScriptedUpstream) -> It
         data_dir,
         upstream_url=upstream.url,
         upstream_key=upstream.api_key,
+        agent_url=f"{rag_dev.retrieval_url}/v1",
+        agent_key=rag_dev.retrieval_key,
         loader_url=rag_dev.ingestion_url,
         loader_key=rag_dev.ingestion_key,
         embedding_model=EMBEDDING_MODEL,
@@ -180,3 +212,39 @@ def scan_turn(
 ) -> Turn:
     """A question only the scan's OCR text answers, the knowledge base attached."""
     return ask_recorded(admin, upstream, SCAN_QUESTION, library.attached, open_webui.log)
+
+
+@pytest.fixture(scope="session")
+def handbook(rag_dev: RagDev) -> dict[str, Any]:
+    """The contract ingested straight into our knowledge-base tenant ``handbook`` (not through Open WebUI)."""
+    return ingest(
+        rag_dev,
+        CONTRACT,
+        file_id=HANDBOOK_FILE_ID,
+        filename=HANDBOOK_FILE_NAME,
+        collection_name=HANDBOOK,
+        user_id="acceptance-admin",
+    )
+
+
+@pytest.fixture(scope="session")
+def open_webui_models(admin: httpx.Client, library: Library, handbook: dict[str, Any]) -> list[dict[str, Any]]:
+    """``GET /api/models`` once the store holds the handbook and the uploads' file-<id> tenants."""
+    listed: list[dict[str, Any]] = checked(admin.get("/api/models", params={"refresh": "true"}), what="models")["data"]
+    return listed
+
+
+@pytest.fixture(scope="session")
+def handbook_turn(
+    admin: httpx.Client,
+    function: dict[str, Any],
+    open_webui_models: list[dict[str, Any]],
+    upstream: ScriptedUpstream,
+    open_webui: OpenWebUI,
+) -> Turn:
+    """The contract question asked of <model>@handbook (the retrieval agent's connection), no files attached.
+
+    It needs ``function``: the Function is installed, active and global when this chat runs, so
+    the chat shows that it stays out of the way of a chat without files.
+    """
+    return ask_recorded(admin, upstream, CONTRACT_QUESTION, [], open_webui.log, model=f"{MODEL_ID}@{HANDBOOK}")

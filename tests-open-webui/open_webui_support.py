@@ -2,12 +2,14 @@
 
 Three processes, all on loopback, all stopped by the fixtures that start them:
 
-- ``rag dev`` (the `make dev` stack) with LOADER_INDEX_UPLOADS=true on a temporary store;
+- ``rag dev`` (the `make dev` stack) with LOADER_INDEX_UPLOADS=true on a temporary store, its
+  OpenAI-compatible chat (``/v1``) answered by the upstream;
 - the scripted OpenAI-compatible upstream (``scripted_upstream``), in this process;
 - a stock Open WebUI 0.12.4 from its own virtual environment (``.cache/open-webui/venv``, built by
   `make test-open-webui`), in a temporary DATA_DIR, with every feature that would reach the
-  internet or download a model switched off, its models and embeddings served by the upstream, and
-  our ingestion service as its external document loader.
+  internet or download a model switched off, its models and embeddings served by the upstream
+  (its first OpenAI connection), the retrieval agent's ``/v1`` as its second OpenAI connection,
+  and our ingestion service as its external document loader.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from scripted_upstream import MODEL_ID, Call, ScriptedUpstream
+from scripted_upstream import MODEL_ID, OPEN_WEBUI, RETRIEVAL_AGENT, Call, ScriptedUpstream
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OPEN_WEBUI_VERSION = "0.12.4"
@@ -37,6 +39,9 @@ FUNCTION_ID = "rag_search_filter"
 OPEN_WEBUI_READY_TIMEOUT_S = float(os.environ.get("OPEN_WEBUI_READY_TIMEOUT", "900"))
 FILE_PROCESSING_TIMEOUT_S = 600.0
 CHAT_TIMEOUT_S = 300.0
+# Open WebUI's OpenAI connections, in OPENAI_API_BASE_URLS' order (a model's ``urlIdx``).
+UPSTREAM_CONNECTION = 0
+AGENT_CONNECTION = 1
 
 
 def log_tail(path: Path | None, chars: int = 6000) -> str:
@@ -96,6 +101,8 @@ def open_webui_env(
     *,
     upstream_url: str,
     upstream_key: str,
+    agent_url: str,
+    agent_key: str,
     loader_url: str,
     loader_key: str,
     embedding_model: str,
@@ -106,6 +113,11 @@ def open_webui_env(
     (RAG_EMBEDDING_ENGINE=openai, served by the upstream), no reranker (hybrid search off), no
     web search, image generation, STT/TTS engine, version check or telemetry; pip installs of a
     Function's frontmatter requirements are off too, so the Function must run on what ships.
+
+    Two OpenAI connections (config.py OPENAI_API_BASE_URLS / OPENAI_API_KEYS, ``;``-separated, in
+    the same order): the upstream (``UPSTREAM_CONNECTION``) and the retrieval agent's ``/v1``
+    (``AGENT_CONNECTION``). A model id both list stays the first one's (routers/openai.py
+    ``get_all_models``: ``if model_id not in models``), so ``MODEL_ID`` is still the upstream's.
     """
     cache = data_dir / "cache"
     return {
@@ -131,8 +143,8 @@ def open_webui_env(
         # config.py: the model provider is the scripted upstream only.
         "ENABLE_OLLAMA_API": "false",
         "ENABLE_OPENAI_API": "true",
-        "OPENAI_API_BASE_URLS": upstream_url,
-        "OPENAI_API_KEYS": upstream_key,
+        "OPENAI_API_BASE_URLS": f"{upstream_url};{agent_url}",
+        "OPENAI_API_KEYS": f"{upstream_key};{agent_key}",
         "ENABLE_BASE_MODELS_CACHE": "false",
         "ENABLE_DIRECT_CONNECTIONS": "false",
         "ENABLE_SIGNUP": "true",
@@ -292,13 +304,23 @@ class Turn:
     # What the scripted upstream was asked while the turn ran (``ask_recorded``).
     upstream_calls: list[Call] = field(default_factory=lambda: list[Call]())
 
+    def _bodies(self, caller: str, path: str) -> list[dict[str, Any]]:
+        return [call.body for call in self.upstream_calls if call.caller == caller and call.path.rstrip("/") == path]
+
     @property
     def model_requests(self) -> list[dict[str, Any]]:
-        return [call.body for call in self.upstream_calls if call.path.rstrip("/") == "/v1/chat/completions"]
+        """The chat completions Open WebUI itself asked of the upstream (its direct connection)."""
+        return self._bodies(OPEN_WEBUI, "/v1/chat/completions")
 
     @property
     def embedding_requests(self) -> list[dict[str, Any]]:
-        return [call.body for call in self.upstream_calls if call.path.rstrip("/") == "/v1/embeddings"]
+        """The embeddings Open WebUI asked for (its own RAG)."""
+        return self._bodies(OPEN_WEBUI, "/v1/embeddings")
+
+    @property
+    def agent_requests(self) -> list[dict[str, Any]]:
+        """The chat completions the retrieval agent asked of the upstream (CHAT_UPSTREAM_BASE_URL)."""
+        return self._bodies(RETRIEVAL_AGENT, "/v1/chat/completions")
 
     @property
     def assistant(self) -> dict[str, Any]:
@@ -378,6 +400,11 @@ class RagDev:
             base_url=self.retrieval_url, headers={"Authorization": f"Bearer {self.retrieval_key}"}, timeout=60
         )
 
+    def ingestion(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.ingestion_url, headers={"Authorization": f"Bearer {self.ingestion_key}"}, timeout=600
+        )
+
 
 @dataclass
 class OpenWebUI:
@@ -405,11 +432,44 @@ SETTLE_S = 2.0
 
 
 def ask_recorded(
-    client: httpx.Client, upstream: ScriptedUpstream, question: str, files: list[dict[str, Any]], log: Path | None
+    client: httpx.Client,
+    upstream: ScriptedUpstream,
+    question: str,
+    files: list[dict[str, Any]],
+    log: Path | None,
+    *,
+    model: str = MODEL_ID,
 ) -> Turn:
     """``ask``, with the upstream calls made from just before the request until shortly after the answer."""
     mark = len(upstream.recorder)
-    turn = ask(client, MODEL_ID, question, files, log)
+    turn = ask(client, model, question, files, log)
     time.sleep(SETTLE_S)
     turn.upstream_calls = upstream.recorder.since(mark)
     return turn
+
+
+# ---------------------------------------------------------------------------------------------
+# Our own API
+# ---------------------------------------------------------------------------------------------
+
+
+def ingest(
+    rag_dev: RagDev, path: Path, *, file_id: str, filename: str, collection_name: str, user_id: str
+) -> dict[str, Any]:
+    """Multipart ``PUT /api/v1/ingest`` of ``path`` into ``collection_name`` (synchronous: the answer
+    comes when the document is indexed); the 200 body."""
+    with rag_dev.ingestion() as client, path.open("rb") as handle:
+        body: dict[str, Any] = checked(
+            client.put(
+                "/api/v1/ingest",
+                files={"file": (filename, handle, "application/pdf")},
+                data={
+                    "file_id": file_id,
+                    "filename": filename,
+                    "collection_name": collection_name,
+                    "user_id": user_id,
+                },
+            ),
+            what=f"ingest {filename} into {collection_name}",
+        )
+    return body

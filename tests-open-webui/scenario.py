@@ -22,3 +22,10 @@ SCAN_NAME = "scanned_notice.pdf"
 SCAN_QUESTION = "Why can a PDF created from an image not be rendered as plain text?"
 SCAN_ANSWER_TEXT = "non-text-searchable PDF"
 SCAN_ANSWER_PAGE = 0
+
+# The same contract ingested straight into a knowledge-base tenant of our store (PUT /api/v1/ingest),
+# under its own id and name, and asked through the retrieval agent's OpenAI connection.
+HANDBOOK = "handbook"  # the tenant (collection_name), so the model <CHAT_DEFAULT_MODEL>@handbook
+HANDBOOK_NAME = "Contract Handbook"  # CHAT_KNOWLEDGE_BASE_NAMES: what Open WebUI shows
+HANDBOOK_FILE_ID = "handbook-consulting-agreement"
+HANDBOOK_FILE_NAME = "consulting_agreement.pdf"

@@ -7,7 +7,10 @@
   so Open WebUI's own embedding of uploads runs offline and a test can see whether Open WebUI
   embedded a query (its own retrieval) while a chat ran.
 
-Every request is recorded with its path, so "nothing else was called" can be asserted too.
+Every request is recorded with its path and its caller, so "nothing else was called" can be
+asserted too. Two keys are accepted, one per caller, and each call records whose it was:
+``api_key`` is Open WebUI's (its direct connection and its embedding engine), ``agent_key`` the
+retrieval agent's (CHAT_UPSTREAM_API_KEY: its /v1/chat/completions and /v1/models call through).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ MODEL_ID = "scripted-model"
 EMBEDDING_MODEL = "scripted-embedding"
 EMBEDDING_DIMENSIONS = 64
 ANSWER = "The answer is on page 3 [1]."
+# Who sent a request (``Call.caller``), told apart by the key it came with.
+OPEN_WEBUI = "open-webui"
+RETRIEVAL_AGENT = "retrieval-agent"
 
 
 @dataclass
@@ -37,6 +43,7 @@ class Call:
     path: str
     body: dict[str, Any]
     authorization: str | None
+    caller: str | None  # OPEN_WEBUI or RETRIEVAL_AGENT by the key sent; None for a wrong key (answered 401)
 
 
 @dataclass
@@ -48,11 +55,14 @@ class Recorder:
         with self.lock:
             self.calls.append(call)
 
-    def since(self, mark: int, path: str | None = None) -> list[Call]:
-        """The calls after the first ``mark`` ones (``mark = len(recorder)`` taken earlier)."""
+    def since(self, mark: int, path: str | None = None, caller: str | None = None) -> list[Call]:
+        """The calls after the first ``mark`` ones (``mark = len(recorder)`` taken earlier), of
+        ``path`` and ``caller`` when given."""
         with self.lock:
             later = self.calls[mark:]
-        return [call for call in later if path is None or call.path == path]
+        return [
+            call for call in later if (path is None or call.path == path) and (caller is None or call.caller == caller)
+        ]
 
     def __len__(self) -> int:
         with self.lock:
@@ -102,9 +112,12 @@ class _Server(ThreadingHTTPServer):
 class ScriptedUpstream:
     """The server, in a thread, on a free loopback port; ``url`` is its ``.../v1`` base."""
 
-    def __init__(self, api_key: str, answer: str = ANSWER) -> None:
+    def __init__(self, api_key: str, agent_key: str, answer: str = ANSWER) -> None:
+        assert api_key != agent_key, "each caller needs its own key"
         self.api_key = api_key
+        self.agent_key = agent_key
         self.answer = answer
+        callers = {f"Bearer {api_key}": OPEN_WEBUI, f"Bearer {agent_key}": RETRIEVAL_AGENT}
         self.recorder = Recorder()
         upstream = self
 
@@ -121,8 +134,9 @@ class ScriptedUpstream:
 
             def _record(self, body: dict[str, Any]) -> bool:
                 authorization = self.headers.get("Authorization")
-                upstream.recorder.add(Call(time.monotonic(), self.command, self.path, body, authorization))
-                if authorization != f"Bearer {upstream.api_key}":
+                caller = callers.get(authorization or "")
+                upstream.recorder.add(Call(time.monotonic(), self.command, self.path, body, authorization, caller))
+                if caller is None:
                     self._send(401, b'{"error": {"message": "bad key"}}')
                     return False
                 return True

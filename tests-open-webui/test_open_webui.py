@@ -4,8 +4,11 @@ One session (see conftest): `rag dev` with LOADER_INDEX_UPLOADS=true, the script
 WebUI from its own venv; an admin signs up; a ten-page contract and a scan are uploaded through
 Open WebUI (so through our PUT /process) into a knowledge base; a control question is asked
 before the Function exists (Open WebUI's own retrieval answers), then the Function is installed
-through the API and two questions are asked with the knowledge base attached. Each test reads
-what Open WebUI stored (``GET /api/v1/chats/{id}``) or what the scripted model was sent.
+through the API and two questions are asked with the knowledge base attached. Last, with the
+Function still global, the contract question is asked of the retrieval agent's own chat endpoint
+(Open WebUI's second OpenAI connection, model ``<model>@handbook``) with nothing attached: the
+agent searches our ``handbook`` tenant and streams Open WebUI the citations. Each test reads what
+Open WebUI stored (``GET /api/v1/chats/{id}``) or what the scripted model was sent.
 """
 
 from __future__ import annotations
@@ -15,19 +18,34 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
-from open_webui_support import OPEN_WEBUI_VERSION, Library, OpenWebUI, RagDev, Turn
+from open_webui_support import (
+    AGENT_CONNECTION,
+    FUNCTION_ID,
+    OPEN_WEBUI_VERSION,
+    UPSTREAM_CONNECTION,
+    Library,
+    OpenWebUI,
+    RagDev,
+    Turn,
+    checked,
+)
 from scenario import (
     CONTRACT_ANSWER_LABEL,
     CONTRACT_ANSWER_PAGE,
     CONTRACT_ANSWER_TEXT,
     CONTRACT_NAME,
+    HANDBOOK,
+    HANDBOOK_FILE_ID,
+    HANDBOOK_FILE_NAME,
+    HANDBOOK_NAME,
     SCAN_ANSWER_PAGE,
     SCAN_ANSWER_TEXT,
     SCAN_NAME,
 )
-from scripted_upstream import ANSWER
+from scripted_upstream import ANSWER, EMBEDDING_MODEL, MODEL_ID
 
 # Metadata keys Open WebUI's own index writes on every chunk (routers/retrieval.py
 # save_docs_to_vector_db: embedding_config; process_file: created_by). Our /search returns neither.
@@ -52,8 +70,12 @@ def dump(turn: Turn) -> str:
 
 
 def model_context(turn: Turn) -> str:
-    """Every message text the scripted model was sent for this turn's answer."""
+    """Every message text the scripted model was sent (by Open WebUI) for this turn's answer."""
     [request] = turn.model_requests
+    return message_texts(request)
+
+
+def message_texts(request: dict[str, Any]) -> str:
     texts: list[str] = []
     for message in request.get("messages", []):
         content = message.get("content")
@@ -182,3 +204,119 @@ def test_the_model_context_labels_the_page_as_people_count_it(contract_turn: Tur
         assert f'page="{CONTRACT_ANSWER_PAGE}"' not in attributes, attributes
     # The answer's document is numbered first, so "[1]" in the scripted answer cites it.
     assert re.search(r'\bid="1"', labels[0]), labels[0]
+
+
+# --- the retrieval agent's chat endpoint as Open WebUI's second OpenAI connection --------------
+
+HANDBOOK_MODEL = f"{MODEL_ID}@{HANDBOOK}"
+# The agent's context labels each passage "[n] <file> (page <page + 1>, file_id: <id>)" (chat/context.py).
+PASSAGE_HEAD = re.compile(r"^\[(\d+)\] (.+?)(?: \((.*)\))?$")
+# What the Function leaves on a message when it runs (its status events, stored in statusHistory).
+FUNCTION_STATUS_ACTIONS = frozenset({"knowledge_search", "sources_retrieved"})
+
+
+def agent_passages(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """(head line, text) of every numbered passage in the agent's context message (its "Passages:" block;
+    a passage's text has blank lines of its own, so passages are split at their head lines)."""
+    found: list[tuple[str, str]] = []
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if message.get("role") != "system" or not isinstance(content, str) or "\nPassages:\n" not in content:
+            continue
+        body = content.split("\nPassages:\n", 1)[1]
+        for block in re.split(r"(?m)^(?=\[\d+\] )", body):
+            head, _, text = block.strip().partition("\n")
+            if PASSAGE_HEAD.match(head):
+                found.append((head, squeeze(text)))
+    return found
+
+
+def test_open_webui_lists_the_handbook_from_the_agent_connection(
+    admin: httpx.Client, open_webui_models: list[dict[str, Any]], handbook: dict[str, Any]
+) -> None:
+    """GET /api/models has <model>@handbook from the agent's connection, named by CHAT_KNOWLEDGE_BASE_NAMES;
+    the agent's connection lists no embedding model and no per-file tenant."""
+    assert handbook["status"] is True, handbook
+    assert handbook["collection_name"] == HANDBOOK, handbook
+    assert handbook["chunks_count"] > 0, handbook
+    by_id = {model["id"]: model for model in open_webui_models}
+    assert HANDBOOK_MODEL in by_id, sorted(by_id)
+    assert by_id[HANDBOOK_MODEL]["urlIdx"] == AGENT_CONNECTION, by_id[HANDBOOK_MODEL]
+    assert by_id[HANDBOOK_MODEL]["name"] == f"{HANDBOOK_NAME} ({MODEL_ID})", by_id[HANDBOOK_MODEL]
+    # A model both connections list stays the first's: the other chats still reach the upstream directly.
+    assert by_id[MODEL_ID]["urlIdx"] == UPSTREAM_CONNECTION, by_id[MODEL_ID]
+    from_agent = [model["id"] for model in open_webui_models if model.get("urlIdx") == AGENT_CONNECTION]
+    assert from_agent == [HANDBOOK_MODEL], from_agent
+    # What the agent's connection itself lists, as Open WebUI reads it (routers/openai.py /models/{url_idx}).
+    listed = checked(admin.get(f"/openai/models/{AGENT_CONNECTION}"), what="the agent connection's models")
+    ids = [model["id"] for model in listed["data"]]
+    assert sorted(ids) == sorted([MODEL_ID, HANDBOOK_MODEL]), ids
+    assert EMBEDDING_MODEL not in " ".join(ids), ids
+    assert not [name for name in ids if "embed" in name.lower() or "@file-" in name], ids
+
+
+def test_the_agent_chat_stored_our_citations(handbook_turn: Turn) -> None:
+    """Streamed through Open WebUI: the answer, and one source per document, the agent's, 0-based page 2."""
+    message = handbook_turn.assistant
+    assert message["content"] == ANSWER, json.dumps(message)[:3000]
+    sources = message.get("sources") or []
+    assert len(sources) == 1, f"not one source per document: {dump(handbook_turn)}"
+    [source] = sources
+    assert source["source"]["id"] == HANDBOOK_FILE_ID, source["source"]
+    assert source["source"]["name"] == HANDBOOK_FILE_NAME, source["source"]
+    documents, metadata = source["document"], source["metadata"]
+    assert documents, dump(handbook_turn)
+    assert len(documents) == len(metadata) == len(source["distances"]), dump(handbook_turn)
+    for meta in metadata:
+        assert meta["source"] == HANDBOOK_FILE_ID, meta
+        assert meta["name"] == HANDBOOK_FILE_NAME, meta
+        assert meta["file_id"] == HANDBOOK_FILE_ID, meta
+        assert meta["collection_name"] == HANDBOOK, meta
+        assert meta["citation"] == 1, meta
+        assert type(meta["page"]) is int, meta
+        assert not OPEN_WEBUI_OWN_KEYS & set(meta), meta
+    hits = [
+        meta for document, meta in zip(documents, metadata, strict=True) if CONTRACT_ANSWER_TEXT in squeeze(document)
+    ]
+    assert hits, f"no passage holds {CONTRACT_ANSWER_TEXT!r}: {dump(handbook_turn)}"
+    assert {meta["page"] for meta in hits} == {CONTRACT_ANSWER_PAGE}, hits
+    # The best passage is the answer's: the first one of the citation [1].
+    assert CONTRACT_ANSWER_TEXT in squeeze(documents[0]), dump(handbook_turn)
+
+
+def test_the_agent_gave_the_model_the_page_as_people_count_it(handbook_turn: Turn) -> None:
+    """One upstream call, the agent's: its context labels the answer's passage [1], page 3 (0-based 2)."""
+    [request] = handbook_turn.agent_requests
+    assert request["model"] == MODEL_ID, request.get("model")
+    assert request.get("stream") is True, {key: value for key, value in request.items() if key != "messages"}
+    found = agent_passages(request)
+    assert found, f"no numbered passage in what the model read: {message_texts(request)[:4000]}"
+    heads = [head for head, text in found if CONTRACT_ANSWER_TEXT in text]
+    assert heads, f"the answer's passage is not in what the model read: {message_texts(request)[:4000]}"
+    assert heads[0] == f"[1] {HANDBOOK_FILE_NAME} (page {CONTRACT_ANSWER_PAGE + 1}, file_id: {HANDBOOK_FILE_ID})", heads
+    for head, _ in found:
+        match = PASSAGE_HEAD.match(head)
+        assert match, head
+        # One document: every passage is its citation [1].
+        assert (match.group(1), match.group(2)) == ("1", HANDBOOK_FILE_NAME), head
+
+
+def test_the_function_stayed_out_of_the_agent_chat(
+    admin: httpx.Client, handbook_turn: Turn, function: dict[str, Any]
+) -> None:
+    """The Function was active and global during the chat (``handbook_turn`` needs it), but the chat had no
+    files: no status of its own, nothing injected; Open WebUI called the upstream neither for an answer nor
+    for an embedding; only the agent did, once."""
+    current = checked(admin.get(f"/api/v1/functions/id/{FUNCTION_ID}"), what="the Function")
+    assert (current["is_active"], current["is_global"]) == (True, True), current
+    user = handbook_turn.chat["chat"]["history"]["messages"][handbook_turn.user_message_id]
+    assert not user.get("files"), user.get("files")
+    statuses = handbook_turn.assistant.get("statusHistory") or []
+    assert not [status for status in statuses if status.get("action") in FUNCTION_STATUS_ACTIONS], statuses
+    assert handbook_turn.model_requests == [], "Open WebUI asked the upstream itself"
+    assert handbook_turn.embedding_requests == [], "Open WebUI embedded a query: its own retrieval ran"
+    [request] = handbook_turn.agent_requests
+    context = message_texts(request)
+    # Neither the Function's nor Open WebUI's RAG template reached the model: only the agent's passages.
+    assert "<context>" not in context, context[:4000]
+    assert "<source" not in context, context[:4000]

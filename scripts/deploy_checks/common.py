@@ -26,8 +26,24 @@ DOCKERFILES = {
 SERVICE_OF: dict[str, env_example.Service] = {"ingestion-service": "ingestion", "retrieval-agent": "retrieval"}
 OUR_IMAGES: dict[str, env_example.Service] = {"rag/ingestion-service": "ingestion", "rag/retrieval-agent": "retrieval"}
 K8S_VERSIONS = ("1.30.0", "1.37.0")
-REQUIRED_PROFILES = {"vision", "agent", "webui", "observability"}
+REQUIRED_PROFILES = {"vision", "agent", "webui", "webui-fork", "observability"}
 
+# What every Open WebUI (stock or the fork) is given: sessions, the chat connection, uploads to MinIO.
+_OPEN_WEBUI_ENV = frozenset(
+    {
+        "WEBUI_SECRET_KEY",
+        "WEBUI_SECRET_KEY_FILE",
+        "OPENAI_API_BASE_URL",
+        "OPENAI_API_KEY",
+        "STORAGE_PROVIDER",
+        "S3_ENDPOINT_URL",
+        "S3_REGION_NAME",
+        "S3_ADDRESSING_STYLE",
+        "S3_BUCKET_NAME",
+        "S3_ACCESS_KEY_ID",
+        "S3_SECRET_ACCESS_KEY",
+    }
+)
 # Variables third-party images read, per image repository: explicit, so a typo is caught.
 THIRD_PARTY_ENV: dict[str, frozenset[str]] = {
     "qdrant/qdrant": frozenset({"QDRANT__SERVICE__API_KEY", "QDRANT__TELEMETRY_DISABLED", "QDRANT_INIT_FILE_PATH"}),
@@ -39,37 +55,28 @@ THIRD_PARTY_ENV: dict[str, frozenset[str]] = {
     "ghcr.io/berriai/litellm": frozenset(
         {"LITELLM_MASTER_KEY", "LITELLM_UPSTREAM_API_BASE", "LITELLM_UPSTREAM_API_KEY"}
     ),
-    "ghcr.io/open-webui/open-webui": frozenset(
-        {
-            "WEBUI_SECRET_KEY",
-            "WEBUI_SECRET_KEY_FILE",
-            "OPENAI_API_BASE_URL",
-            "OPENAI_API_KEY",
-            "STORAGE_PROVIDER",
-            "S3_ENDPOINT_URL",
-            "S3_REGION_NAME",
-            "S3_ADDRESSING_STYLE",
-            "S3_BUCKET_NAME",
-            "S3_ACCESS_KEY_ID",
-            "S3_SECRET_ACCESS_KEY",
-            # The AarhusAI fork's hooks (../shared/reference/open-webui-contract.md, section 2).
-            "EXTERNAL_INGESTION_ENGINE",
-            "EXTERNAL_INGESTION_URL",
-            "EXTERNAL_INGESTION_API_KEY",
-            "EXTERNAL_INGESTION_TIMEOUT",
-            "RAG_RETRIEVAL_ENGINE",
-            "RAG_EXTERNAL_RETRIEVAL_URL",
-            "RAG_EXTERNAL_RETRIEVAL_API_KEY",
-            "RAG_EXTERNAL_RETRIEVAL_TIMEOUT",
-            "RAG_EXTERNAL_BYPASS_QUERY_GENERATION",
-            "RAG_EXTERNAL_MESSAGE_COUNT",
-            "RAG_EXTERNAL_USER_MESSAGES_ONLY",
-            # Stock Open WebUI's external document loader.
-            "CONTENT_EXTRACTION_ENGINE",
-            "EXTERNAL_DOCUMENT_LOADER_URL",
-            "EXTERNAL_DOCUMENT_LOADER_API_KEY",
-        }
-    ),
+    "ghcr.io/open-webui/open-webui": _OPEN_WEBUI_ENV
+    | {
+        # Stock Open WebUI's external document loader.
+        "CONTENT_EXTRACTION_ENGINE",
+        "EXTERNAL_DOCUMENT_LOADER_URL",
+        "EXTERNAL_DOCUMENT_LOADER_API_KEY",
+    },
+    # The AarhusAI fork's hooks (../shared/reference/open-webui-contract.md, section 2).
+    "aarhusai/open-webui": _OPEN_WEBUI_ENV
+    | {
+        "EXTERNAL_INGESTION_ENGINE",
+        "EXTERNAL_INGESTION_URL",
+        "EXTERNAL_INGESTION_API_KEY",
+        "EXTERNAL_INGESTION_TIMEOUT",
+        "RAG_RETRIEVAL_ENGINE",
+        "RAG_EXTERNAL_RETRIEVAL_URL",
+        "RAG_EXTERNAL_RETRIEVAL_API_KEY",
+        "RAG_EXTERNAL_RETRIEVAL_TIMEOUT",
+        "RAG_EXTERNAL_BYPASS_QUERY_GENERATION",
+        "RAG_EXTERNAL_MESSAGE_COUNT",
+        "RAG_EXTERNAL_USER_MESSAGES_ONLY",
+    },
     "gotenberg/gotenberg": frozenset(),
     "prom/prometheus": frozenset(),
 }
