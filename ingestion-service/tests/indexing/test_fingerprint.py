@@ -19,6 +19,13 @@ def test_a_new_chunking_revision_changes_the_fingerprint(monkeypatch: pytest.Mon
     assert ingest_fingerprint(settings, "kreuzberg") != before
 
 
+def test_a_new_extraction_revision_changes_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make_settings()
+    before = ingest_fingerprint(settings, "kreuzberg")
+    monkeypatch.setattr(fingerprint, "EXTRACTION_REVISION", fingerprint.EXTRACTION_REVISION + 1)
+    assert ingest_fingerprint(settings, "kreuzberg") != before
+
+
 @pytest.mark.parametrize(("name", "value"), [("embed_document_title", False), ("chunk_table_rows", "markdown")])
 def test_the_chunk_context_settings_change_the_fingerprint(name: str, value: object) -> None:
     default = ingest_fingerprint(make_settings(), "kreuzberg")

@@ -86,7 +86,11 @@ def build_parts(
     sparse_on = settings.enable_sparse_embeddings
     return PipelineParts(
         converter=FileConverter(
-            registry, settings.extraction_engine, observer=observer, max_chars=settings.max_extracted_chars
+            registry,
+            settings.extraction_engine,
+            observer=observer,
+            max_chars=settings.max_extracted_chars,
+            attribute_types=settings.attribute_types,
         ),
         splitter=splitter,
         finalizer=ChunkFinalizer(

@@ -19,6 +19,9 @@ from shared_contract.settings import fingerprint_fields
 # Bumped whenever the splitters cut chunks, or build what is indexed for them, differently for the
 # same settings (2: whole blocks, tables between rows, a title and context indexed with each chunk).
 CHUNKING_REVISION: Final = 2
+# Bumped whenever the engines' text or document metadata for the same bytes and settings changes
+# (1: a Markdown file's front matter read into its labels and left out of its text).
+EXTRACTION_REVISION: Final = 1
 
 # The settings that shape extraction, chunking, vectors and the lexical entries: those marked
 # ``Fingerprint.SHAPES`` in settings.py (every field is marked one way or the other).
@@ -35,6 +38,7 @@ def ingest_fingerprint(settings: Settings, engine: str) -> str:
         "manifest": manifest,
         "settings": shaping,
         "chunking": CHUNKING_REVISION,
+        "extraction": EXTRACTION_REVISION,
         "engine": engine,
     }
     encoded = json.dumps(document, sort_keys=True, default=str).encode()

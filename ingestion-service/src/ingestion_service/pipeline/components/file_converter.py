@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from haystack import Document, component
 
 from ingestion_service.documents import Converter, ConverterRegistry, SourceFile
+from ingestion_service.documents.front_matter import FRONT_MATTER_KEY, typed_labels, without_front_matter
 from ingestion_service.errors import DocumentTooLargeError, ExtractionError, IngestionError, NoExtractableTextError
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.run_control import checkpoint
+from shared_contract.attributes import AttributeType
 
 EXTRACTOR_KEY = "extractor"
 
@@ -41,13 +44,16 @@ def convert_checked(
     """One engine on ``source`` with the pipeline's checks (blocking: a worker thread).
 
     The profile goes only to an engine that has it; an engine bug is still a typed extraction error.
+    A Markdown file's front matter is read here and never reaches the engine (``front_matter``).
     """
-    try:
-        documents = converter.convert(source, profile=profile if profile in converter.profiles else None)
-    except IngestionError:
-        raise
-    except Exception as exc:  # an engine bug is still an extraction failure, typed as one
-        raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
+    with without_front_matter(source) as reading:
+        try:
+            documents = converter.convert(reading.source, profile=profile if profile in converter.profiles else None)
+        except IngestionError:
+            raise
+        except Exception as exc:  # an engine bug is still an extraction failure, typed as one
+            raise ExtractionError(f"{converter.name}: {type(exc).__name__}: {exc}") from exc
+    documents = reading.apply(documents)
     check_extracted_size(documents, max_chars)
     require_text(documents)
     return documents
@@ -64,11 +70,14 @@ class FileConverter:
         observer: StageObserver | None = None,
         *,
         max_chars: int | None = None,
+        attribute_types: Mapping[str, AttributeType] | None = None,
     ) -> None:
         self.registry = registry
         self.default_engine = default_engine
         self.observer = observer
         self.max_chars = max_chars
+        # INDEXED_ATTRIBUTES: a front matter attribute of another type is left out.
+        self.attribute_types = dict(attribute_types) if attribute_types is not None else {}
 
     @component.output_types(documents=list[Document])
     def run(
@@ -93,8 +102,14 @@ class FileConverter:
                 # A router (auto) records the concrete engine it chose; others are their own extractor.
                 Document(
                     content=document.content or "",
-                    meta={EXTRACTOR_KEY: converter.name, **document.meta, **meta},
+                    meta={EXTRACTOR_KEY: converter.name, **self._typed(document.meta), **meta},
                 )
                 for document in extracted
             ]
         return {"documents": documents}
+
+    def _typed(self, meta: dict[str, Any]) -> dict[str, Any]:
+        labels = meta.get(FRONT_MATTER_KEY)
+        if not isinstance(labels, dict):
+            return meta
+        return {**meta, FRONT_MATTER_KEY: typed_labels(labels, self.attribute_types)}
