@@ -94,6 +94,7 @@ def test_ingest_sends_open_webui_multipart_fields(tmp_path: Path) -> None:
         "collection_type": "file",
         "user_id": "me",
         "overwrite": "true",
+        "path": "one.txt",
         "bytes": b"hello",
     }
     text = buffer.getvalue()

@@ -313,6 +313,7 @@ def test_sync_adds_then_skips_unchanged_files_without_uploading(folder: Path) ->
         "overwrite": "true",
         "force": "false",
         "attributes": json.dumps({"sync_source": root, "sync_path": "sub/b.txt"}),
+        "path": "sub/b.txt",
         "bytes": b"bravo",
     }
     assert "Sync summary" in text

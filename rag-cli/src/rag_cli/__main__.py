@@ -67,6 +67,7 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--collection", required=True, help="tenant (Open WebUI collection name)")
     ingest.add_argument("--user-id", default="rag-cli")
     ingest.add_argument("--concurrency", type=int, default=2)
+    _ignore_flags(ingest)
     ingest.add_argument("--url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
     ingest.add_argument("--api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
 
@@ -92,6 +93,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="S3/MinIO endpoint to list (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL)",
     )
+    _ignore_flags(sync)
     sync.add_argument("--url", default=None, help="ingestion base URL (RAG_INGESTION_URL)")
     sync.add_argument("--api-key", default=None, help="ingestion key (INGESTION_API_KEY)")
 
@@ -107,6 +109,18 @@ def parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--url", default=None, help="retrieval base URL (RAG_RETRIEVAL_URL)")
     search.add_argument("--api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
+
+    ask = commands.add_parser(
+        "ask",
+        help="ask a question: the chat answers from the knowledge bases, then lists its sources",
+        description="Streams the answer of the retrieval agent's chat (POST /v1/chat/completions; the service "
+        "needs CHAT_UPSTREAM_BASE_URL), then a Sources: block, one [n] file (page, path) line per cited document.",
+    )
+    ask.add_argument("question")
+    ask.add_argument("--collection", action="append", required=True, help="repeat for several")
+    ask.add_argument("--model", default=None, help="the chat model (default: the first one GET /v1/models lists)")
+    ask.add_argument("--url", default=None, help="retrieval base URL (RAG_RETRIEVAL_URL)")
+    ask.add_argument("--api-key", default=None, help="retrieval key (RETRIEVAL_API_KEY)")
 
     mcp = commands.add_parser(
         "mcp",
@@ -127,6 +141,24 @@ def parser() -> argparse.ArgumentParser:
     _memory_parser(commands)
     _open_webui_parser(commands)
     return root
+
+
+def _ignore_flags(command: argparse.ArgumentParser) -> None:
+    # Besides the default ignores and the folders' .gitignore / .ragignore (rag_cli.ignores).
+    command.add_argument(
+        "--include",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="only files matching this gitignore-style glob (e.g. '*.md'); repeat for several",
+    )
+    command.add_argument(
+        "--exclude",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="also leave out what matches this gitignore-style glob (e.g. 'drafts/'); repeat for several",
+    )
 
 
 def _open_webui_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -240,12 +272,15 @@ def _run(args: argparse.Namespace) -> int:
         if args.concurrency < 1:
             sys.stderr.write("rag ingest: --concurrency must be at least 1\n")
             return 2
+        from rag_cli.ignores import rules_from
+
         return run_ingest(
             ingestion_endpoint(args.url, args.api_key),
             args.paths,
             collection=args.collection,
             user_id=args.user_id,
             concurrency=args.concurrency,
+            rules=rules_from(args.include, args.exclude),
         )
     if args.command == "sync":
         return _sync(args)
@@ -258,6 +293,12 @@ def _run(args: argparse.Namespace) -> int:
             ingestion_endpoint(args.ingestion_url, args.ingestion_api_key, flag="--ingestion-url"),
             open_webui_endpoint(args.url, args.token),
             dry_run=args.dry_run,
+        )
+    if args.command == "ask":
+        from rag_cli.ask import run_ask
+
+        return run_ask(
+            retrieval_endpoint(args.url, args.api_key), args.question, collections=args.collection, model=args.model
         )
     if args.command == "mcp":
         from rag_cli.mcp_backend import COLLECTIONS_ENV, run_mcp
@@ -283,6 +324,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
+    from rag_cli.ignores import rules_from
     from rag_cli.sync.plan import SyncOptions
     from rag_cli.sync.watch import run_sync
 
@@ -305,6 +347,7 @@ def _sync(args: argparse.Namespace) -> int:
         force=args.force,
         dry_run=args.dry_run,
         s3_endpoint_url=args.s3_endpoint_url,
+        ignore_rules=rules_from(args.include, args.exclude),
     )
     return run_sync(
         ingestion_endpoint(args.url, args.api_key),

@@ -43,6 +43,8 @@ class IngestOutcome:
     ok: bool
     chunks: int | None = None
     error: str | None = None
+    # Found in a folder and answered as no document (NOT_A_DOCUMENT): not a failure.
+    skipped: bool = False
 
 
 def file_id_for(path: Path) -> str:
@@ -86,11 +88,24 @@ class IngestReply:
     unchanged: bool = False
     content_hash: str | None = None
     error: str | None = None
+    # The error body's code (UNSUPPORTED_CONTENT, EXTRACTION_FAILED, ...), when the service sent one.
+    code: str | None = None
+
+    @property
+    def not_a_document(self) -> bool:
+        """The service read the bytes as no document type it extracts (a thumbnail cache, a binary)."""
+        return self.code == NOT_A_DOCUMENT
+
+
+# What the ingestion service answers for bytes that are no document: a folder's junk, skipped.
+NOT_A_DOCUMENT = "UNSUPPORTED_CONTENT"
 
 
 def _ingest_reply(response: httpx.Response) -> IngestReply:
     if response.status_code >= 400:
-        return IngestReply(ok=False, error=_error_text(response))
+        failure = error_body(response)
+        code = None if isinstance(failure, str) else failure.code
+        return IngestReply(ok=False, error=_error_text(response), code=code)
     try:
         body = json_object(response)
         reply = validated(body, IngestResponse)
@@ -102,13 +117,15 @@ def _ingest_reply(response: httpx.Response) -> IngestReply:
     return IngestReply(ok=True, chunks=reply.chunks_count, unchanged=reply.unchanged, content_hash=reply.content_hash)
 
 
-def _optional_fields(force: bool | None, attributes: dict[str, Any] | None) -> dict[str, str]:
-    # Only what the caller set: `rag ingest` sends exactly Open WebUI's fields.
+def _optional_fields(force: bool | None, attributes: dict[str, Any] | None, path: str | None) -> dict[str, str]:
+    # Only what the caller set: Open WebUI's fields, plus these.
     fields: dict[str, str] = {}
     if force is not None:
         fields["force"] = "true" if force else "false"
     if attributes is not None:
         fields["attributes"] = json.dumps(attributes, ensure_ascii=False)
+    if path is not None:
+        fields["path"] = path
     return fields
 
 
@@ -122,8 +139,10 @@ async def upload_file(
     user_id: str,
     force: bool | None = None,
     attributes: dict[str, Any] | None = None,
+    relative_path: str | None = None,
 ) -> IngestReply:
-    """Multipart ``PUT /api/v1/ingest`` of one file under ``file_id``."""
+    """Multipart ``PUT /api/v1/ingest`` of one file under ``file_id`` (``relative_path``: its ``path``
+    relative to the folder it was found in)."""
     fields = {
         "file_id": file_id,
         "filename": path.name,
@@ -131,7 +150,7 @@ async def upload_file(
         "collection_type": "file",
         "user_id": user_id,
         "overwrite": "true",
-        **_optional_fields(force, attributes),
+        **_optional_fields(force, attributes, relative_path),
     }
     try:
         with path.open("rb") as handle:
@@ -160,6 +179,7 @@ async def ingest_s3_object(
     user_id: str,
     force: bool = False,
     attributes: dict[str, Any] | None = None,
+    relative_path: str | None = None,
 ) -> IngestReply:
     """JSON ``PUT /api/v1/ingest``: the service reads ``s3://bucket/key`` from its own S3 endpoint."""
     body: dict[str, Any] = {
@@ -175,6 +195,8 @@ async def ingest_s3_object(
     }
     if attributes is not None:
         body["attributes"] = attributes
+    if relative_path is not None:
+        body["path"] = relative_path
     try:
         response = await client.put(f"{endpoint.url}/api/v1/ingest", json=body, headers=endpoint.headers)
     except httpx.HTTPError as exc:
@@ -204,11 +226,28 @@ async def ingest_url(
 
 
 async def ingest_file(
-    client: httpx.AsyncClient, endpoint: Endpoint, path: Path, *, collection: str, user_id: str
+    client: httpx.AsyncClient,
+    endpoint: Endpoint,
+    path: Path,
+    *,
+    collection: str,
+    user_id: str,
+    relative_path: str | None = None,
+    skip_junk: bool = False,
 ) -> IngestOutcome:
-    """Multipart ``PUT /api/v1/ingest`` of one file, under its path's :func:`file_id_for`."""
-    reply = await upload_file(client, endpoint, path, file_id=file_id_for(path), collection=collection, user_id=user_id)
-    return IngestOutcome(path, ok=reply.ok, chunks=reply.chunks, error=reply.error)
+    """Multipart ``PUT /api/v1/ingest`` of one file, under its path's :func:`file_id_for`
+    (``skip_junk``: bytes that are no document are skipped, not failed)."""
+    reply = await upload_file(
+        client,
+        endpoint,
+        path,
+        file_id=file_id_for(path),
+        collection=collection,
+        user_id=user_id,
+        relative_path=relative_path,
+    )
+    skipped = skip_junk and reply.not_a_document
+    return IngestOutcome(path, ok=reply.ok, chunks=reply.chunks, error=reply.error, skipped=skipped)
 
 
 class RequestFailedError(Exception):
@@ -279,10 +318,19 @@ async def _get(client: httpx.AsyncClient, endpoint: Endpoint, path: str, params:
 
 
 async def documents_page(
-    client: httpx.AsyncClient, endpoint: Endpoint, *, collection: str, limit: int, offset: int, sort: str = "name"
+    client: httpx.AsyncClient,
+    endpoint: Endpoint,
+    *,
+    collection: str,
+    limit: int,
+    offset: int,
+    sort: str = "name",
+    path: str | None = None,
 ) -> DocumentListResponse:
-    """One page of ``GET /api/v1/documents``."""
+    """One page of ``GET /api/v1/documents`` (``path``: only the documents at this relative path)."""
     params = {"collection_name": collection, "limit": str(limit), "offset": str(offset), "sort": sort}
+    if path is not None:
+        params["path"] = path
     return _parsed(await _get(client, endpoint, "/api/v1/documents", params), DocumentListResponse)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ from rich.table import Table
 
 from rag_cli.client import IngestOutcome, SearchFailedError, SearchReply, ingest_file, ingest_url, search_reply
 from rag_cli.config import Endpoint
+from rag_cli.ignores import FolderFilter, IgnoreRules
 from retrieval_agent.api.models import SearchResponse
-from shared_contract.schema import page_number
+from shared_contract.schema import MetaKey, page_number
 
 INGEST_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
 _WEB_SCHEMES = ("http://", "https://")
@@ -28,35 +30,47 @@ def is_web_url(item: str | Path) -> bool:
     return isinstance(item, str) and item.lower().startswith(_WEB_SCHEMES)
 
 
-def collect_files(paths: Iterable[Path]) -> list[Path]:
-    """Files named directly, plus every non-hidden file under named folders (sorted)."""
-    found: list[Path] = []
+@dataclass(frozen=True, slots=True)
+class FoundFile:
+    """A file to ingest, and its ``path`` relative to the folder named on the command line (a file
+    named directly: its name)."""
+
+    path: Path
+    relative: str
+    # Found by walking a folder: bytes that are no document are skipped there, not failed.
+    in_folder: bool
+
+
+def find_files(paths: Iterable[Path], rules: IgnoreRules | None = None) -> list[FoundFile]:
+    """Files named directly, plus the files under named folders that the ignore rules keep
+    (``rag_cli.ignores``), each folder's sorted."""
+    found: list[FoundFile] = []
     for path in paths:
         if path.is_dir():
-            found.extend(
-                sorted(
-                    item
-                    for item in path.rglob("*")
-                    if item.is_file() and not any(part.startswith(".") for part in item.relative_to(path).parts)
-                )
-            )
+            relatives = sorted(FolderFilter(path, rules).files())
+            found.extend(FoundFile(path / relative, relative, in_folder=True) for relative in relatives)
         elif path.is_file():
-            found.append(path)
+            found.append(FoundFile(path, path.name, in_folder=False))
         else:
             raise FileNotFoundError(str(path))
     return found
 
 
-def collect_sources(items: Iterable[str | Path]) -> list[Path | str]:
-    """http(s) URLs as given, then every file :func:`collect_files` finds under the other arguments."""
-    urls: list[Path | str] = [item for item in items if is_web_url(item)]
-    files = collect_files(Path(item) for item in items if not is_web_url(item))
+def collect_files(paths: Iterable[Path], rules: IgnoreRules | None = None) -> list[Path]:
+    """The files :func:`find_files` finds."""
+    return [found.path for found in find_files(paths, rules)]
+
+
+def collect_sources(items: Iterable[str | Path], rules: IgnoreRules | None = None) -> list[FoundFile | str]:
+    """http(s) URLs as given, then every file :func:`find_files` finds under the other arguments."""
+    urls: list[FoundFile | str] = [item for item in items if isinstance(item, str) and is_web_url(item)]
+    files = find_files((Path(item) for item in items if not is_web_url(item)), rules)
     return [*urls, *files]
 
 
 async def ingest_many(
     endpoint: Endpoint,
-    files: Sequence[Path | str],
+    files: Sequence[FoundFile | str],
     *,
     collection: str,
     user_id: str,
@@ -81,14 +95,22 @@ async def ingest_many(
         with progress:
             task = progress.add_task("", total=len(files))
 
-            async def one(index: int, path: Path | str) -> None:
+            async def one(index: int, item: FoundFile | str) -> None:
                 async with gate:
-                    if isinstance(path, str):
-                        outcome = await ingest_url(client, endpoint, path, collection=collection, user_id=user_id)
+                    if isinstance(item, str):
+                        outcome = await ingest_url(client, endpoint, item, collection=collection, user_id=user_id)
                     else:
-                        outcome = await ingest_file(client, endpoint, path, collection=collection, user_id=user_id)
+                        outcome = await ingest_file(
+                            client,
+                            endpoint,
+                            item.path,
+                            collection=collection,
+                            user_id=user_id,
+                            relative_path=item.relative,
+                            skip_junk=item.in_folder,
+                        )
                 outcomes[index] = outcome
-                progress.update(task, advance=1, description=escape(path if isinstance(path, str) else path.name))
+                progress.update(task, advance=1, description=escape(item if isinstance(item, str) else item.relative))
 
             await asyncio.gather(*(one(index, path) for index, path in enumerate(files)))
     return [outcome for outcome in outcomes if outcome is not None]
@@ -102,15 +124,19 @@ def ingest_table(outcomes: Sequence[IngestOutcome]) -> Table:
     table.add_column("chunks", justify="right")
     table.add_column("error", overflow="fold")
     for outcome in outcomes:
+        status = "[green]ok[/green]" if outcome.ok else "[red]failed[/red]"
         table.add_row(
             escape(str(outcome.path)),
-            "[green]ok[/green]" if outcome.ok else "[red]failed[/red]",
+            "[yellow]skipped[/yellow]" if outcome.skipped else status,
             "" if outcome.chunks is None else str(outcome.chunks),
             escape(outcome.error or ""),
         )
     ok = sum(outcome.ok for outcome in outcomes)
+    skipped = sum(outcome.skipped for outcome in outcomes)
     chunks = sum(outcome.chunks or 0 for outcome in outcomes)
-    table.caption = f"{ok}/{len(outcomes)} files ok, {chunks} chunks"
+    table.caption = f"{ok}/{len(outcomes) - skipped} files ok, {chunks} chunks" + (
+        f", {skipped} skipped (not a document)" if skipped else ""
+    )
     return table
 
 
@@ -121,13 +147,15 @@ def run_ingest(
     collection: str,
     user_id: str,
     concurrency: int,
+    rules: IgnoreRules | None = None,
     console: Console | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> int:
-    """Entry point of ``rag ingest``: 0 when every file (and web page) was ingested, else 1."""
+    """Entry point of ``rag ingest``: 0 when every file (and web page) was ingested or, found in a
+    folder, skipped as no document; else 1."""
     console = console or Console()
     try:
-        files = collect_sources(paths)
+        files = collect_sources(paths, rules)
     except FileNotFoundError as exc:
         console.print(f"[red]no such file or folder: {escape(str(exc))}[/red]")
         return 2
@@ -150,7 +178,7 @@ def run_ingest(
         console.print("[yellow]rag ingest: interrupted (files sent before stay ingested; run it again)[/yellow]")
         return 130
     console.print(ingest_table(outcomes))
-    return 0 if all(outcome.ok for outcome in outcomes) else 1
+    return 0 if all(outcome.ok or outcome.skipped for outcome in outcomes) else 1
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -172,7 +200,8 @@ def results_table(query: str, results: SearchResponse) -> Table:
     for rank, text in enumerate(first_docs, start=1):
         meta = first_meta[rank - 1] if rank - 1 < len(first_meta) else {}
         score = first_scores[rank - 1] if rank - 1 < len(first_scores) else None
-        source = str(meta.get("name") or meta.get("source") or "")
+        # A synced file by its path under the synced folder (notes/2024/plan.md), else by its name.
+        source = str(meta.get(MetaKey.PATH) or meta.get("name") or meta.get("source") or "")
         page = page_number(meta.get("page"))  # the stored page is 0-based; people count from 1
         table.add_row(
             str(rank),

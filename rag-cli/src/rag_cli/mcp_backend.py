@@ -41,7 +41,7 @@ from retrieval_agent.mcp.models import (
     document_uri,
 )
 from shared_contract.document_filter import DocumentFilter
-from shared_contract.schema import page_number
+from shared_contract.schema import MetaKey, page_number
 
 # A search or a long document's text can take a while; the connection itself should not.
 HTTP_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
@@ -116,9 +116,24 @@ class HttpBackend:
             file_id=file_id,
             collection=body.collection_name or collection,
             name=body.name or None,
+            path=body.path,
             text=body.text,
             chunks=body.chunks,
         )
+
+    async def file_id_at(self, path: str, collection: str) -> str:
+        try:
+            # Newest first: of files ingested under the same path, the latest is the one meant.
+            page = await documents_page(
+                self._client, self._ingestion, collection=collection, limit=1, offset=0, sort="-ingested_at", path=path
+            )
+        except RequestFailedError as exc:
+            raise KnowledgeBaseError(str(exc)) from exc
+        except httpx.HTTPError as exc:
+            raise _unreachable("ingestion", self._ingestion, exc) from exc
+        if not page.documents:
+            raise DocumentNotFoundError(path, collection)
+        return page.documents[0].file_id
 
     async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList:
         try:
@@ -174,6 +189,7 @@ def _passages(results: SearchResponse) -> list[Passage]:
                 rank=rank,
                 text=text,
                 name=_text(meta.get("name")) or _text(meta.get("source")),
+                path=_text(meta.get(MetaKey.PATH)),
                 file_id=file_id,
                 collection=tenant,
                 page=_int(meta.get("page")),
@@ -189,6 +205,7 @@ def _summary(collection: str, document: DocumentView) -> DocumentSummary:
     return DocumentSummary(
         file_id=document.file_id,
         name=document.name or None,
+        path=document.path,
         format=document.format or None,
         tags=document.tags,
         category=document.category or None,

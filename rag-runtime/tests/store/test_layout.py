@@ -92,6 +92,8 @@ def test_every_payload_index(settings: ContractSettings) -> None:
         PayloadIndexSpec("meta.category", KEYWORD),
         PayloadIndexSpec("meta.extractor", KEYWORD),
         PayloadIndexSpec("meta.source_sha256", KEYWORD),
+        PayloadIndexSpec("meta.path", KEYWORD),
+        PayloadIndexSpec("meta.folders", KEYWORD),
         PayloadIndexSpec("meta.indexed_at", models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME)),
         PayloadIndexSpec(
             "meta.split_id", models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False)

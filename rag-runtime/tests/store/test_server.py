@@ -211,6 +211,8 @@ EXPECTED_INDEXES: dict[str, dict[str, Any]] = {
     "meta.category": _keyword(),
     "meta.extractor": _keyword(),
     "meta.source_sha256": _keyword(),
+    "meta.path": _keyword(),
+    "meta.folders": _keyword(),
     "meta.indexed_at": {"type": "datetime"},
     "meta.split_id": {"type": "integer", "lookup": True, "range": False},
     "lexical_da": _stemmed("danish"),

@@ -20,6 +20,7 @@ from rag_runtime.store import ChunkStore
 from retrieval_agent.main import create_app
 
 from ..conftest import AUTH, add_chunk, chunk_meta, make_settings  # noqa: TID252
+from ..contract_support import RebuildableStore, names_the_mismatch  # noqa: TID252
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +76,9 @@ async def test_lists_the_four_tools_and_the_document_resources(mcp_url: str) -> 
     assert set(tools) == {"search", "read_document", "list_documents", "list_collections"}
     assert set(tools["search"].input_schema["required"]) == {"query", "collection"}
     assert "filters" in tools["search"].input_schema["properties"]
-    assert set(tools["read_document"].input_schema["required"]) == {"file_id", "collection"}
+    # A document is read by file_id or by path: only the collection is always required.
+    assert set(tools["read_document"].input_schema["required"]) == {"collection"}
+    assert {"file_id", "path"} <= set(tools["read_document"].input_schema["properties"])
     assert tools["search"].output_schema is not None
     assert [(template.uri_template, template.mime_type) for template in templates] == [
         ("kb://{collection}/{file_id}", "text/markdown")
@@ -141,6 +144,18 @@ async def test_read_document_returns_the_stitched_text_of_that_collection_only(m
     assert "no document 'file-secret.txt' in collection 'kb-a'" in error_text(elsewhere)
     assert "BANANA" not in str(elsewhere.content)
     assert "no document 'file-nope'" in error_text(missing)
+
+
+async def test_read_document_takes_a_file_id_or_a_relative_path(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        neither = await session.call_tool("read_document", {"collection": "kb-a"})
+        both = await session.call_tool("read_document", {"file_id": "x", "path": "x.md", "collection": "kb-a"})
+        climbing = await session.call_tool("read_document", {"path": "../x.md", "collection": "kb-a"})
+        unknown = await session.call_tool("read_document", {"path": "notes/x.md", "collection": "kb-a"})
+    for refused in (neither, both):
+        assert "read_document takes a file_id or a path, one of them." in error_text(refused)
+    assert "path must not contain '..'" in error_text(climbing)
+    assert "no document 'notes/x.md' in collection 'kb-a'" in error_text(unknown)
 
 
 async def test_list_documents_pages_by_name(mcp_url: str) -> None:
@@ -250,3 +265,24 @@ async def test_get_and_delete_are_405_since_the_stateless_server_has_no_stream_o
         assert response.status_code == 405
         assert response.headers["Allow"] == "POST"
         assert response.json()["code"] == "METHOD_NOT_ALLOWED"
+
+
+async def test_a_contract_mismatch_is_a_search_tool_error_naming_the_setting_until_it_is_fixed(
+    serve: Callable[[Any], str], seeded: ChunkStore, embedder: ContractEmbedder
+) -> None:
+    store = RebuildableStore(seeded)
+    base = serve(create_app(make_settings(), embedder=embedder, store=store))
+    arguments = {"query": EIFFEL, "collection": "kb-a", "k": 3}
+    store.rebuild()
+    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        assert (await http.get("/health/ready")).status_code == 503
+        async with connect(f"{base}/mcp") as session:
+            refused = await session.call_tool("search", arguments)
+        store.restore()
+        assert (await http.get("/health/ready")).status_code == 200
+    message = error_text(refused)
+    assert "COLLECTION_MISMATCH: " in message
+    assert names_the_mismatch(message)
+    async with connect(f"{base}/mcp") as session:
+        answered = await session.call_tool("search", arguments)
+    assert structured(answered)["passages"][0]["name"] == "paris.pdf"

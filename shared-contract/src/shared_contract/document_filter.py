@@ -14,6 +14,7 @@ from datetime import datetime
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from shared_contract.attributes import ATTRIBUTE_KEY_PATTERN, shown_key
+from shared_contract.paths import relative_path
 
 MAX_FILTER_VALUES = 1000
 _KEY = re.compile(ATTRIBUTE_KEY_PATTERN)
@@ -76,8 +77,33 @@ class DocumentFilter(BaseModel):
         default=None,
         description="Indexed attributes (INDEXED_ATTRIBUTES): a value, a list of values (any), or a range {gte, gt, lte, lt}.",
     )
+    paths: list[str] | None = Field(
+        default=None,
+        max_length=MAX_FILTER_VALUES,
+        description="Only the files at these paths, relative to the synced root (notes/2024/plan.md).",
+    )
+    path_prefix: str | list[str] | None = Field(
+        default=None,
+        description="Documents under this folder (or any of these), relative to the synced root: whole "
+        "path segments, so notes/2024 matches notes/2024/a.md and notes/2024/q1/b.md, never notes/2024-old/.",
+    )
 
     @field_validator("formats", "languages")
     @classmethod
     def _lower(cls, values: list[str] | None) -> list[str] | None:
         return None if values is None else [value.strip().lower().lstrip(".") for value in values]
+
+    @field_validator("paths")
+    @classmethod
+    def _paths(cls, values: list[str] | None) -> list[str] | None:
+        return None if values is None else [relative_path(value) for value in values]
+
+    @field_validator("path_prefix")
+    @classmethod
+    def _folders(cls, value: str | list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        folders = [value] if isinstance(value, str) else value
+        if not 1 <= len(folders) <= MAX_FILTER_VALUES:
+            raise ValueError(f"must name 1 to {MAX_FILTER_VALUES} folders")
+        return [relative_path(folder) for folder in folders]

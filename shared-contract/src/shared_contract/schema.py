@@ -71,6 +71,14 @@ class MetaKey:
     # Digest of everything besides the bytes that decides the chunks and vectors (contract,
     # models, chunking, engine): same source hash + same fingerprint = same points.
     INGEST_FINGERPRINT: Final = "ingest_fingerprint"
+    # The document's path relative to the folder it was synced or ingested from (contract 3.2;
+    # ``shared_contract.paths``), and the folders that path lies in, each an exact keyword to filter on.
+    PATH: Final = "path"
+    FOLDERS: Final = "folders"
+    # A source's document (the ingestion service's sources): the URI it was read from, and when
+    # (ISO 8601, UTC) the bytes now indexed were read there.
+    SOURCE_URI: Final = "source_uri"
+    FETCHED_AT: Final = "fetched_at"
 
 
 PENDING_STATE: Final = "pending"

@@ -67,6 +67,7 @@ async def _send(
             user_id=options.user_id,
             force=options.force,
             attributes=attributes,
+            relative_path=entry.relative_path,
         )
     key = entry.s3_key or f"{source.key_prefix}{entry.relative_path}"
     return await ingest_s3_object(
@@ -80,6 +81,7 @@ async def _send(
         user_id=options.user_id,
         force=options.force,
         attributes=attributes,
+        relative_path=entry.relative_path,
     )
 
 
@@ -124,7 +126,9 @@ async def apply_plan(
     async def ingest(entry: SourceEntry, action: Literal["add", "change"]) -> None:
         async with gate:
             reply = await _send(client, endpoint, source, entry, options)
-        if not reply.ok:
+        if reply.not_a_document:
+            report.skipped.append(entry.relative_path)
+        elif not reply.ok:
             report.failures.append(Failure(entry.relative_path, action, reply.error or "failed"))
         elif reply.unchanged:
             # The service held the same bytes already: nothing was re-embedded.

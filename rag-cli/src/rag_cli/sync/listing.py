@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from rich.progress import Progress, TaskID
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+from rag_cli.ignores import FolderFilter, IgnoreRules
 from rag_cli.sync.plan import (
     HASH_WORKERS,
     FolderSource,
@@ -49,37 +50,34 @@ def _is_file_entry(path: Path) -> bool:
         return True
 
 
-def folder_files(root: Path, scope: Collection[str] | None = None) -> list[str]:
-    """Relative POSIX paths of the non-hidden files under ``root`` (only under ``scope``'s paths if given).
+def folder_files(root: Path, scope: Collection[str] | None = None, rules: IgnoreRules | None = None) -> list[str]:
+    """Relative POSIX paths of the files under ``root`` the ignore rules keep (``rag_cli.ignores``),
+    only under ``scope``'s paths if given.
 
     Links that lead nowhere are listed too (see :func:`_is_file_entry`)."""
-    starts = [root] if scope is None else [root / relative for relative in scope]
+    kept = FolderFilter(root, rules)
     found: set[str] = set()
-    for start in starts:
-        if _is_file_entry(start):
-            candidates: Iterable[Path] = [start]
-        elif start.is_dir():
-            candidates = (path for path in start.rglob("*") if _is_file_entry(path))
-        else:
-            continue
-        for path in candidates:
-            relative = path.relative_to(root).as_posix()
-            if not is_hidden(relative):
+    for relative in [""] if scope is None else scope:
+        start = root / relative
+        if relative and _is_file_entry(start):
+            if kept.keeps(relative):
                 found.add(relative)
+        elif start.is_dir():
+            found.update(kept.files(relative))
     return sorted(found)
 
 
-def _list_folder(root: Path, scope: Collection[str] | None) -> list[str]:
+def _list_folder(root: Path, scope: Collection[str] | None, rules: IgnoreRules) -> list[str]:
     if not root.is_dir():
         # A vanished root (an unmounted disk) must not read as "every file was removed".
         raise SyncAbortedError(f"{root} is not a folder any more")
-    return folder_files(root, scope)
+    return folder_files(root, scope, rules)
 
 
 async def _scan_folder(
-    source: FolderSource, scope: Collection[str] | None, progress: Progress | None
+    source: FolderSource, scope: Collection[str] | None, rules: IgnoreRules, progress: Progress | None
 ) -> list[SourceEntry]:
-    relatives = await asyncio.to_thread(_list_folder, source.root, scope)
+    relatives = await asyncio.to_thread(_list_folder, source.root, scope, rules)
     task: TaskID | None = progress.add_task("", total=len(relatives), verb="hash") if progress else None
     gate = asyncio.Semaphore(HASH_WORKERS)
 
@@ -185,5 +183,5 @@ async def scan_source(
 ) -> list[SourceEntry]:
     """The source's files as the plan compares them (``scope``: only these relative paths, folders only)."""
     if isinstance(source, FolderSource):
-        return await _scan_folder(source, scope, progress)
+        return await _scan_folder(source, scope, options.ignore_rules, progress)
     return await asyncio.to_thread(list_s3_objects, source, options.s3_endpoint_url)

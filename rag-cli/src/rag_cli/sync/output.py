@@ -59,6 +59,10 @@ def print_report(console: Console, report: SyncReport, *, brief: bool = False) -
     files = files_table(report)
     if files is not None:
         console.print(files)
+    for path in report.skipped:
+        console.print(
+            f"skipped {escape(path)}: not a document (the service read it as no supported type)", soft_wrap=True
+        )
     if not brief:
         console.print(summary_table(report))
     # One unwrapped line, whatever the terminal width: scripts and logs grep it.

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import httpx
 
 from ingestion_service.api.models import DocumentView
+from rag_cli.ignores import IgnoreRules
 
 SYNC_SOURCE = "sync_source"
 SYNC_PATH = "sync_path"
@@ -202,6 +203,8 @@ class SyncReport:
     unchanged: list[str] = field(default_factory=lambda: list[str]())
     removed: list[str] = field(default_factory=lambda: list[str]())
     failures: list[Failure] = field(default_factory=lambda: list[Failure]())
+    # Files the service read as no document (a thumbnail cache, a binary): noted, not failed.
+    skipped: list[str] = field(default_factory=lambda: list[str]())
 
     @property
     def ok(self) -> bool:
@@ -222,7 +225,7 @@ class SyncReport:
         }
 
     def sort(self) -> None:
-        for paths in (self.added, self.changed, self.unchanged, self.removed):
+        for paths in (self.added, self.changed, self.unchanged, self.removed, self.skipped):
             paths.sort()
         self.failures.sort(key=lambda failure: failure.path)
 
@@ -237,3 +240,5 @@ class SyncOptions:
     force: bool = False
     dry_run: bool = False
     s3_endpoint_url: str | None = None
+    # A folder's ignore rules besides the defaults and its ignore files (rag_cli.ignores).
+    ignore_rules: IgnoreRules = field(default_factory=IgnoreRules)

@@ -81,6 +81,12 @@ def filter_conditions(
         conditions.append(_any(MetaKey.CATEGORY, [f.category] if isinstance(f.category, str) else f.category))
     if f.ingested_after is not None or f.ingested_before is not None:
         conditions.append(_datetime_range(MetaKey.INDEXED_AT, gte=f.ingested_after, lt=f.ingested_before))
+    if f.paths is not None:
+        conditions.append(_any(MetaKey.PATH, f.paths))
+    if f.path_prefix is not None:
+        # Normalised to a list of folders by the model; each document lists its folders.
+        folders = [f.path_prefix] if isinstance(f.path_prefix, str) else f.path_prefix
+        conditions.append(_any(MetaKey.FOLDERS, folders))
     for key, condition in (f.attributes or {}).items():
         kind = declared.get(key)
         if kind is None:

@@ -137,6 +137,9 @@ def collection_spec(settings: ContractSettings) -> CollectionSpec:
         _keyword(MetaKey.CATEGORY),
         _keyword(MetaKey.EXTRACTOR),
         _keyword(MetaKey.SOURCE_HASH),
+        # Since 3.2: reading a document by its path, and the folder filter (exact folders, no prefix scan).
+        _keyword(MetaKey.PATH),
+        _keyword(MetaKey.FOLDERS),
         PayloadIndexSpec(
             meta_path(MetaKey.INDEXED_AT), models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME)
         ),

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rag_runtime.store import KNOWLEDGE_BASES, ingested_at, tenant_counts, tenant_filter
+from rag_runtime.store.document_filter import filter_conditions
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.documents import list_document_entries, read_whole_document
 from retrieval_agent.error_table import classify
@@ -99,6 +100,7 @@ class InProcessBackend:
                     rank=rank,
                     text=hit.content,
                     name=_text(hit.meta.get(MetaKey.NAME)) or _text(hit.meta.get(MetaKey.SOURCE)),
+                    path=_text(hit.meta.get(MetaKey.PATH)),
                     file_id=file_id,
                     collection=tenant,
                     page=_int(hit.meta.get(MetaKey.PAGE)),
@@ -124,10 +126,22 @@ class InProcessBackend:
             file_id=file_id,
             collection=document.collection_name,
             name=_text(document.meta.get(MetaKey.NAME)),
+            path=_text(document.meta.get(MetaKey.PATH)),
             text=document.text,
             chunks=document.chunks,
             truncated=document.truncated,
         )
+
+    async def file_id_at(self, path: str, collection: str) -> str:
+        _refuse_memory(collection)
+        try:
+            conditions = filter_conditions(DocumentFilter(paths=[path]), {})
+            entries, _ = await list_document_entries(self._store(), [collection], conditions)
+        except (ContractError, RetrievalError) as exc:
+            raise _failure(exc) from exc
+        if not entries:
+            raise DocumentNotFoundError(path, collection)
+        return max(entries, key=lambda entry: entry.seq).file_id
 
     async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList:
         _refuse_memory(collection)
@@ -186,6 +200,7 @@ def _summary(collection: str, file_id: str, meta: dict[str, Any]) -> DocumentSum
     return DocumentSummary(
         file_id=file_id,
         name=_text(meta.get(MetaKey.NAME)),
+        path=_text(meta.get(MetaKey.PATH)),
         format=_text(meta.get(MetaKey.FORMAT)),
         tags=[tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else [],
         category=_text(meta.get(MetaKey.CATEGORY)),

@@ -11,7 +11,9 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from retrieval_agent.errors import KnowledgeBaseError
 from shared_contract.document_filter import DocumentFilter
+from shared_contract.paths import relative_path
 from shared_contract.schema import TenantKind, tenant_kind
 
 CollectionKind = TenantKind
@@ -21,6 +23,7 @@ DOCUMENT_URI_PREFIX = "kb://"
 DEFAULT_K = 5
 MAX_K = 50
 MAX_PAGE = 200
+ONE_DOCUMENT = "read_document takes a file_id or a path, one of them."
 
 
 def document_uri(collection: str, file_id: str) -> str:
@@ -34,6 +37,7 @@ class Passage(BaseModel):
     rank: int = Field(description="1 is the best match.")
     text: str
     name: str | None = Field(default=None, description="The source file's name.")
+    path: str | None = Field(default=None, description="Its path relative to the folder it was synced from.")
     file_id: str | None = None
     collection: str | None = None
     page: int | None = Field(default=None, description="0-based page of the source, when the format has pages.")
@@ -52,6 +56,7 @@ class DocumentText(BaseModel):
     file_id: str
     collection: str
     name: str | None = None
+    path: str | None = Field(default=None, description="Its path relative to the folder it was synced from.")
     text: str
     chunks: int | None = Field(default=None, description="Chunks the text was rebuilt from.")
     truncated: bool = Field(default=False, description="The text was cut at the server's size limit.")
@@ -60,6 +65,7 @@ class DocumentText(BaseModel):
 class DocumentSummary(BaseModel):
     file_id: str
     name: str | None = None
+    path: str | None = None
     format: str | None = None
     tags: list[str] = Field(default_factory=list)
     category: str | None = None
@@ -102,6 +108,29 @@ class KnowledgeBackend(Protocol):
 
     async def read_document(self, file_id: str, collection: str) -> DocumentText: ...
 
+    async def file_id_at(self, path: str, collection: str) -> str:
+        """The file_id of the document at ``path`` (relative, normalised) in ``collection``, the newest
+        when several files were ingested under that path; DocumentNotFoundError when there is none."""
+        ...
+
     async def list_documents(self, collection: str, *, limit: int, offset: int) -> DocumentList: ...
 
     async def list_collections(self, *, include_all: bool) -> CollectionList: ...
+
+
+async def document_id(backend: KnowledgeBackend, collection: str, file_id: str | None, path: str | None) -> str:
+    """The file_id read_document reads: the one given, else the one at ``path`` in ``collection``.
+
+    :class:`KnowledgeBaseError` unless exactly one of them is given, or for a path that is not relative.
+    """
+    if path is None:
+        if file_id is None:
+            raise KnowledgeBaseError(ONE_DOCUMENT)
+        return file_id
+    if file_id is not None:
+        raise KnowledgeBaseError(ONE_DOCUMENT)
+    try:
+        normalised = relative_path(path)
+    except ValueError as exc:
+        raise KnowledgeBaseError(f"path {exc}") from None
+    return await backend.file_id_at(normalised, collection)

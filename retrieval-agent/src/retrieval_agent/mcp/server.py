@@ -26,10 +26,12 @@ from retrieval_agent.mcp.models import (
     DocumentText,
     KnowledgeBackend,
     SearchResult,
+    document_id,
     document_uri,
 )
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.names import CollectionName, is_collection_name
+from shared_contract.paths import MAX_PATH_CHARS
 
 SERVER_NAME = "rag-knowledge-base"
 DOCUMENT_TEMPLATE = "kb://{collection}/{file_id}"
@@ -38,8 +40,9 @@ COLLECTIONS_URI = "kb://collections"
 INSTRUCTIONS = """\
 Search the organisation's knowledge bases (document collections) and read their documents.
 Start with list_collections to learn the collection names, then search one collection with a
-short, specific query. Each passage names its file (file_id) and page; read_document returns a
-whole document when the passages are not enough. Cite the file name and page you used."""
+short, specific query. Each passage names its file (file_id, and its path when it was synced from a
+folder) and page; read_document returns a whole document, by file_id or path, when the passages are
+not enough. Cite the file name and page you used."""
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -60,7 +63,7 @@ def _search_text(result: SearchResult) -> str:
         return f"No passage in {result.collection!r} matches {result.query!r}."
     blocks = []
     for passage in result.passages:
-        where = passage.name or passage.file_id or "?"
+        where = passage.path or passage.name or passage.file_id or "?"
         page = f", page {passage.page_number}" if passage.page_number is not None else ""
         blocks.append(
             f"[{passage.rank}] {where}{page} (file_id {passage.file_id}, score {passage.score:.2f})\n{passage.text}"
@@ -70,7 +73,7 @@ def _search_text(result: SearchResult) -> str:
 
 def _documents_text(listing: DocumentList) -> str:
     lines = [f"{listing.total} documents in {listing.collection!r}:"]
-    lines += [f"- {doc.name or doc.file_id} (file_id {doc.file_id})" for doc in listing.documents]
+    lines += [f"- {doc.path or doc.name or doc.file_id} (file_id {doc.file_id})" for doc in listing.documents]
     if listing.next_offset is not None:
         lines.append(f"More: list_documents(offset={listing.next_offset}).")
     return "\n".join(lines)
@@ -145,16 +148,24 @@ def build_mcp_server(backend: KnowledgeBackend) -> MCPServer:
 
     @server.tool(annotations=_READ_ONLY)
     async def read_document(
-        file_id: Annotated[
-            str, Field(min_length=1, max_length=512, description="The file_id a passage or listing gave.")
-        ],
         collection: Collection,
+        file_id: Annotated[
+            str | None, Field(min_length=1, max_length=512, description="The file_id a passage or listing gave.")
+        ] = None,
+        path: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=MAX_PATH_CHARS,
+                description="Instead of file_id: the document's path relative to its synced folder (notes/plan.md).",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, DocumentText]:
-        """The whole text of one document, rebuilt from its indexed chunks in order. The collection is
-        required: the same file can sit in several collections, and a document is read only from the
-        collection named (as the HTTP API does)."""
+        """The whole text of one document, rebuilt from its indexed chunks in order, by file_id or by
+        path. The collection is required: the same file can sit in several collections, and a document
+        is read only from the collection named (as the HTTP API does)."""
         try:
-            document = await backend.read_document(file_id, collection)
+            document = await backend.read_document(await document_id(backend, collection, file_id, path), collection)
         except KnowledgeBaseError as exc:
             raise ToolError(str(exc)) from exc
         return _result(document.text, document)
