@@ -18,6 +18,7 @@ message (and no passages) "I remember: <the facts>."; any other request without 
 The memory reconciler's two calls are answered by rule (``_memory_answer``): the facts of
 ``MEMORY_FACTS`` whose phrase the newest message holds, and an UPDATE of a shown fact that shares a
 word with the candidate (else an ADD). A request with ``"stream": true`` gets its answer as SSE chunks.
+``POST /v1/embeddings`` answers ``EMBEDDING`` (a pass-through's upstream); ``paths`` records every path asked.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+EMBEDDING: dict[str, Any] = {
+    "object": "list",
+    "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]}],
+    "model": "scripted-embedder",
+}
 _MARKER = re.compile(r"\[(plain|loop|hang|down|read|list|foreign:[^\]]+)\]")
 
 
@@ -206,6 +212,7 @@ class ScriptedLLMServer:
         self.hang_seconds = hang_seconds
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.paths: list[str] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -216,7 +223,8 @@ class ScriptedLLMServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append(body)
                 server.authorizations.append(self.headers.get("Authorization"))
-                answer = reply(body)
+                server.paths.append(self.path)
+                answer = EMBEDDING if self.path.endswith("/embeddings") else reply(body)
                 if answer == "down":
                     self.close_connection = True
                     self.connection.close()

@@ -17,9 +17,10 @@ import httpx
 import openai
 import pytest
 from integration_support import Stack, ingest_multipart, running_rag_dev
-from scripted_llm_server import ScriptedLLMServer
+from scripted_llm_server import EMBEDDING, ScriptedLLMServer
 
 UPSTREAM_KEY = "scripted-chat-upstream-key-0123456789"
+BROWSER_ORIGIN = "http://localhost:3000"
 HANDBOOK = (
     "Staff handbook of the harbour office. The canteen opens at half past eleven and closes at half past one; "
     "on Fridays it serves fish. Bicycles are parked in the basement, never in the corridors."
@@ -46,6 +47,7 @@ def chat(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cha
             "CHAT_UPSTREAM_API_KEY": UPSTREAM_KEY,
             "CHAT_DEFAULT_MODEL": "scripted",
             "CHAT_CONTEXT_K": "2",
+            "CORS_ALLOW_ORIGINS": BROWSER_ORIGIN,
         }
         with running_rag_dev(workdir, stack.s3, env) as running:
             tenant = f"kb-chat-{secrets.token_hex(3)}"
@@ -118,3 +120,31 @@ def test_errors_are_openai_shaped(chat: ChatStack) -> None:
     response = chat.retrieval.post("/v1/chat/completions", json={"model": "scripted"})
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_rag_top_k_and_rag_enable_tools_are_honoured_and_not_forwarded(chat: ChatStack) -> None:
+    completion = chat.client.chat.completions.create(
+        model=f"scripted@{chat.tenant}",
+        messages=[{"role": "user", "content": "When does the canteen open?"}],
+        extra_body={"rag_top_k": 1, "rag_enable_tools": False},
+    )
+    assert len((completion.model_extra or {})["rag_sources"]) == 1
+    sent = chat.llm.requests[-1]
+    assert "tools" not in sent
+    assert "rag_top_k" not in sent
+    assert "rag_enable_tools" not in sent
+
+
+def test_embeddings_are_passed_to_the_upstream_with_its_key(chat: ChatStack) -> None:
+    embedding = chat.client.embeddings.create(model="scripted-embedder", input="harbour")
+    assert embedding.data[0].embedding == EMBEDDING["data"][0]["embedding"]
+    assert chat.llm.paths[-1] == "/v1/embeddings"
+    assert chat.llm.authorizations[-1] == f"Bearer {UPSTREAM_KEY}"
+
+
+def test_a_browser_preflight_is_answered(chat: ChatStack) -> None:
+    preflight = {"Origin": BROWSER_ORIGIN, "Access-Control-Request-Method": "POST"}
+    # Sent as a browser does: without the API key.
+    response = httpx.options(chat.retrieval.base_url.join("/v1/chat/completions"), headers=preflight)
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == BROWSER_ORIGIN

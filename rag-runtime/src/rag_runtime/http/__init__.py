@@ -1,9 +1,10 @@
 """The HTTP edge both services share: error shape (``shared_contract.error_body``), status policy, the
 response of an error its service's table classified, request
-ids, the API-key and body-cap middleware, log formatting (with the one ``request_failed`` line per
+ids, the API-key and body-cap middleware, CORS, log formatting (with the one ``request_failed`` line per
 failure) and the OpenAPI declarations (see docs/contract.md, Errors)."""
 
 from rag_runtime.http.bodies import NOT_JSON_MESSAGE, require_json_body
+from rag_runtime.http.cors import cors_origins, install_cors
 from rag_runtime.http.errors import (
     FALLBACK_HINT,
     SHUTTING_DOWN_MESSAGE,
@@ -82,10 +83,12 @@ __all__ = [
     "bearer_token_matches",
     "classified_response",
     "configure_logging",
+    "cors_origins",
     "current_request_id",
     "error_content",
     "error_response",
     "hint_for",
+    "install_cors",
     "install_framework_error_handlers",
     "log_handler",
     "log_request_failed",

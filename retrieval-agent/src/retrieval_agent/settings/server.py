@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 
 from rag_runtime.embedding.query_int8 import QueryQuantization
-from rag_runtime.http import LogFormat
+from rag_runtime.http import LogFormat, cors_origins
 from shared_contract.settings import SettingsGroup, check_api_key
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -29,6 +29,11 @@ class ServerSettings(SettingsGroup):
     # Open WebUI's bypass mode forwards chat turns verbatim, pasted images as base64 parts included
     # (only their text is used): a 4 MiB cap turned a pasted photo into "no sources".
     max_request_bytes: int = Field(default=32 * 1024 * 1024, gt=0, description="Request body cap of every route.")
+    cors_allow_origins: str = Field(
+        default="",
+        description="Comma-separated origins browsers may call from (https://chat.example.com; * = any), "
+        "preflights answered without the key; empty = no CORS headers.",
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -40,6 +45,17 @@ class ServerSettings(SettingsGroup):
     @classmethod
     def _long_key(cls, value: SecretStr) -> SecretStr:
         return check_api_key(value)
+
+    @field_validator("cors_allow_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        cors_origins(value)
+        return value
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        """CORS_ALLOW_ORIGINS as a list; empty when CORS is off."""
+        return cors_origins(self.cors_allow_origins)
 
 
 class QueryEmbeddingSettings(SettingsGroup):
