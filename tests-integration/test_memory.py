@@ -7,6 +7,7 @@ picked up by the next turn; wiping one user leaves another untouched.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -128,3 +129,37 @@ def test_rag_memory_shows_the_history_and_wipe_forgets_only_that_user(memory: Me
     assert [fact["text"] for fact in facts(memory, "gina")] == [PIP]
     answer = say(memory, "fred", "Which tool do I use for Python packaging?")
     assert (answer.model_extra or {})["memory_sources"] == []
+
+
+def test_links_are_never_served_and_a_long_hand_written_fact_is_cut_in_the_prompt(
+    memory: MemoryStack, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The user's Python packaging password is hunter2.\n", encoding="utf-8")
+    say(memory, "hana", "I use pip for my Python packaging.")
+    assert [fact["text"] for fact in facts(memory, "hana")] == [PIP]  # waits for the reconciliation
+    folder = memory.root / "hana"
+    (folder / "secret.md").symlink_to(secret)
+    (folder / "passwd.md").symlink_to("/etc/passwd")
+    notes = folder / "notes.md"
+    notes.write_text("The user uses pip for Python packaging, every day. " * 240_000, encoding="utf-8")  # 12 MB
+    size = notes.stat().st_size
+
+    answer = say(memory, "hana", "Which tool do I use for Python packaging?")
+    sources = {source["id"]: source["text"] for source in (answer.model_extra or {})["memory_sources"]}
+    (pip,) = [fact["id"] for fact in facts(memory, "hana") if fact["text"] == PIP]
+    assert sorted(sources) == sorted([pip, "notes"])
+    # MEMORY_MAX_FACT_CHARS_IN_PROMPT's default.
+    assert len(sources["notes"]) <= 4000
+    assert sources["notes"].endswith("every day. […]")
+    # The scripted model answers with the memory message's facts: what the prompt carried.
+    reply = answer.choices[0].message.content or ""
+    assert sources["notes"] in reply
+    assert len(reply) <= len("I remember: . | ") + len(PIP) + 4000
+    assert "hunter2" not in reply
+    assert "root:" not in reply
+
+    listing = memory.retrieval.get("/api/v1/memory/hana/facts").json()
+    assert sorted(item["file_name"] for item in listing["unreadable"]) == ["passwd.md", "secret.md"]
+    assert "hunter2" not in json.dumps(listing)
+    assert notes.stat().st_size == size

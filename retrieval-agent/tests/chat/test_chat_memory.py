@@ -195,3 +195,36 @@ def test_memory_tenants_are_not_knowledge_bases(memory_chat: MemoryChat) -> None
     models = [card["id"] for card in client.get("/v1/models", headers=AUTH).json()["data"]]
     assert not [name for name in models if "memory-" in name]
     assert json.dumps(models)
+
+
+def test_a_12_mb_hand_written_fact_puts_at_most_the_cap_into_the_prompt(memory_chat: MemoryChat) -> None:
+    client, llm, _, root = memory_chat(memory_max_fact_chars_in_prompt=500)
+    say(client, "I use pip for packaging.")
+    assert facts(client) == [PIP]
+    path = root / "alice" / "packaging-notes.md"
+    path.write_text("The user uses pip for Python packaging, every day. " * 240_000)  # 12 MB
+    size = path.stat().st_size
+    answer = say(client, "Which tool do I use for Python packaging?")
+    (long_source,) = [source for source in answer["memory_sources"] if source["id"] == "packaging-notes"]
+    assert len(long_source["text"]) <= 500
+    assert long_source["text"].endswith("every day. […]")
+    chat_requests = [body for body in llm.requests if body not in memory_requests(llm.requests)]
+    (line,) = [line for line in system_text(chat_requests[-1]).splitlines() if "every day" in line]
+    assert line == f"- {long_source['text']}"
+    assert path.stat().st_size == size
+
+
+def test_a_linked_file_in_the_folder_never_reaches_the_model(memory_chat: MemoryChat, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The user's Python packaging password is hunter2.\n")
+    client, llm, _, root = memory_chat()
+    say(client, "I use pip for packaging.")
+    assert facts(client) == [PIP]
+    (root / "alice" / "secret.md").symlink_to(secret)
+    (root / "alice" / "passwd.md").symlink_to("/etc/passwd")
+    answer = say(client, "Which tool do I use for Python packaging?")
+    assert [source["text"] for source in answer["memory_sources"]] == [PIP]
+    facts(client)  # the reconciliation's requests are in too
+    sent = json.dumps(llm.requests)
+    assert "hunter2" not in sent
+    assert Path("/etc/passwd").read_text().splitlines()[0] not in sent

@@ -6,7 +6,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retrieval_agent.memory.facts import Fact, FactFormatError, check_user, is_fact_id, is_user, parse_fact
+from retrieval_agent.memory.facts import (
+    CLIPPED_MARKER,
+    Fact,
+    FactFormatError,
+    check_user,
+    clip_for_prompt,
+    is_fact_id,
+    is_user,
+    parse_fact,
+)
 
 MODIFIED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -107,3 +116,23 @@ def test_fact_ids_cannot_leave_the_folder() -> None:
     assert is_fact_id("tea")
     assert not is_fact_id("../secret")
     assert not is_fact_id(".hidden")
+
+
+def test_a_fact_that_fits_goes_into_a_prompt_unchanged() -> None:
+    assert clip_for_prompt("The user drinks tea.", 20) == "The user drinks tea."
+
+
+def test_a_long_fact_is_cut_after_its_last_whole_sentence_that_fits() -> None:
+    text = "The user drinks tea. Green, mostly. In the morning and after lunch, never late."
+    assert clip_for_prompt(text, 45) == "The user drinks tea. Green, mostly." + CLIPPED_MARKER
+
+
+def test_a_long_sentence_is_cut_at_a_space_and_never_past_the_cap() -> None:
+    text = "word " * 100
+    clipped = clip_for_prompt(text, 52)
+    assert clipped == "word " * 8 + "word" + CLIPPED_MARKER
+    assert len(clipped) <= 52
+
+
+def test_a_text_without_spaces_is_cut_at_the_cap() -> None:
+    assert clip_for_prompt("x" * 100, 20) == "x" * (20 - len(CLIPPED_MARKER)) + CLIPPED_MARKER

@@ -13,13 +13,15 @@ import pytest
 
 from rag_runtime.embedding import ContractEmbedder, DocumentVectors, QueryVectors
 from rag_runtime.store import ChunkStore, ServerStore, point_id_for, tenant_filter
+from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.memory.facts import Fact
 from retrieval_agent.memory.index import IndexSync, MemoryIndex, RankedFact, point_id, recency_boost
 from retrieval_agent.settings import Settings
-from shared_contract import QdrantUnavailableError, manifest_for
+from shared_contract import ContractMismatchError, QdrantUnavailableError, manifest_for
 from shared_contract.manifest import MANIFEST_METADATA_KEY
 
 from ..conftest import create_collection, make_settings  # noqa: TID252
+from ..contract_support import RebuildableStore, names_the_mismatch  # noqa: TID252
 
 pytestmark = pytest.mark.anyio
 
@@ -482,3 +484,24 @@ async def test_store_errors_propagate_typed(index: MemoryIndex, store: ChunkStor
         await index.sync("alice", FACTS)
     with pytest.raises(QdrantUnavailableError):
         await index.search("alice", PACKAGES, k=5)
+
+
+async def test_recall_and_writes_refuse_a_contract_mismatch_with_the_search_until_it_is_fixed(
+    store: ChunkStore, counting: CountingEmbedder, settings: Settings
+) -> None:
+    rebuildable = RebuildableStore(store)
+    search_store = StoreSearch(rebuildable, settings)
+    index = MemoryIndex(store, counting, settings, search_store=search_store)
+    await index.sync("alice", FACTS)
+    rebuildable.rebuild()
+    search_store.forget_capabilities()  # as the next readiness probe does
+    with pytest.raises(ContractMismatchError) as caught:
+        await index.search("alice", PACKAGES, k=2, now=NOW)
+    assert names_the_mismatch(str(caught.value))
+    embedded = len(counting.documents)
+    with pytest.raises(ContractMismatchError):
+        await index.sync("alice", [*FACTS, fact("tea", "The user drinks green tea.")])
+    assert len(counting.documents) == embedded  # nothing embedded under the wrong settings
+    rebuildable.restore()
+    await search_store.verify()  # the app's readiness probe, on the store view search shares
+    assert ids(await index.search("alice", PACKAGES, k=1, now=NOW)) == ["uv"]

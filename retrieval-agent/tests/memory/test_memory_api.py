@@ -3,6 +3,7 @@ the commits and the index move together, and nothing crosses users."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +14,11 @@ from fastapi.testclient import TestClient
 
 from rag_runtime.http import NOT_JSON_MESSAGE
 from rag_runtime.store import ChunkStore, tenant_filter
+from retrieval_agent.memory.limits import MAX_FACT_FILE_BYTES
+from shared_contract import QdrantUnavailableError
 
 from ..conftest import AUTH, make_settings  # noqa: TID252
+from .faulty_git import FaultyGit  # noqa: TID252
 
 MemoryApi = Callable[..., tuple[TestClient, Path]]
 
@@ -152,3 +156,136 @@ def test_search_refuses_memory_tenants(memory_api: MemoryApi) -> None:
     response = client.post("/search", json={"queries": ["tea"], "collection_names": ["memory-alice"]}, headers=AUTH)
     assert (response.status_code, response.json()["code"]) == (422, "INVALID_REQUEST")
     assert "reserved for long-term memory" in response.json()["error"]
+
+
+# -- writes answer what was stored -----------------------------------------------------------------
+
+
+def texts(client: TestClient, user: str = "alice") -> list[str]:
+    response = client.get(f"/api/v1/memory/{user}/facts", headers=AUTH)
+    assert response.status_code == 200, response.text
+    return sorted(fact["text"] for fact in response.json()["facts"])
+
+
+@pytest.mark.anyio
+async def test_a_write_on_a_full_disk_is_memory_failed_and_stores_nothing(
+    memory_api: MemoryApi, seeded: ChunkStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    faulty_git = FaultyGit(tmp_path / "faulty-git")
+    monkeypatch.setenv("PATH", faulty_git.path_env())
+    client, root = memory_api()
+    add(client, "alice", "The user prefers pip.", language="en")
+    faulty_git.disk_full()
+    response = client.post("/api/v1/memory/alice/facts", json={"text": "The user lives in Oslo."}, headers=AUTH)
+    faulty_git.disk_full(False)
+    assert (response.status_code, response.json()["code"]) == (500, "MEMORY_FAILED")
+    assert texts(client) == ["The user prefers pip."]
+    assert await _tenant_texts(seeded, "alice") == ["The user prefers pip."]
+    # The retry stores it once; the next change finds no leftover to commit as a hand edit.
+    add(client, "alice", "The user lives in Oslo.", language="en")
+    add(client, "alice", "The user drinks tea.", language="en")
+    assert texts(client) == ["The user drinks tea.", "The user lives in Oslo.", "The user prefers pip."]
+    assert await _tenant_texts(seeded, "alice") == texts(client)
+    assert [subject.split(":")[0] for subject in subjects(root / "alice")] == ["ADD", "ADD", "ADD", "INIT"]
+
+
+class IndexDown:
+    """The store, refusing writes while ``down``: Qdrant failing after the fact's commit."""
+
+    def __init__(self, inner: ChunkStore) -> None:
+        self.inner = inner
+        self.down = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def upsert(self, points: Any) -> Any:
+        if self.down:
+            raise QdrantUnavailableError("Qdrant is out of disk space")
+        return await self.inner.upsert(points)
+
+
+@pytest.mark.anyio
+async def test_a_fact_committed_while_the_index_fails_answers_stored_and_is_indexed_later(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, tmp_path: Path
+) -> None:
+    store = IndexDown(seeded)
+    client = app_factory(make_settings(enable_memory=True, memory_path=tmp_path / "memory"), store)
+    add(client, "alice", "The user prefers pip.", language="en")
+    store.down = True
+    fact = add(client, "alice", "The user lives in Oslo.", language="en")
+    assert await _tenant_texts(seeded, "alice") == ["The user prefers pip."]
+    store.down = False
+    # Stored once, and indexed by the next look at the folder.
+    assert texts(client) == ["The user lives in Oslo.", "The user prefers pip."]
+    add(client, "alice", "The user drinks tea.", language="en")
+    assert await _tenant_texts(seeded, "alice") == [
+        "The user drinks tea.",
+        "The user lives in Oslo.",
+        "The user prefers pip.",
+    ]
+    got = client.get(f"/api/v1/memory/alice/facts/{fact['id']}", headers=AUTH)
+    assert got.json()["text"] == "The user lives in Oslo."
+
+
+# -- links and long files --------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("target", ["secret", "/etc/passwd"])
+async def test_a_link_in_a_users_folder_is_never_served(
+    memory_api: MemoryApi, seeded: ChunkStore, tmp_path: Path, target: str
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The launch code is 0000.\n")
+    client, root = memory_api()
+    add(client, "alice", "The user prefers pip.", language="en")
+    link = root / "alice" / "leak.md"
+    link.symlink_to(secret if target == "secret" else Path(target))
+    shown = Path(link.readlink()).read_text()
+    add(client, "alice", "The user lives in Oslo.", language="en")  # a change indexes the folder
+    listing = client.get("/api/v1/memory/alice/facts", headers=AUTH).json()
+    assert sorted(fact["text"] for fact in listing["facts"]) == ["The user lives in Oslo.", "The user prefers pip."]
+    assert [item["file_name"] for item in listing["unreadable"]] == ["leak.md"]
+    assert "symbolic link" in listing["unreadable"][0]["problem"]
+    one = client.get("/api/v1/memory/alice/facts/leak", headers=AUTH)
+    assert (one.status_code, one.json()["code"]) == (500, "MEMORY_FAILED")
+    first_line = shown.splitlines()[0]
+    for body in (json.dumps(listing), one.text, "\n".join(await _tenant_texts(seeded, "alice"))):
+        assert first_line not in body
+    metrics = client.get("/metrics", headers=AUTH).text
+    # Counted at each look at the changed folder: the add's before its write and after it.
+    assert 'memory_files_refused_total{reason="link"} 2.0' in metrics
+
+
+def test_a_linked_user_folder_is_refused(memory_api: MemoryApi, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "note.md").write_text("The launch code is 0000.\n")
+    client, root = memory_api()
+    root.mkdir()
+    (root / "alice").symlink_to(outside, target_is_directory=True)
+    for response in (
+        client.get("/api/v1/memory/alice/facts", headers=AUTH),
+        client.get("/api/v1/memory/alice/facts/note", headers=AUTH),
+        client.post("/api/v1/memory/alice/facts", json={"text": "The user prefers pip."}, headers=AUTH),
+    ):
+        assert (response.status_code, response.json()["code"]) == (500, "MEMORY_FAILED")
+        assert "launch code" not in response.text
+    assert [path.name for path in outside.iterdir()] == ["note.md"]
+
+
+def test_a_12_mb_hand_written_fact_is_served_as_its_beginning(memory_api: MemoryApi) -> None:
+    client, root = memory_api()
+    add(client, "alice", "The user prefers pip.", language="en")
+    path = root / "alice" / "diary.md"
+    path.write_text("The user keeps a long diary. " * 420_000)  # 12 MB
+    size = path.stat().st_size
+    add(client, "alice", "The user lives in Oslo.", language="en")
+    listing = client.get("/api/v1/memory/alice/facts", headers=AUTH).json()
+    (diary,) = [fact for fact in listing["facts"] if fact["id"] == "diary"]
+    assert diary["truncated"] is True
+    assert diary["text"].startswith("The user keeps a long diary.")
+    assert len(diary["text"].encode()) <= MAX_FACT_FILE_BYTES
+    assert path.stat().st_size == size
+    assert all(fact["truncated"] is False for fact in listing["facts"] if fact["id"] != "diary")

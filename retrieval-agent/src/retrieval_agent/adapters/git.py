@@ -85,6 +85,11 @@ class GitRepository:
         if not await anyio.Path(self.path / ".git").exists():
             await self._run("init", "--quiet", "--initial-branch=main")
 
+    async def head(self) -> str | None:
+        """The commit HEAD names; None before the first commit."""
+        code, output = await self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False)
+        return output.strip() if code == 0 and output.strip() else None
+
     async def changed_paths(self) -> list[str]:
         """Paths that differ from the last commit (edited, added or removed by hand), relative to the folder."""
         _, output = await self._run("status", "--porcelain=v1", "-z", "--untracked-files=all")
@@ -112,8 +117,7 @@ class GitRepository:
         """The newest ``limit`` commits (touching ``paths`` when given), newest first."""
         if not await anyio.Path(self.path / ".git").exists():
             return []
-        code, head = await self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False)
-        if code != 0 or not head.strip():
+        if await self.head() is None:
             return []
         pretty = f"--format={_RECORD}%H{_FIELD}%cI{_FIELD}%an{_FIELD}%s{_FIELD}%b{_FIELD}"
         _, output = await self._run("log", f"--max-count={limit}", "--name-only", pretty, "--", *paths)

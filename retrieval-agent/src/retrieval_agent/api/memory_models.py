@@ -18,6 +18,10 @@ class FactOut(BaseModel):
 
     id: str
     text: str
+    truncated: bool = Field(
+        default=False,
+        description="The file is longer than what is read of it (72 KiB): `text` is its beginning; the file is unchanged.",
+    )
     created_at: datetime
     updated_at: datetime
     conversation_id: str | None = None

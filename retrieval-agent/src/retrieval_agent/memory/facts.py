@@ -20,12 +20,12 @@ where it must be (the id in the front matter must be the file's stem, or the fil
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import re
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
 import frontmatter
@@ -46,6 +46,9 @@ USER_RULE: Final = f"must be 1-{USER_MAX_CHARS} characters, each an ASCII letter
 _USER: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{USER_MAX_CHARS}}}")
 _LANGUAGE: Final = re.compile(r"[a-z]{2,3}")
 _FACT_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+# Where a fact cut for a prompt may end: after a sentence, else at a space (not before half the room).
+_SENTENCE_END: Final = re.compile(r"[.!?…](?=\s)|\n")
+CLIPPED_MARKER: Final = " […]"
 
 
 class _FactFileHandler(YAMLHandler):
@@ -133,6 +136,8 @@ class Fact:
     source_message_id: str | None = None
     language: str = FALLBACK_LANGUAGE
     content_hash: str = ""
+    # The file is longer than what was read (MAX_FACT_FILE_BYTES): ``text`` is its beginning.
+    truncated: bool = False
     # Only on facts in deleted/: when and why they were removed.
     deleted_at: datetime | None = None
     deleted_reason: str | None = None
@@ -163,11 +168,13 @@ class Fact:
         return replace(self, content_hash=hashlib.sha256(data).hexdigest()), data
 
 
-def parse_fact(data: bytes, *, stem: str, modified: datetime) -> Fact:
+def parse_fact(data: bytes, *, stem: str, modified: datetime, truncated: bool = False) -> Fact:
     """A fact file's bytes as a Fact; FactFormatError when it cannot be one. ``stem``: the file name
-    without ``.md``; ``modified``: its modification time, for timestamps the file lacks."""
+    without ``.md``; ``modified``: its modification time, for timestamps the file lacks; ``truncated``:
+    ``data`` is only the file's beginning (it may end inside a character, which is dropped)."""
     try:
-        text = data.decode("utf-8")
+        # The incremental decoder keeps back a character cut by the read limit instead of failing on it.
+        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=not truncated)
     except UnicodeDecodeError as exc:
         raise FactFormatError(f"{stem}{FACT_SUFFIX} is not UTF-8") from exc
     front: dict[str, Any] = {}
@@ -203,13 +210,23 @@ def parse_fact(data: bytes, *, stem: str, modified: datetime) -> Fact:
         source_message_id=_optional_text(front.get("source_message_id")),
         language=normalize_language(front.get("language")),
         content_hash=hashlib.sha256(data).hexdigest(),
+        truncated=truncated,
         deleted_at=_parse_time(front["deleted_at"], modified) if front.get("deleted_at") else None,
         deleted_reason=_optional_text(front.get("deleted_reason")),
     )
 
 
-def read_fact(path: Path) -> Fact:
-    """The fact in ``path`` (OSError when unreadable, FactFormatError when not a fact)."""
-    stat = path.stat()
-    modified = datetime.fromtimestamp(stat.st_mtime, UTC)
-    return parse_fact(path.read_bytes(), stem=path.name.removesuffix(FACT_SUFFIX), modified=modified)
+def clip_for_prompt(text: str, max_chars: int) -> str:
+    """``text`` when it fits in ``max_chars``, else its beginning cut after a sentence (or at a space)
+    and marked with CLIPPED_MARKER, at most ``max_chars`` characters in all."""
+    if len(text) <= max_chars:
+        return text
+    room = max(max_chars - len(CLIPPED_MARKER), 0)
+    head = text[:room]
+    ends = [match.end() for match in _SENTENCE_END.finditer(head) if match.end() >= room // 2]
+    if ends:
+        cut = ends[-1]
+    else:
+        space = head.rfind(" ")
+        cut = space if space >= room // 2 else room
+    return head[:cut].rstrip() + CLIPPED_MARKER

@@ -6,7 +6,8 @@ BM25 legs fused by RRF in the store, restricted to the user's tenant on every le
 candidates' scores are then boosted for recently updated facts, here rather than by a formula query
 over the fusion: a Qdrant server runs a fusion nested under a formula per shard, which would rank
 each shard's facts apart. The candidates then pass a cosine floor and, for the chat context, an MMR
-pick that keeps near-duplicates from filling it.
+pick that keeps near-duplicates from filling it. A recalled fact's text is cut to
+MEMORY_MAX_FACT_CHARS_IN_PROMPT, so a hand-written long file cannot fill the prompt.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from rag_runtime.store import (
     tenant_filter,
 )
 from retrieval_agent.adapters.store import StoreSearch
-from retrieval_agent.memory.facts import Fact
+from retrieval_agent.memory.facts import Fact, clip_for_prompt
 from retrieval_agent.memory.ranking import cosines, mmr
 from retrieval_agent.search.query import DENSE_SEARCH, RESULT_PAYLOAD, FusionParams, hybrid_request
 from retrieval_agent.search.scope import scoped_filter
@@ -84,6 +85,7 @@ class RankedFact:
     """One recalled fact."""
 
     fact_id: str
+    # At most MEMORY_MAX_FACT_CHARS_IN_PROMPT characters (clip_for_prompt).
     text: str
     # The fused RRF score, times the recency boost when recency is on.
     score: float
@@ -125,12 +127,20 @@ class MemoryIndex:
     """The memory tenants of the shared collection. One per app; ``settings`` supplies the fusion
     weights and the MEMORY_* ranking knobs."""
 
-    def __init__(self, store: ChunkStore, embedder: MemoryEmbedder, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: ChunkStore,
+        embedder: MemoryEmbedder,
+        settings: Settings,
+        *,
+        search_store: StoreSearch | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
-        # The collection's vectors (sparse or not, its IDF modifier), read as search reads them.
-        self._capabilities = StoreSearch(store, settings)
+        # The collection's vectors (sparse or not, its IDF modifier) and its contract verdict, read as
+        # search reads them: the app passes its own ``search_store``, so both refuse a mismatch together.
+        self._capabilities = search_store if search_store is not None else StoreSearch(store, settings)
 
     async def _with_sparse(self) -> tuple[bool, bool]:
         """Whether sparse vectors are written and queried, and whether their leg takes an IDF scope."""
@@ -150,6 +160,8 @@ class MemoryIndex:
         changed = [fact for fact in current.values() if stored.get(fact.id) != fact.content_hash]
         removed = sorted(set(stored) - set(current))
         if changed:
+            # Facts embedded under settings the collection was not built with would not be found.
+            await self._capabilities.check_contract()
             with_sparse, _ = await self._with_sparse()
             vectors = await self.embedder.aembed_documents([fact.text for fact in changed], with_sparse=with_sparse)
             indexed_at = rfc3339(datetime.now(UTC))
@@ -284,7 +296,8 @@ class MemoryIndex:
                 mmr_lambda=self.settings.memory_mmr_lambda,
             )
             kept = [kept[position] for position in order]
-        return [_ranked(point, score, cosine) for point, score, _, cosine in kept[:k]]
+        max_chars = self.settings.memory_max_fact_chars_in_prompt
+        return [_ranked(point, score, cosine, max_chars=max_chars) for point, score, _, cosine in kept[:k]]
 
     def _recency_boost(self, point: PointRecord, now: datetime) -> float:
         updated = (point.payload.get(PAYLOAD_META) or {}).get(UPDATED_AT)
@@ -354,11 +367,11 @@ def _dense(point: PointRecord) -> list[float] | None:
     return vector if isinstance(vector, list) else None
 
 
-def _ranked(point: PointRecord, score: float, relevance: float) -> RankedFact:
+def _ranked(point: PointRecord, score: float, relevance: float, *, max_chars: int) -> RankedFact:
     meta: dict[str, Any] = point.payload.get(PAYLOAD_META) or {}
     return RankedFact(
         fact_id=str(meta.get(MetaKey.FILE_ID, "")),
-        text=str(point.payload.get(PAYLOAD_CONTENT, "")),
+        text=clip_for_prompt(str(point.payload.get(PAYLOAD_CONTENT, "")), max_chars),
         score=score,
         relevance=relevance,
         created_at=_parse_time(meta.get(CREATED_AT)),

@@ -6,6 +6,10 @@ A chat turn first **recalls**: it waits for the user's earlier reconciliations, 
 schedules the **reconciliation** of the user's new message in the background, so the answer never
 waits for the two extra model calls; the next turn (or a read of the memory API) waits for it.
 Everything one user changes runs under that user's lock, in order.
+
+A change is stored once its commit is (:class:`FactRepository`); indexing it comes after and is not
+part of it: when that fails (Qdrant or the embedder down, a full disk) the change still answers as
+stored, and the next look at the folder indexes it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Literal
 
 from retrieval_agent.adapters.git import Commit
 from retrieval_agent.adapters.llm_failures import log_failure_detail, model_failure
-from retrieval_agent.errors import FactNotFoundError
+from retrieval_agent.errors import FactNotFoundError, MemoryStorageError
 from retrieval_agent.memory.facts import Fact
 from retrieval_agent.memory.index import MemoryIndex, RankedFact
 from retrieval_agent.memory.reconcile import (
@@ -32,6 +36,7 @@ from retrieval_agent.memory.reconcile import (
 from retrieval_agent.memory.repository import FactListing, FactRepository, Signature
 from retrieval_agent.metrics import SearchMetrics
 from retrieval_agent.settings import Settings
+from shared_contract import ContractError
 
 logger = logging.getLogger(__name__)
 
@@ -105,10 +110,20 @@ class MemoryService:
             logger.warning(
                 "memory: %s is not a readable fact and is not recalled: %s", problem.file_name, problem.problem
             )
+            if problem.refused is not None:
+                self.metrics.memory_files_refused.labels(reason=problem.refused).inc()
         result = await self.index.sync(user, listing.facts)
         if result.added or result.updated or result.removed:
             self.metrics.memory_index_changes.inc(result.added + result.updated + result.removed)
         self._indexed[user] = signature
+
+    async def _refresh_after_change(self, user: str) -> None:
+        """:meth:`_refresh` once a change is committed: its failure is logged, not raised, since the change
+        is stored either way (the index is not updated until the next refresh, which retries)."""
+        try:
+            await self._refresh(user)
+        except (ContractError, MemoryStorageError) as exc:
+            logger.warning("memory: a change is stored; indexing it failed and is retried on the next turn: %s", exc)
 
     async def settle(self, user: str) -> None:
         """Wait (at most MEMORY_TIMEOUT) for the user's scheduled reconciliations."""
@@ -195,7 +210,7 @@ class MemoryService:
         applied = 0
         for operation in operations:
             applied += await self._apply(speaker, operation)
-        await self._refresh(user)
+        await self._refresh_after_change(user)
         return "applied" if applied else "no_change"
 
     async def _apply(self, speaker: Speaker, operation: MemoryOperation) -> int:
@@ -250,7 +265,7 @@ class MemoryService:
             fact = await self.repository.add(
                 user, text, language=language, reason=API_REASON, conversation_id=conversation_id
             )
-            await self._refresh(user)
+            await self._refresh_after_change(user)
         self.metrics.memory_operations.labels(action="ADD").inc()
         return fact
 
@@ -259,7 +274,7 @@ class MemoryService:
         async with self._lock(user):
             await self._refresh(user)
             fact = await self.repository.update(user, fact_id, text, language=language, reason=API_REASON)
-            await self._refresh(user)
+            await self._refresh_after_change(user)
         self.metrics.memory_operations.labels(action="UPDATE").inc()
         return fact
 
@@ -268,7 +283,7 @@ class MemoryService:
         async with self._lock(user):
             await self._refresh(user)
             fact = await self.repository.delete(user, fact_id, reason=reason or API_REASON)
-            await self._refresh(user)
+            await self._refresh_after_change(user)
         self.metrics.memory_operations.labels(action="DELETE").inc()
         return fact
 

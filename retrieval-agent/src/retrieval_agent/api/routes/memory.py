@@ -55,6 +55,7 @@ def _fact_out(user: str, fact: Fact) -> FactOut:
     return FactOut(
         id=fact.id,
         text=fact.text,
+        truncated=fact.truncated,
         created_at=fact.created_at,
         updated_at=fact.updated_at,
         conversation_id=fact.conversation_id,
