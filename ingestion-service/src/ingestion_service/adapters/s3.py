@@ -91,6 +91,23 @@ class S3Source:
         metadata = {str(name).lower(): str(value) for name, value in (head.get("Metadata") or {}).items()}
         return ObjectHead(size=int(head["ContentLength"]), etag=str(head.get("ETag") or "") or None, metadata=metadata)
 
+    def list_keys(self, bucket: str, prefix: str, *, max_keys: int) -> list[str]:
+        """The keys under ``prefix`` (``list_objects_v2``, every page), at most ``max_keys``; folder markers
+        (keys ending in "/") left out."""
+        keys: list[str] = []
+        try:
+            paginator = self._client.get_paginator("list_objects_v2")
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    key = item.get("Key", "")
+                    if key and not key.endswith("/"):
+                        keys.append(key)
+                    if len(keys) >= max_keys:
+                        return keys
+        except (ClientError, BotoCoreError) as exc:
+            raise S3FetchError(f"list_objects_v2 failed: {_describe(exc)}") from None  # not chained: see head
+        return keys
+
     def download(self, bucket: str, key: str, destination: Path, *, max_bytes: int) -> int:
         """Stream the object into ``destination`` piece by piece; the cap holds even if it grew.
 

@@ -182,10 +182,24 @@ class UrlFetcher:
         # One CA bundle load for the process, not one per fetch.
         self._ssl = ssl_context if ssl_context is not None else httpx.create_ssl_context()
 
-    async def fetch(self, url: str, destination: Path) -> FetchedDocument:
-        """Fetch ``url`` into ``destination``; every refusal and failure is a typed error."""
+    async def check(self, url: str) -> None:
+        """Refuse ``url`` now as a fetch would before connecting: URL_NOT_ALLOWED, or URL_FETCH_FAILED when
+        its host does not resolve (a later fetch checks again, redirects included)."""
+        self._refuse_if_disabled()
+        parsed = self._parse(url, redirected=False)
+        try:
+            with anyio.fail_after(self.timeout_seconds):
+                await self._addresses(parsed, redirected=False)
+        except TimeoutError as exc:
+            raise UrlFetchTimeoutError(self.timeout_seconds) from exc
+
+    def _refuse_if_disabled(self) -> None:
         if not self.enabled:
             raise UrlNotAllowedError("URL not allowed: this service fetches no URLs (URL_FETCH_ENABLED=false).")
+
+    async def fetch(self, url: str, destination: Path) -> FetchedDocument:
+        """Fetch ``url`` into ``destination``; every refusal and failure is a typed error."""
+        self._refuse_if_disabled()
         try:
             with anyio.fail_after(self.timeout_seconds):
                 return await self._fetch(url, destination)
@@ -259,6 +273,18 @@ class UrlFetcher:
     async def _pinned_request(self, client: httpx.AsyncClient, url: httpx.URL, *, redirected: bool) -> httpx.Request:
         """The request for ``url`` addressed to the one checked address its host resolves to."""
         host = url.raw_host.decode("ascii")
+        addresses = await self._addresses(url, redirected=redirected)
+        return client.build_request(
+            "GET",
+            url.copy_with(host=str(addresses[0])),
+            headers={"Host": _host_header(url)},
+            # TLS checks the certificate against the URL's host, not the address connected to.
+            extensions={"sni_hostname": host},
+        )
+
+    async def _addresses(self, url: httpx.URL, *, redirected: bool) -> list[IPAddress]:
+        """Every address ``url``'s host resolves to, each one checked (URL_NOT_ALLOWED otherwise)."""
+        host = url.raw_host.decode("ascii")
         port = url.port if url.port is not None else (443 if url.scheme == "https" else 80)
         try:
             answers = await self._resolve(host, port)
@@ -278,13 +304,7 @@ class UrlFetcher:
                     "(URL_FETCH_ALLOW_NETWORKS lists the networks that may be).",
                     internal=f"{host!r} resolves to {address} ({kind})",
                 )
-        return client.build_request(
-            "GET",
-            url.copy_with(host=str(addresses[0])),
-            headers={"Host": _host_header(url)},
-            # TLS checks the certificate against the URL's host, not the address connected to.
-            extensions={"sni_hostname": host},
-        )
+        return addresses
 
     async def _save(self, requested: str, final: str, response: httpx.Response, destination: Path) -> FetchedDocument:
         if not response.is_success:
