@@ -284,3 +284,40 @@ async def test_more_documents_than_the_limit_fail_loudly_unless_narrowed(store: 
     narrowed = await catalog.list_documents("kb-a", conditions=[match("format", "pdf")], limit=10)
     assert [doc.file_id for doc in narrowed.documents] == ["f0"]
     assert (await DocumentCatalog(store, max_documents=3).stats("kb-a")).documents == 3
+
+
+async def test_read_pages_stitches_each_page_of_the_newest_version_and_keeps_its_first_chunk_meta(
+    store: ChunkStore,
+) -> None:
+    words = [f"word{index:03d}" for index in range(50)]
+    # Two windows per page (5 words shared), and a footer that also opens the next page.
+    first, second = " ".join(words[:25]), " ".join(words[25:])
+    footer = "Harbour Office annual report 2024"
+    chunks = [
+        " ".join(first.split()[:15]),
+        " ".join(first.split()[10:]) + f" {footer}",
+        f"{footer} " + " ".join(second.split()[:15]),
+        " ".join(second.split()[10:]),
+    ]
+    pages = [{"page": 0, "headers": [], "mime_type": "application/pdf", "title": "Annual report"}] * 2
+    pages += [{"page": 1, "headers": [], "mime_type": "application/pdf", "title": "Annual report"}] * 2
+    await seed(store, "report", ["old " * 10] * 2, seq=SEQ_2024, chunk_meta=[{"page": 7}] * 2)
+    await seed(store, "report", chunks, chunk_meta=pages, **v21(chunks))
+    await seed(store, "notes", THREE, **v21(THREE))
+    catalog = DocumentCatalog(store)
+
+    report = await catalog.read_pages("report", "kb-a")
+    assert [page.text for page in report] == [f"{first} {footer}", f"{footer} {second}"]
+    assert [(page.meta["page"], page.meta["split_id"], page.meta["title"]) for page in report] == [
+        (0, 0, "Annual report"),
+        (1, 2, "Annual report"),
+    ]
+    read = await catalog.read_text("report", "kb-a")
+    assert read is not None
+    assert "\n\n".join(page.text for page in report) == read.text
+
+    # Chunks without a page: the whole text as one.
+    [notes] = await catalog.read_pages("notes", "kb-a")
+    assert notes.text == "\n\n".join(THREE)  # shares too little to be a window overlap
+    assert "page" not in notes.meta
+    assert await catalog.read_pages("absent", "kb-a") == []

@@ -17,6 +17,7 @@ Between a run's publish and its sweep a file has two committed versions for one 
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -69,7 +70,11 @@ _STATS_FIELDS = [
 _TEXT_FIELDS = [
     PAYLOAD_CONTENT,
     *(meta_path(key) for key in (MetaKey.SPLIT_ID, MetaKey.INGEST_SEQ, MetaKey.NAME, MetaKey.PAGE, MetaKey.HEADERS)),
+    meta_path(MetaKey.PATH),
 ]
+
+# A page's text and the metadata its rebuild carries (a reindex of an upload).
+_PAGE_FIELDS = [PAYLOAD_CONTENT, PAYLOAD_META]
 
 
 def _meta(record: PointRecord) -> dict[str, Any]:
@@ -134,6 +139,9 @@ class DocumentInfo:
     s3_bucket: str | None
     s3_key: str | None
     s3_etag: str | None
+    path: str | None
+    source_uri: str | None = None
+    fetched_at: str | None = None
 
 
 def _info(file_id: str, collection_name: str, meta: dict[str, Any], chunks: int) -> DocumentInfo:
@@ -157,6 +165,9 @@ def _info(file_id: str, collection_name: str, meta: dict[str, Any], chunks: int)
         s3_bucket=_str(meta.get(MetaKey.S3_BUCKET)),
         s3_key=_str(meta.get(MetaKey.S3_KEY)),
         s3_etag=_str(meta.get(MetaKey.S3_ETAG)),
+        path=_str(meta.get(MetaKey.PATH)),
+        source_uri=_str(meta.get(MetaKey.SOURCE_URI)),
+        fetched_at=_str(meta.get(MetaKey.FETCHED_AT)),
     )
 
 
@@ -177,6 +188,15 @@ class DocumentText:
     name: str | None
     text: str
     chunks: int
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PageText:
+    """The stitched text of consecutive chunks with the same ``meta.page`` (or none), and its first chunk's meta."""
+
+    text: str
+    meta: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +354,29 @@ class DocumentCatalog:
             name=_str(_meta(version[0]).get(MetaKey.NAME)),
             text=text,
             chunks=len(version),
+            path=_str(_meta(version[0]).get(MetaKey.PATH)),
         )
+
+    async def read_pages(self, file_id: str, collection_name: str) -> list[PageText]:
+        """The newest committed version's text page by page, in ``split_id`` order; [] when nothing is committed.
+
+        Each page is chunked on its own (a page too short to stand alone opens the next one's first
+        chunk), so a page's chunks stitch back into its text; joined by blank lines, the pages are
+        ``read_text``'s text.
+        """
+        version = await read_newest_version(self.store, file_id, collection_name, with_payload=_PAGE_FIELDS)
+
+        def stitched() -> list[PageText]:
+            pages: list[PageText] = []
+            for _, group in itertools.groupby(version, key=lambda record: _meta(record).get(MetaKey.PAGE)):
+                records = list(group)
+                contents = [str(record.payload.get(PAYLOAD_CONTENT) or "") for record in records]
+                origins = [chunk_origin(_meta(record)) for record in records]
+                pages.append(PageText(text=stitch(contents, origins), meta=_meta(records[0])))
+            return pages
+
+        # Up to MAX_EXTRACTED_CHARS of text: joined in a thread, not on the event loop.
+        return await anyio.to_thread.run_sync(stitched)
 
     async def update(self, file_id: str, collection_name: str, changes: DocumentChanges) -> bool:
         """Set the changed metadata on every point of (file, tenant) in one operation; False when none is committed.

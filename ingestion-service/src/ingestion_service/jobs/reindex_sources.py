@@ -3,22 +3,24 @@ and each one's ingest rebuilt from what the index holds.
 
 * stored with ``s3_bucket``/``s3_key``: the object is read from S3 again (changed bytes are taken as
   they are now; a deleted object fails that document only);
-* otherwise (uploads, whose bytes were never kept): the extracted text, rebuilt from the committed
-  chunks, is re-chunked and re-embedded under the stored source identity.
+* otherwise (uploads, whose bytes were never kept): the extracted pages, rebuilt from the committed
+  chunks with their stored page and extractor metadata, are re-chunked and re-embedded under the
+  stored source identity.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
+from haystack import Document
 from qdrant_client import models
 
-from ingestion_service.adapters.document_catalog import DocumentCatalog
+from ingestion_service.adapters.document_catalog import DocumentCatalog, PageText
 from ingestion_service.documents import SourceFile
 from ingestion_service.errors import PipelineFailedError, SourceIndexNotFoundError
 from ingestion_service.indexing.job import DocumentLabels, IngestJob, SourceIdentity
@@ -26,6 +28,7 @@ from ingestion_service.indexing.versioning import RunVersion
 from ingestion_service.intake.gates import check_bucket
 from ingestion_service.intake.staging import fetch_from_s3, identify_source, prepare_source, upload_path
 from ingestion_service.jobs.reindex_state import ReindexRecord
+from ingestion_service.pipeline.components.file_converter import check_extracted_size, require_text
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
 from rag_runtime.store import (
@@ -41,6 +44,11 @@ from rag_runtime.store import (
 from shared_contract import PAYLOAD_META, ContractError, MetaKey, meta_path
 
 _PAGE = 1024
+# What a rebuilt page keeps of its first chunk's metadata: the keys the extractor gave (the page, title,
+# authors, languages, extractor, and the unnamed ones: mime_type, OCR details, ...). Every other
+# contract key is the run's to stamp again (request, chunk and version keys).
+_EXTRACTED_KEYS = frozenset({MetaKey.PAGE, MetaKey.TITLE, MetaKey.AUTHORS, MetaKey.LANGUAGES, MetaKey.EXTRACTOR})
+_RESTAMPED_KEYS = frozenset(value for name, value in vars(MetaKey).items() if name.isupper()) - _EXTRACTED_KEYS
 
 
 def open_source_index(settings: Settings, source_index: str) -> ChunkStore:
@@ -148,6 +156,26 @@ async def already_built(
     )
 
 
+def rebuilt_pages(pages: Sequence[PageText]) -> list[Document]:
+    """An upload's extracted documents as its chunks hold them: one per page, with the extractor's metadata."""
+    return [
+        Document(content=page.text, meta={key: value for key, value in page.meta.items() if key not in _RESTAMPED_KEYS})
+        for page in pages
+    ]
+
+
+def stage_pages(pages: Sequence[PageText], path: Path, max_chars: int | None) -> tuple[Document, ...]:
+    """The rebuilt pages, checked as an extraction is, their text written to ``path`` (the job's source file).
+
+    Blocking (up to MAX_EXTRACTED_CHARS of text): a worker thread.
+    """
+    documents = rebuilt_pages(pages)
+    check_extracted_size(documents, max_chars)
+    require_text(documents)
+    path.write_text("\n\n".join(document.content or "" for document in documents), encoding="utf-8")
+    return tuple(documents)
+
+
 async def ingest_job_for(
     runtime: ServiceRuntime,
     record: ReindexRecord,
@@ -161,6 +189,7 @@ async def ingest_job_for(
     """The ingest of one document: its S3 object fetched again, or its stored text (module docstring)."""
     origin = s3_origin(head)
     identity: SourceIdentity | None
+    extracted: tuple[Document, ...] | None = None
     if origin is not None:
         bucket, key = origin
         check_bucket(runtime.settings, bucket)
@@ -169,14 +198,12 @@ async def ingest_job_for(
         staged = await prepare_source(runtime, path, name)
         identity = await identify_source(staged, s3_bucket=bucket, s3_key=key, s3_etag=object_head.etag)
     else:
-        # An upload's bytes were never kept: this re-chunks and re-embeds the EXTRACTED TEXT
-        # (rebuilt from the committed chunks), not the original file, so page numbers and the
-        # first engine's metadata do not carry over. The identity stays the stored one, so a
+        # An upload's bytes were never kept: its extracted pages are rebuilt from the committed
+        # chunks and the pipeline starts after extraction. The identity stays the stored one, so a
         # later upload or sync of the same original file still counts as unchanged.
-        stored = await DocumentCatalog(source).read_text(file_id, record.collection_name)
-        text = stored.text if stored is not None else ""
+        pages = await DocumentCatalog(source).read_pages(file_id, record.collection_name)
         path = workdir / "source.md"
-        await anyio.to_thread.run_sync(lambda: path.write_text(text, encoding="utf-8"))
+        extracted = await anyio.to_thread.run_sync(stage_pages, pages, path, runtime.settings.max_extracted_chars)
         staged = SourceFile(path=path, filename=name, media_type="text/markdown")
         identity = stored_identity(head)
     return IngestJob(
@@ -192,4 +219,9 @@ async def ingest_job_for(
         labels=DocumentLabels().filled_from(head),
         fingerprint=fingerprint,
         force=record.force,
+        path=_text(head.get(MetaKey.PATH)),
+        # A source's document keeps where it came from and when (the next sync refreshes them).
+        source_uri=_text(head.get(MetaKey.SOURCE_URI)),
+        fetched_at=_text(head.get(MetaKey.FETCHED_AT)),
+        extracted=extracted,
     )

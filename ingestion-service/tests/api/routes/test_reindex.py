@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 WIKI = "md/docling__wiki.md"
 TABLE = "md/unstructured__simple-table.md"
 PDF = "pdf/kreuzberg__searchable.pdf"
+# Two pages, and a title in its metadata.
+PAGED_PDF = "pdf/unstructured__list-item-example.pdf"
 KB = "kb-reindex"
 FINAL = {"succeeded", "failed", "cancelled"}
 # Only a guard against a deadlocked test; no assertion depends on how long anything takes.
@@ -409,3 +411,68 @@ def test_a_document_whose_chunks_repeat_keeps_every_one_through_text_and_a_force
             for record in sorted(points(client, file_id="forms"), key=lambda record: record.payload["meta"]["split_id"])
         ] == paragraphs
         assert document_text() == read
+
+
+def stored_chunks(client: TestClient, file_id: str) -> list[dict[str, Any]]:
+    """The file's chunks in ``split_id`` order, read through the inspection API."""
+    response = client.get(
+        f"/api/v1/documents/{file_id}/chunks",
+        params={"collection_name": KB, "limit": 1000, "include_content": "full"},
+    )
+    assert response.status_code == 200, response.text
+    chunks: list[dict[str, Any]] = response.json()["chunks"]
+    return sorted(chunks, key=lambda chunk: chunk["split_id"])
+
+
+def test_a_reindexed_pdf_upload_keeps_its_pages_title_and_page_text(
+    app_client: AppFactory, upload: Upload, docs: Path, tmp_path: Path
+) -> None:
+    shared: dict[str, Any] = {
+        "qdrant_index": f"test_{uuid.uuid4().hex[:12]}",
+        "ingest_state_dir": tmp_path,
+        "enable_inspection_api": True,
+    }
+
+    def document_text(client: TestClient) -> str:
+        response = client.get("/api/v1/documents/paged/text", params={"collection_name": KB})
+        assert response.status_code == 200, response.text
+        text: str = response.json()["text"]
+        return text
+
+    def extractor_meta(chunks: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+        keys = ("title", "authors", "languages", "mime_type", "extractor")
+        return {tuple(str(chunk["meta"].get(key)) for key in keys) for chunk in chunks}
+
+    with app_client(**shared) as client:
+        response = upload(client, docs / PAGED_PDF, file_id="paged", collection_name=KB)
+        assert response.status_code == 200, response.text
+        before = stored_chunks(client, "paged")
+        assert sorted({chunk["meta"].get("page") for chunk in before}) == [0, 1]
+        assert {chunk["meta"]["title"] for chunk in before} == {"Unstructured-test-doc"}
+        text = document_text(client)
+
+        # Rebuilt from its chunks (an upload's bytes are not kept) under the same settings: the same
+        # chunks on the same pages, so each page's text came back once, its overlaps not doubled.
+        done = finished(client, start(client, {"force": True})["job_id"])
+        assert (done["state"], done["reingested"], done["failed"]) == ("succeeded", 1, 0), done
+        forced = stored_chunks(client, "paged")
+        assert {chunk["meta"]["ingest_version"] for chunk in forced}.isdisjoint(
+            chunk["meta"]["ingest_version"] for chunk in before
+        )
+        assert [(chunk["meta"].get("page"), chunk["content"]) for chunk in forced] == [
+            (chunk["meta"].get("page"), chunk["content"]) for chunk in before
+        ]
+        assert extractor_meta(forced) == extractor_meta(before)
+        assert len(extractor_meta(before)) == 1
+
+    # Smaller chunks: cut anew, still page by page, the text unchanged.
+    with app_client(**shared, chunk_size=120, chunk_overlap=30, chunk_min_size=0) as client:
+        done = finished(client, start(client)["job_id"])
+        assert (done["state"], done["reingested"], done["failed"]) == ("succeeded", 1, 0), done
+        smaller = stored_chunks(client, "paged")
+        assert len(smaller) > len(before)
+        pages = [chunk["meta"].get("page") for chunk in smaller]
+        assert sorted(set(pages)) == [0, 1]
+        assert pages == sorted(pages)
+        assert extractor_meta(smaller) == extractor_meta(before)
+        assert document_text(client) == text
