@@ -1,4 +1,5 @@
-"""A retrieval service whose contract settings differ from the collection's manifest is not ready."""
+"""A retrieval service whose contract settings differ from the collection's manifest is not ready, and
+refuses queries naming the setting that differs."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _poll_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: 
     raise RuntimeError(f"{url} did not start")
 
 
-def test_mismatched_retrieval_service_reports_not_ready(tmp_path: Path) -> None:
+def test_mismatched_retrieval_service_reports_not_ready_and_refuses_search(tmp_path: Path) -> None:
     if os.environ.get("INGESTION_BASE_URL"):
         pytest.skip("needs its own embedded store; covered against a server by the compose stack's own probe")
     store = tmp_path / "qdrant"
@@ -71,9 +72,10 @@ def test_mismatched_retrieval_service_reports_not_ready(tmp_path: Path) -> None:
     # 2. A retrieval service alone, querying with a prefix the collection was not built for.
     port = free_port()
     retrieval_log = tmp_path / "retrieval.log"
+    api_key = secrets.token_urlsafe(32)
     mismatched_env = {
         **base_env,
-        "API_KEY": secrets.token_urlsafe(32),
+        "API_KEY": api_key,
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "EMBEDDING_PREFIX_QUERY": "query: ",
@@ -84,5 +86,17 @@ def test_mismatched_retrieval_service_reports_not_ready(tmp_path: Path) -> None:
         assert response.status_code == 503
         assert "EMBEDDING_PREFIX_QUERY" in response.text
         assert "query: " in response.text
+        search = httpx.post(
+            f"http://127.0.0.1:{port}/search",
+            json={"queries": ["What does the collection hold?"], "collection_names": ["kb-mismatch"], "k": 3},
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=30,
+        )
+        assert search.status_code == 503, search.text
+        body = search.json()
+        assert body["code"] == "COLLECTION_MISMATCH"
+        assert "EMBEDDING_PREFIX_QUERY='query: '" in body["error"]
+        assert "EMBEDDING_PREFIX_QUERY=''" in body["error"]
+        assert body["hint"]
     finally:
         stop_process(retrieval)

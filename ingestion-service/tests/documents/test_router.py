@@ -29,6 +29,7 @@ SCAN_PDF = "pdf/kreuzberg__non_searchable.pdf"
 TEXT_PDF = "pdf/kreuzberg__searchable.pdf"
 JPEG = "jpg/unstructured__double-column-A.jpg"
 VISION_URL = "http://127.0.0.1:9/v1"  # configured, never called: the converters here are fakes
+GOTENBERG_URL = "http://127.0.0.1:9"  # likewise
 ENGINES = ("kreuzberg", "tika", "vision-llm", "hybrid-diagram")
 
 
@@ -72,10 +73,12 @@ class Harness:
 
 @pytest.fixture
 def harness(make_test_settings: MakeSettings, docs: Path) -> Any:
-    """``harness(**settings_overrides)`` -> a Harness; the vision endpoint is configured unless overridden."""
+    """``harness(**settings_overrides)`` -> a Harness; the vision endpoint and Gotenberg are configured
+    unless overridden."""
 
     def factory(**overrides: Any) -> Harness:
-        return Harness(make_test_settings, docs, **{"vision_llm_api_base_url": VISION_URL, **overrides})
+        configured = {"vision_llm_api_base_url": VISION_URL, "gotenberg_url": GOTENBERG_URL}
+        return Harness(make_test_settings, docs, **{**configured, **overrides})
 
     return factory
 
@@ -181,6 +184,32 @@ def test_vision_routes_fall_back_to_the_default_without_a_vision_endpoint(
     assert document.meta["extraction_route"] == route
     assert "vision_profile" not in document.meta
     assert run.router.decide(run.source(name)).signals["wanted_engine"] in ("hybrid-diagram", "vision-llm")
+
+
+@pytest.mark.parametrize("diagram_engine", ["hybrid-diagram", "vision-llm"])
+@pytest.mark.parametrize("name", [VECTOR, RASTER])
+def test_diagram_docx_falls_back_to_the_default_without_gotenberg(
+    harness: Any, name: str, diagram_engine: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = harness(gotenberg_url="", extraction_router_diagram_engine=diagram_engine)
+    with caplog.at_level(logging.WARNING, logger="ingestion_service.documents.router"):
+        engine, profile, document = run.run(name)
+        run.router.convert(run.source(name))
+    assert (engine, profile) == ("kreuzberg", None)
+    assert document.meta["extraction_route"] == "diagram:gotenberg-unconfigured"
+    assert "vision_profile" not in document.meta
+    signals = run.router.decide(run.source(name)).signals
+    assert signals["wanted_engine"] == diagram_engine
+    assert "GOTENBERG_URL" in signals["missing"]
+    [warning] = [record.getMessage() for record in caplog.records]  # once, not per document
+    assert "diagram:gotenberg-unconfigured" in warning
+    assert "GOTENBERG_URL" in warning
+
+
+def test_vision_scans_do_not_need_gotenberg(harness: Any) -> None:
+    engine, profile, document = harness(gotenberg_url="", extraction_router_scan_engine="vision-llm").run(SCAN_PDF)
+    assert (engine, profile) == ("vision-llm", "ocr")
+    assert document.meta["extraction_route"] == "scan"
 
 
 def test_ocr_scan_route_does_not_need_a_vision_endpoint(harness: Any) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from qdrant_client import models
@@ -10,7 +11,7 @@ from rag_runtime.embedding import ContractEmbedder
 from rag_runtime.store import ChunkStore, chunk_point, tenant_filter
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.search.query import dense_request
-from shared_contract import CollectionMissingError, StoreRequestError
+from shared_contract import CollectionMissingError, ContractMismatchError, ManifestMissingError, StoreRequestError
 
 from ..conftest import (  # noqa: TID252
     RecordingStore,
@@ -20,6 +21,7 @@ from ..conftest import (  # noqa: TID252
     create_contract_2_collection,
     make_settings,
 )
+from ..contract_support import CHANGED_SETTING, RebuildableStore, names_the_mismatch  # noqa: TID252
 
 pytestmark = pytest.mark.anyio
 
@@ -176,3 +178,61 @@ async def test_scroll_contents_pages_through_committed_chunks_of_the_tenants(
     assert sorted(record.payload["content"] for record in records) == [f"chunk {index}" for index in range(5)]
     assert all(set(record.payload) == {"content", "meta"} for record in records)
     assert len(await search.scroll_contents(["t"], max_docs=3)) == 3
+
+
+async def test_a_contract_mismatch_refuses_naming_the_setting_until_readiness_reads_the_fixed_collection(
+    store_factory: Callable[..., ChunkStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    inner = store_factory()
+    await create_collection(inner, make_settings())
+    store = RebuildableStore(inner)
+    search = StoreSearch(store, make_settings(capability_cache_ttl_seconds=3600))
+    await search.check_contract()
+    store.rebuild()
+    search.forget_capabilities()  # as after a failed query, or the next readiness probe
+    with caplog.at_level(logging.WARNING, logger="retrieval_agent.adapters.store"):
+        with pytest.raises(ContractMismatchError) as caught:
+            await search.check_contract()
+        with pytest.raises(ContractMismatchError):
+            await search.capabilities()
+    assert caught.value.field == CHANGED_SETTING
+    assert names_the_mismatch(str(caught.value))
+    assert [
+        record.getMessage().startswith("contract mismatch: every query is refused") for record in caplog.records
+    ] == [True]
+    store.restore()
+    # The verdict is cached: a query before the next reading is still refused.
+    with pytest.raises(ContractMismatchError):
+        await search.check_contract()
+    await search.verify()  # a readiness probe
+    await search.check_contract()
+    assert (await search.capabilities()).own_layout is True
+
+
+async def test_a_fixed_mismatch_is_served_once_the_cache_expires(store_factory: Callable[..., ChunkStore]) -> None:
+    inner = store_factory()
+    await create_collection(inner, make_settings())
+    store = RebuildableStore(inner)
+    search = StoreSearch(store, make_settings(capability_cache_ttl_seconds=0))
+    store.rebuild()
+    with pytest.raises(ContractMismatchError):
+        await search.check_contract()
+    store.restore()
+    await search.check_contract()
+
+
+class _ForeignCollection(RecordingStore):
+    """A collection another tool created: no contract manifest."""
+
+    async def read_manifest(self) -> Any:
+        raise ManifestMissingError(self.collection)
+
+
+async def test_a_collection_without_a_manifest_is_searched_not_refused(
+    store_factory: Callable[..., ChunkStore],
+) -> None:
+    inner = store_factory()
+    await create_collection(inner, make_settings())
+    search = StoreSearch(_ForeignCollection(inner), make_settings())
+    await search.check_contract()
+    assert (await search.capabilities()).own_layout is False

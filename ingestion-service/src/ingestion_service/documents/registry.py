@@ -77,8 +77,16 @@ def default_factories() -> dict[str, ConverterFactory]:
 class ConverterRegistry:
     """Builds each engine once, on first use, and hands out the same instance afterwards."""
 
-    def __init__(self, settings: Settings, factories: Mapping[str, ConverterFactory] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        factories: Mapping[str, ConverterFactory] | None = None,
+        *,
+        observe_route: Callable[[str], None] | None = None,
+    ) -> None:
         self._settings = settings
+        # The ``auto`` router calls it with each document's route (``extraction_routes_total``).
+        self._observe_route = observe_route
         self._factories: dict[str, ConverterFactory] = dict(default_factories() if factories is None else factories)
         if factories is None:
             # Engines built from other engines look them up here, so an injected replacement
@@ -96,7 +104,7 @@ class ConverterRegistry:
     def _auto(self, settings: Settings) -> Converter:
         from ingestion_service.documents.router import AutoRouter
 
-        return AutoRouter(settings, engines=self.get)
+        return AutoRouter(settings, engines=self.get, observe_route=self._observe_route)
 
     @property
     def names(self) -> list[str]:

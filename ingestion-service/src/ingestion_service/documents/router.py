@@ -6,10 +6,13 @@
   ``ocr`` is kreuzberg with Tesseract, ``vision-llm`` the vision engine's ``ocr`` profile.
 * Everything else -> EXTRACTION_ROUTER_DEFAULT.
 
-A vision engine is chosen only while a vision endpoint is configured; otherwise the document goes
-to the default engine and the route says why, so ``auto`` without a vision endpoint still ingests
-everything. A configured endpoint that fails is the vision engine's error, never a silent fallback.
-Each decision is logged at DEBUG with its signals and stamped on the returned Documents' meta.
+A vision engine is chosen only while a vision endpoint is configured, and for a DOCX only while
+Gotenberg (GOTENBERG_URL) is too, since the vision engines render office files through it; otherwise
+the document goes to the default engine and the route says why (``<kind>:vision-unconfigured``,
+``diagram:gotenberg-unconfigured``; a WARNING the first time, and ``extraction_routes_total``), so
+``auto`` still ingests everything. A configured endpoint that fails is the vision engine's error,
+never a silent fallback. Each decision is logged at DEBUG with its signals and stamped on the
+returned Documents' meta.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ SCAN_VISION_PROFILE = "ocr"
 EXTRACTOR_KEY = "extractor"
 ROUTE_KEY = "extraction_route"
 PROFILE_KEY = "vision_profile"
+_UNCONFIGURED = "-unconfigured"
+_NO_VISION = "no vision endpoint (VISION_LLM_API_BASE_URL, or a provider prefix on VISION_LLM_MODEL)"
+_NO_GOTENBERG = "GOTENBERG_URL is unset, and the vision engines render office files to pages through Gotenberg"
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,8 @@ class RouteDecision:
 
     engine: str
     profile: str | None
-    # "default", "diagram:vector", "diagram:raster", "scan", or "<kind>:vision-unconfigured".
+    # "default", "diagram:vector", "diagram:raster", "scan", "<kind>:vision-unconfigured" or
+    # "diagram:gotenberg-unconfigured".
     route: str
     signals: dict[str, Any] = field(default_factory=dict)
 
@@ -61,9 +68,18 @@ class AutoRouter:
     # The route picks the profile; a caller's profile is not taken (the probe never accepts ``auto``).
     profiles: frozenset[str] = frozenset()
 
-    def __init__(self, settings: Settings, engines: Callable[[str], Converter]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        engines: Callable[[str], Converter],
+        *,
+        observe_route: Callable[[str], None] | None = None,
+    ) -> None:
         self._settings = settings
         self._engines = engines
+        # Called with each converted document's route (the ingestion metrics count them).
+        self._observe_route = observe_route
+        self._fallbacks_said: set[str] = set()
 
     def decide(self, source: SourceFile) -> RouteDecision:
         """The engine, profile and route for ``source``, from its content (reads the file, runs nothing)."""
@@ -94,6 +110,17 @@ class AutoRouter:
                 "route_signals": decision.signals,
             },
         )
+        if decision.route.endswith(_UNCONFIGURED) and decision.route not in self._fallbacks_said:
+            self._fallbacks_said.add(decision.route)
+            logger.warning(
+                "auto: %s goes to %s, not %s: %s (said once; extraction_routes_total counts each document)",
+                decision.route,
+                decision.engine,
+                decision.signals["wanted_engine"],
+                decision.signals["missing"],
+            )
+        if self._observe_route is not None:
+            self._observe_route(decision.route)
         documents = self._engines(decision.engine).convert(source, profile=decision.profile)
         return [self._stamped(document, decision) for document in documents]
 
@@ -128,7 +155,9 @@ class AutoRouter:
         elif engine == "vision-llm":
             profile = settings.extraction_router_diagram_profile
         return self._vision_checked(
-            RouteDecision(engine, profile, "diagram:vector" if vector else "diagram:raster", signals), "diagram"
+            RouteDecision(engine, profile, "diagram:vector" if vector else "diagram:raster", signals),
+            "diagram",
+            office=True,
         )
 
     def _scan(self, signals: dict[str, Any]) -> RouteDecision:
@@ -139,15 +168,23 @@ class AutoRouter:
     def _default(self, signals: dict[str, Any]) -> RouteDecision:
         return RouteDecision(self._settings.extraction_router_default, None, "default", signals)
 
-    def _vision_checked(self, decision: RouteDecision, kind: str) -> RouteDecision:
-        """``decision``, or the default engine when it needs a vision endpoint that is not configured."""
-        if decision.engine not in VISION_ENGINES or self._settings.vision_configured:
+    def _vision_checked(self, decision: RouteDecision, kind: str, *, office: bool = False) -> RouteDecision:
+        """``decision``, or the default engine when it needs a vision endpoint that is not configured,
+        or (``office``: a DOCX, which the vision engines render through Gotenberg) GOTENBERG_URL."""
+        settings = self._settings
+        if decision.engine not in VISION_ENGINES:
+            return decision
+        if not settings.vision_configured:
+            missing, route = _NO_VISION, f"{kind}:vision-unconfigured"
+        elif office and not settings.gotenberg_url:
+            missing, route = _NO_GOTENBERG, f"{kind}:gotenberg-unconfigured"
+        else:
             return decision
         return RouteDecision(
-            self._settings.extraction_router_default,
+            settings.extraction_router_default,
             None,
-            f"{kind}:vision-unconfigured",
-            {**decision.signals, "wanted_engine": decision.engine, "wanted_route": decision.route},
+            route,
+            {**decision.signals, "wanted_engine": decision.engine, "wanted_route": decision.route, "missing": missing},
         )
 
     @staticmethod

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ...conftest import AppFactory  # noqa: TID252
+    from ...scripted_servers import ScriptedVisionServer  # noqa: TID252
 
 
 def open_webui_put(
@@ -72,6 +73,23 @@ def test_the_configured_engine_and_routing_are_used(app_client: AppFactory, docs
     # No vision endpoint: auto reads the flowchart with the default engine and says why.
     assert document["metadata"]["extractor"] == "kreuzberg"
     assert document["metadata"]["extraction_route"] == "diagram:vision-unconfigured"
+
+
+def test_auto_with_a_vision_endpoint_but_no_gotenberg_reads_a_diagram_docx_with_the_default_engine(
+    app_client: AppFactory, docs: Path, vision_server: ScriptedVisionServer
+) -> None:
+    with app_client(
+        extraction_engine="auto", vision_llm_api_base_url=vision_server.base_url, gotenberg_url=""
+    ) as client:
+        response = open_webui_put(client, docs / "docx/docling__textbox.docx", mime=None)
+        metrics = client.get("/metrics").text
+    assert response.status_code == 200, response.text
+    [document] = response.json()
+    assert document["page_content"].strip()
+    assert document["metadata"]["extractor"] == "kreuzberg"
+    assert document["metadata"]["extraction_route"] == "diagram:gotenberg-unconfigured"
+    assert vision_server.requests == []
+    assert 'extraction_routes_total{route="diagram:gotenberg-unconfigured"} 1.0' in metrics
 
 
 def test_nothing_is_stored(client: TestClient, docs: Path) -> None:

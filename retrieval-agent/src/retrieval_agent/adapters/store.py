@@ -1,17 +1,19 @@
 """The shared collection as search uses it: the storage port plus short-lived caches.
 
 Two things are cached, never forever: what the collection offers (the sparse vector, its IDF
-modifier, the lexical text indexes; CAPABILITY_CACHE_TTL_SECONDS) and which lexical languages the
-requested tenants hold (one facet per tenant set; LEXICAL_LANGUAGE_CACHE_TTL_SECONDS). Every other
-call goes straight to the store, which raises the contract's typed errors.
+modifier, the lexical text indexes, and whether its manifest agrees with this service's contract
+settings; CAPABILITY_CACHE_TTL_SECONDS, and read afresh by each readiness probe) and which lexical
+languages the requested tenants hold (one facet per tenant set; LEXICAL_LANGUAGE_CACHE_TTL_SECONDS).
+Every other call goes straight to the store, which raises the contract's typed errors.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from qdrant_client import models
 
@@ -35,10 +37,12 @@ from shared_contract import (
     PAYLOAD_META,
     CollectionManifest,
     CollectionMissingError,
+    ContractMismatchError,
     ManifestMissingError,
     MetaKey,
     has_live_key,
     meta_path,
+    verify_manifest,
 )
 from shared_contract.schema import TenantKind
 
@@ -70,6 +74,21 @@ class Capabilities:
 
 
 @dataclass(frozen=True, slots=True)
+class _Reading:
+    """One reading of the collection: what it offers, and its manifest's first disagreement with this
+    service's contract settings (None: it agrees, or it has no manifest)."""
+
+    read_at: float
+    capabilities: Capabilities
+    mismatch: ContractMismatchError | None
+
+
+def _refusal(mismatch: ContractMismatchError) -> ContractMismatchError:
+    # A fresh error per refusal: one instance raised on every request would pile up tracebacks.
+    return ContractMismatchError(mismatch.collection, mismatch.field, mismatch.collection_value, mismatch.service_value)
+
+
+@dataclass(frozen=True, slots=True)
 class SplitSpan:
     """Consecutive splits of one tenant's copy of one file version (``seq`` None: any version)."""
 
@@ -85,7 +104,7 @@ class StoreSearch:
     def __init__(self, store: ChunkStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
-        self._capabilities: tuple[float, Capabilities] | None = None
+        self._reading: _Reading | None = None
         self._languages: dict[tuple[str, ...], tuple[float, tuple[tuple[str, int], ...]]] = {}
         self._older_contract_said = False
 
@@ -98,17 +117,30 @@ class StoreSearch:
         """The collection's vectors and lexical indexes, cached for CAPABILITY_CACHE_TTL_SECONDS
         (or ``max_age`` seconds, when shorter: a caller that knows the cache may be stale).
 
-        Raises CollectionMissingError while the collection does not exist (never cached).
+        Raises ContractMismatchError while the collection's manifest disagrees with this service's
+        contract settings (the verdict is cached with the capabilities), and CollectionMissingError
+        while the collection does not exist (never cached).
         """
         now = time.monotonic()
-        cached = self._capabilities
+        reading = self._reading
         ttl = (
             self.settings.capability_cache_ttl_seconds
             if max_age is None
             else min(max_age, self.settings.capability_cache_ttl_seconds)
         )
-        if cached is not None and now - cached[0] < ttl:
-            return cached[1]
+        if reading is None or now - reading.read_at >= ttl:
+            reading = await self._read(now)
+        if reading.mismatch is not None:
+            raise _refusal(reading.mismatch)
+        return reading.capabilities
+
+    async def check_contract(self) -> None:
+        """Raise ContractMismatchError while the collection's manifest disagrees with this service's
+        contract settings: every query path calls it before any work (the verdict :meth:`capabilities`
+        caches, so it costs no store call within the cache's lifetime)."""
+        await self.capabilities()
+
+    async def _read(self, now: float) -> _Reading:
         info = await self.store.info()
         try:
             manifest = await self.store.read_manifest()
@@ -134,12 +166,35 @@ class StoreSearch:
                 self.collection,
                 manifest.contract_version,
             )
-        self._capabilities = (now, capabilities)
-        return capabilities
+        reading = _Reading(now, capabilities, None if manifest is None else self._mismatch(manifest))
+        self._log_change(self._reading, reading)
+        self._reading = reading
+        return reading
+
+    def _mismatch(self, manifest: CollectionManifest) -> ContractMismatchError | None:
+        try:
+            # As readiness checks it: a sparse-less collection is searched dense only.
+            verify_manifest(self.settings.qdrant_index, manifest, self.settings, require_sparse=False)
+        except ContractMismatchError as exc:
+            return exc
+        return None
+
+    @staticmethod
+    def _log_change(previous: _Reading | None, current: _Reading) -> None:
+        before = None if previous is None else previous.mismatch
+        after = current.mismatch
+        if after is not None and (before is None or str(before) != str(after)):
+            logger.warning("contract mismatch: every query is refused (503 COLLECTION_MISMATCH) until fixed: %s", after)
+        elif after is None and before is not None:
+            logger.warning("contract mismatch resolved: the collection's manifest matches again; queries are served")
 
     def forget_capabilities(self) -> None:
-        """Drop the cached capabilities (after an error that suggests the collection changed)."""
-        self._capabilities = None
+        """Drop the cached capabilities (after an error that suggests the collection changed).
+
+        The contract verdict is kept for the next reading to compare with: its change is logged once.
+        """
+        if self._reading is not None:
+            self._reading = replace(self._reading, read_at=-math.inf)
 
     async def lexical_languages(self, collection_names: Sequence[str]) -> dict[str, int]:
         """``meta.lexical_language`` code -> committed chunks in the tenants (codes sorted).
@@ -304,7 +359,12 @@ class StoreSearch:
         return await self.store.count(committed_file_filter(file_id)) > 0
 
     async def verify(self) -> CollectionManifest:
-        """The store answers, a server is recent enough, and the manifest matches these settings."""
+        """The store answers, a server is recent enough, and the manifest matches these settings.
+
+        Readiness calls it on every probe, and the next query reads the collection afresh, so a
+        mismatch that appeared or was fixed (the collection re-created) shows on the query paths too.
+        """
         if isinstance(self.store, ServerStore):
             await self.store.check_version()
+        self.forget_capabilities()
         return await verify_collection(self.store, self.settings, require_sparse=False)

@@ -252,7 +252,9 @@ class AgenticSearch:
         """Search for one request; records the agent metrics and logs one ``agent_run`` line.
 
         ``conditions`` (the request's ``filter``) narrow every tool call and the linear fallback.
+        Refused (ContractMismatchError) while the collection's contract disagrees, before the model is asked.
         """
+        await self.search.store.check_contract()
         started = time.perf_counter()
         chat = list(messages or [])
         explicit = clean_queries(queries or [], limit=_MAX_REQUEST_QUERIES)

@@ -450,7 +450,9 @@ class LinearSearch:
 
         ``use_generator=False``: no LLM writes the queries (the agent's fallback, when that LLM just failed).
         ``conditions`` (the request's ``filter``) narrow every retrieval, refetches included.
+        Refused (ContractMismatchError) while the collection's contract disagrees, before any LLM call.
         """
+        await self.store.check_contract()
         resolved = await resolve_queries(
             queries,
             messages,

@@ -23,7 +23,9 @@ from retrieval_agent.adapters.reranker import HttpReranker
 from retrieval_agent.error_table import STORE_REJECTED_HINT
 from shared_contract import StoreRequestError
 
+from ...agent.agent_support import Script, call, say  # noqa: TID252
 from ...conftest import AUTH, RecordingStore, make_settings  # noqa: TID252
+from ...contract_support import RebuildableStore, names_the_mismatch  # noqa: TID252
 
 QUERY = "When was the Eiffel Tower completed?"
 BODY = {"queries": [QUERY], "collection_names": ["kb-a"], "k": 2}
@@ -263,3 +265,31 @@ def test_a_search_body_not_sent_as_json_is_415_naming_the_header(
     accepted = api.post("/search", content=body, headers={**AUTH, "Content-Type": "application/json; charset=utf-8"})
     assert accepted.status_code == 200, accepted.text
     assert accepted.json()["documents"][0]
+
+
+def refused_naming_the_mismatch(response: Any) -> None:
+    assert response.status_code == 503, response.text
+    body = response.json()
+    assert body["code"] == "COLLECTION_MISMATCH"
+    assert body["hint"] == hint_for("COLLECTION_MISMATCH")
+    assert names_the_mismatch(body["error"])
+
+
+@pytest.mark.parametrize("mode", ["linear", "agentic"])
+def test_a_contract_mismatch_refuses_search_naming_the_setting_until_it_is_fixed(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, mode: str
+) -> None:
+    store = RebuildableStore(seeded)
+    script = Script([lambda _: call("retrieve", queries=["Eiffel Tower"]), lambda _: say("DONE")])
+    settings = make_settings(enable_agentic_rag=True, agent_timeout=10.0)
+    api = app_factory(settings, store, query_model=script.model())
+    store.rebuild()
+    assert api.get("/health/ready").status_code == 503
+    refused_naming_the_mismatch(api.post("/search", json={**BODY, "mode": mode}, headers=AUTH))
+    assert script.seen == []  # refused before the agent's model is asked
+    assert metric(api, 'search_requests_total{code="COLLECTION_MISMATCH",outcome="error"}') == 1
+    store.restore()
+    assert api.get("/health/ready").status_code == 200
+    answered = api.post("/search", json={**BODY, "mode": mode}, headers=AUTH)
+    assert answered.status_code == 200, answered.text
+    assert "1889" in answered.json()["documents"][0][0]
