@@ -39,7 +39,12 @@ from ingestion_service.errors import (
     ReservedCollectionError,
     S3FetchError,
     ShuttingDownError,
+    SourceExistsError,
     SourceIndexNotFoundError,
+    SourceNotAllowedError,
+    SourceNotFoundError,
+    SourceSyncRunningError,
+    SourceUnreadableError,
     SparseEmbeddingFailedError,
     StagingFullError,
     TooManyDocumentsError,
@@ -153,6 +158,19 @@ _OWN_CODES: dict[str, tuple[int, str]] = {
         "Give the QDRANT_INDEX the collection lived in before (the Qdrant collection name, not the "
         "knowledge base), or leave source_index out to rebuild from this service's own index.",
     ),
+    "SOURCE_NOT_ALLOWED": (
+        422,
+        "Register a folder or file:// under SOURCE_FOLDER_ROOTS, an s3:// prefix of a bucket S3_ALLOWED_BUCKETS "
+        "lists, or an http(s) URL the fetcher may reach (URL_FETCH_ALLOW_NETWORKS for your own network).",
+    ),
+    "SOURCE_NOT_FOUND": (404, "List the registered sources with GET /api/v1/sources; a removed source is gone."),
+    "SOURCE_EXISTS": (409, "Sync the source the error names (POST /api/v1/sources/<source_id>/sync) instead."),
+    "SOURCE_SYNC_RUNNING": (409, "Poll GET /api/v1/sources/<source_id> until the running sync ends, then ask again."),
+    "SOURCE_UNREADABLE": (
+        502,
+        "Check that the folder, S3 prefix or site is there and readable by the ingestion service; "
+        "its documents were left as they were.",
+    ),
 }
 CODES = tuple(ErrorCodeSpec(code=code, status=status, hint=hint) for code, (status, hint) in _OWN_CODES.items())
 
@@ -198,6 +216,14 @@ EXTRACTION_FAILED_MESSAGE = "Document extraction failed."
 
 
 # The messages built from an error's values.
+def _source_exists_detail(exc: SourceExistsError) -> str:
+    return f"This URI is already a source of the collection: GET /api/v1/sources/{exc.source_id}."
+
+
+def _source_unreadable_detail(exc: SourceUnreadableError) -> str:
+    return exc.message
+
+
 def _timeout_detail(exc: IngestTimeoutError) -> str:
     return (
         f"Ingesting the document took longer than INGEST_TIMEOUT_SECONDS ({exc.limit_seconds:g} s); "
@@ -353,6 +379,29 @@ ERROR_TABLE = ErrorTable(
             "SOURCE_INDEX_NOT_FOUND",
             message="The source_index names no existing Qdrant collection.",
             server_fault=False,
+        ),
+        # The sources the server keeps in step (ingestion_service.sources).
+        error_row(SourceNotAllowedError, "SOURCE_NOT_ALLOWED", message="The source may not be kept.", detail=str),
+        error_row(SourceNotFoundError, "SOURCE_NOT_FOUND", message="No source with this id.", server_fault=False),
+        error_row(
+            SourceExistsError,
+            "SOURCE_EXISTS",
+            message="This URI is already a source of the collection.",
+            detail=_source_exists_detail,
+            server_fault=False,
+        ),
+        error_row(
+            SourceSyncRunningError,
+            "SOURCE_SYNC_RUNNING",
+            message="A sync of this source is already pending or running.",
+            server_fault=False,
+        ),
+        error_row(
+            SourceUnreadableError,
+            "SOURCE_UNREADABLE",
+            message="The source could not be listed.",
+            detail=_source_unreadable_detail,
+            cause_only=True,
         ),
         # Load, not a fault: logged at WARNING.
         error_row(

@@ -321,3 +321,33 @@ class NotReadyError(IngestionError):
 
 class DeleteFailedError(IngestionError):
     """Qdrant failed while deleting or reading a file's chunks."""
+
+
+class SourceNotAllowedError(InvalidRequestError):
+    """A source the server may not keep (422): a folder outside SOURCE_FOLDER_ROOTS, a bucket outside
+    S3_ALLOWED_BUCKETS, a URL the fetcher refuses, an unknown scheme."""
+
+
+class SourceNotFoundError(IngestionError):
+    """No registered source with this id (404)."""
+
+
+class SourceExistsError(IngestionError):
+    """The same URI is already a source of this collection (409)."""
+
+    def __init__(self, source_id: str) -> None:
+        super().__init__(f"source {source_id} keeps this URI")
+        self.source_id = source_id
+
+
+class SourceSyncRunningError(IngestionError):
+    """A sync of the source is already pending or running (409)."""
+
+
+class SourceUnreadableError(IngestionError):
+    """The source could not be listed (a folder gone, an S3 listing refused, a site without pages): its
+    documents are left as they are (502)."""
+
+    def __init__(self, message: str, *, internal: str | None = None) -> None:
+        super().__init__(internal or message)
+        self.message = message

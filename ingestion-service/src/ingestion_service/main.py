@@ -24,12 +24,14 @@ from ingestion_service.api.routes import (
     loader,
     metrics,
     reindex,
+    sources,
     web_loader,
 )
 from ingestion_service.jobs.ingest import JobRegistry
 from ingestion_service.jobs.reindex import ReindexManager
 from ingestion_service.runtime import ABORT_WAIT_SECONDS, ServiceHooks, ServiceRuntime
 from ingestion_service.settings import Settings, get_settings
+from ingestion_service.sources.manager import SourceManager
 from rag_runtime.http import ERROR_RESPONSES
 
 logger = logging.getLogger(__name__)
@@ -59,6 +61,10 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
         app.state.reindex = manager
         # Unfinished reindex jobs of an earlier run go on; each waits until the service is ready.
         await manager.resume()
+        # Registered sources are loaded; a sync a restart interrupted runs again once the service is ready.
+        source_manager = SourceManager(runtime)
+        app.state.sources = source_manager
+        await source_manager.start()
         # Warm-up runs in the background so /health answers during a slow model load;
         # /health/ready stays 503 until it is done.
         start = asyncio.create_task(runtime.start(), name="ingestion-warm-up")
@@ -72,6 +78,7 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
             # Before the store closes: running reindex jobs stop and resume at the next start; async
             # ingests get the grace period, then are aborted (their previous versions kept).
             await manager.shutdown()
+            await source_manager.shutdown()
             await jobs.shutdown(grace_seconds=resolved.shutdown_grace_seconds, abort_wait_seconds=ABORT_WAIT_SECONDS)
             await runtime.close()
 
@@ -89,6 +96,7 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
         documents.router,
         collections.router,
         reindex.router,
+        sources.router,
         metrics.router,
     )
     for router in routers:

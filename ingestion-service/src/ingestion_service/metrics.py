@@ -54,6 +54,11 @@ class IngestMetrics:
         self.ingest_empty = Counter(
             "ingest_empty_total", "Ingests whose extraction found no text.", registry=self.registry
         )
+        self.ingest_front_matter_unread = Counter(
+            "ingest_front_matter_unread_total",
+            "Ingests of Markdown whose front matter could not be read (indexed as text, no labels from it).",
+            registry=self.registry,
+        )
         self.ingest_unchanged = Counter(
             "ingest_unchanged_total",
             "Ingests of bytes already stored under the same settings (nothing extracted or embedded).",
@@ -101,9 +106,21 @@ class IngestMetrics:
             registry=self.registry,
         )
 
+        self.extraction_routes = Counter(
+            "extraction_routes_total",
+            "Documents EXTRACTION_ENGINE=auto routed, by route (default, diagram:vector, diagram:raster, scan, and the "
+            "fallbacks to the default engine: <kind>:vision-unconfigured, diagram:gotenberg-unconfigured).",
+            ["route"],
+            registry=self.registry,
+        )
+
     def observe_stage(self, stage: str, seconds: float) -> None:
         """The pipeline components' timing callback."""
         self.stage_duration.labels(stage=stage).observe(seconds)
+
+    def observe_route(self, route: str) -> None:
+        """The ``auto`` router's callback, once per document it routes."""
+        self.extraction_routes.labels(route=route).inc()
 
     def render(self) -> bytes:
         """The exposition text."""

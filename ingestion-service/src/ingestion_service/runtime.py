@@ -85,7 +85,7 @@ class ServiceRuntime:
             enabled=settings.enable_ocr, configured=settings.ocr_languages, extra_dirs=settings.tessdata_dirs
         )
         self.limiter = anyio.CapacityLimiter(settings.ingest_concurrency)
-        self.registry = ConverterRegistry(settings)
+        self.registry = ConverterRegistry(settings, observe_route=self.metrics.observe_route)
         for name, factory in self.hooks.converter_factories.items():
             self.registry.register(name, factory)
         self._owns_store = self.hooks.store is None

@@ -75,8 +75,9 @@ CODES = (
         code=MEMORY_FAILED,
         status=500,
         hint=(
-            "The memory folder or its Git repository failed (disk full, permissions, a git lock left behind): "
-            "the request_failed log line has git's message. Nothing was half-written."
+            "The memory folder or its Git repository failed (disk full, permissions, a git lock left behind, "
+            "a symbolic link in the folder): the request_failed log line has the cause. Nothing of the change "
+            "was stored: retry once it is fixed."
         ),
     ),
 )

@@ -50,7 +50,8 @@ class InvalidMemoryRequestError(MemoryFailure):
 
 
 class MemoryStorageError(MemoryFailure):
-    """The memory folder or its Git repository failed (500 MEMORY_FAILED); nothing was half-written."""
+    """The memory folder or its Git repository failed, or a link in it was refused (500 MEMORY_FAILED);
+    nothing of the change was stored."""
 
 
 def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

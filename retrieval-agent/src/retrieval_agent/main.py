@@ -15,6 +15,7 @@ from prometheus_client import ProcessCollector
 from pydantic_ai.models import Model
 
 from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.http import install_cors
 from rag_runtime.language_id import language_identifier
 from rag_runtime.llm import import_litellm, provider_names, routed_to_provider
 from rag_runtime.store import ChunkStore, close_store, open_store
@@ -26,7 +27,8 @@ from retrieval_agent.agent.loop import AgenticSearch
 from retrieval_agent.api.auth import install_edge
 from retrieval_agent.api.errors import install_error_handlers
 from retrieval_agent.api.openai_errors import install_openai_errors
-from retrieval_agent.api.routes import chat, health, memory, metrics, search, tools
+from retrieval_agent.api.routes import chat, health, memory, metrics, passthrough, search, tools
+from retrieval_agent.chat.passthrough import UpstreamPassThrough
 from retrieval_agent.chat.service import ChatService
 from retrieval_agent.chat.upstream import ChatUpstream
 from retrieval_agent.mcp.http import mount_mcp
@@ -35,6 +37,7 @@ from retrieval_agent.memory.reconcile import Reconciler
 from retrieval_agent.memory.repository import FactRepository
 from retrieval_agent.memory.service import MemoryService
 from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.search.leniency import ADJUSTED_HEADER
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
 from retrieval_agent.settings import Settings, get_settings
@@ -55,7 +58,7 @@ def build_memory(
     settings: Settings,
     git: str,
     upstream: ChatUpstream | None,
-    store: ChunkStore,
+    store: StoreSearch,
     embedder: ContractEmbedder,
     metrics_: SearchMetrics,
     http_client: httpx.AsyncClient,
@@ -77,7 +80,8 @@ def build_memory(
     return MemoryService(
         settings,
         repository=FactRepository(settings.memory_path, git),
-        index=MemoryIndex(store, embedder, settings),
+        # The search's own store view: recall refuses a contract mismatch as search does.
+        index=MemoryIndex(store.store, embedder, settings, search_store=store),
         reconciler=reconciler,
         metrics=metrics_,
     )
@@ -150,6 +154,7 @@ def create_app(
         active_reranker: Reranker | None = None
         owned_embedder: ContractEmbedder | None = None
         upstream: ChatUpstream | None = None
+        passed: UpstreamPassThrough | None = None
         memory_service: MemoryService | None = None
         # The LLM's connection pool, closed with the app (pydantic-ai's shared one never is).
         llm_client = httpx.AsyncClient(timeout=llm_timeout(settings))
@@ -208,10 +213,12 @@ def create_app(
             if settings.chat_upstream_base_url is not None:
                 # Importing LiteLLM takes about a second: in a thread, at start-up, not on the first chat.
                 upstream = await anyio.to_thread.run_sync(ChatUpstream, settings)
+                passed = UpstreamPassThrough(settings)
+            app.state.passthrough = passed
             memory_service = (
                 None
                 if git is None
-                else build_memory(settings, git, upstream, active_store, active_embedder, metrics_, memory_client)
+                else build_memory(settings, git, upstream, search_store, active_embedder, metrics_, memory_client)
             )
             app.state.memory = memory_service
             if upstream is not None:
@@ -237,6 +244,8 @@ def create_app(
                 await active_reranker.aclose()
             if upstream is not None:
                 await upstream.aclose()
+            if passed is not None:
+                await passed.aclose()
             if owned_embedder is not None:
                 await anyio.to_thread.run_sync(owned_embedder.close)
             await llm_client.aclose()
@@ -253,9 +262,12 @@ def create_app(
     app.include_router(search.router)
     # The OpenAPI shows the chat routes only where they work (unconfigured, they answer 503 chat_disabled).
     app.include_router(chat.router, include_in_schema=settings.chat_upstream_base_url is not None)
+    app.include_router(passthrough.router, include_in_schema=settings.chat_upstream_base_url is not None)
     app.include_router(metrics.router)
     app.include_router(memory.router, include_in_schema=settings.enable_memory)
     app.include_router(tools.router)
     app.include_router(tools.spec_router)
     mcp_sessions = mount_mcp(app) if settings.enable_mcp else None
+    # Last, so outermost: a browser's preflight is answered before the edge asks for the key.
+    install_cors(app, settings.cors_origin_list, expose_headers=[ADJUSTED_HEADER])
     return app

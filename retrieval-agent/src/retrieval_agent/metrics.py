@@ -134,6 +134,13 @@ class SearchMetrics:
         self.chat_tool_calls = Counter(
             "chat_tool_calls_total", "RAG tool calls the chat model made, by tool.", ["tool"], registry=self.registry
         )
+        self.proxy_requests = Counter(
+            "proxy_requests_total",
+            "Other /v1 requests passed to the chat upstream, by outcome (ok, upstream_status: its 4xx/5xx passed "
+            "on, upstream_error: unreachable, too slow or too large, invalid_request, disabled).",
+            ["outcome"],
+            registry=self.registry,
+        )
         # Long-term memory (ENABLE_MEMORY).
         self.memory_recall_duration = Histogram(
             "memory_recall_duration_seconds",
@@ -163,6 +170,13 @@ class SearchMetrics:
         self.memory_index_changes = Counter(
             "memory_index_changes_total",
             "Fact points written or removed to make the index match the memory folders (hand edits included).",
+            registry=self.registry,
+        )
+        self.memory_files_refused = Counter(
+            "memory_files_refused_total",
+            "Files in a memory folder never read, by reason (link: a symbolic link; not_a_file: a FIFO, device "
+            "or folder named *.md), counted each time the folder is indexed.",
+            ["reason"],
             registry=self.registry,
         )
         self.results_returned = Histogram(

@@ -15,6 +15,7 @@ from rag_runtime.http import NOT_JSON_MESSAGE, REQUEST_FAILED
 from rag_runtime.store import ChunkStore
 
 from ..conftest import AUTH, BrokenStore  # noqa: TID252
+from ..contract_support import RebuildableStore, names_the_mismatch  # noqa: TID252
 from ..scripted_llm import (  # noqa: TID252
     Cut,
     Drip,
@@ -746,3 +747,27 @@ def test_stream_announces_the_passages_a_tool_round_found(chat_api: ChatApi) -> 
     first_text = next(index for index, chunk in enumerate(parsed) if streamed_text([chunk]))
     assert announced < first_text
     assert [source["file_name"] for source in parsed[-1]["rag_sources"]] == ["paris.pdf", "denmark.pdf"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_contract_mismatch_refuses_a_chat_with_knowledge_bases_openai_shaped_until_it_is_fixed(
+    serve: Callable[[Any], str], app_factory: Callable[..., TestClient], seeded: ChunkStore, stream: bool
+) -> None:
+    llm = ScriptedLLM(lambda body: text("It was completed in 1889 [1]."))
+    store = RebuildableStore(seeded)
+    client = app_factory(chat_settings(f"{serve(llm.app())}/v1"), store)
+    store.rebuild()
+    client.get("/health/ready")
+    refused = post(client, chat_body(collection_names=["kb-a"], stream=stream))
+    assert refused.status_code == 503, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "COLLECTION_MISMATCH"
+    assert names_the_mismatch(error["message"])
+    assert llm.requests == []
+    # Without a knowledge base nothing is searched: the chat is forwarded.
+    assert post(client, chat_body()).status_code == 200
+    store.restore()
+    assert client.get("/health/ready").status_code == 200
+    answered = post(client, chat_body(collection_names=["kb-a"], stream=stream))
+    assert answered.status_code == 200, answered.text
+    assert "1889" in answered.text

@@ -12,6 +12,7 @@ from ingestion_service.jobs.reindex import ReindexManager
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.runtime import ServiceRuntime
 from ingestion_service.settings import Settings
+from ingestion_service.sources.manager import SourceManager
 from shared_contract.attributes import shown_key
 
 
@@ -31,6 +32,12 @@ def get_reindex(request: Request) -> ReindexManager:
     """The app's reindex jobs (built in the lifespan)."""
     manager: ReindexManager = request.app.state.reindex
     return manager
+
+
+def get_sources(request: Request) -> SourceManager:
+    """The app's registered sources (built in the lifespan)."""
+    sources: SourceManager = request.app.state.sources
+    return sources
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -56,5 +63,6 @@ def reject_repeated_query_params(request: Request) -> None:
 RuntimeDep = Annotated[ServiceRuntime, Depends(get_runtime)]
 JobsDep = Annotated[JobRegistry, Depends(get_jobs)]
 ReindexDep = Annotated[ReindexManager, Depends(get_reindex)]
+SourcesDep = Annotated[SourceManager, Depends(get_sources)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 MetricsDep = Annotated[IngestMetrics, Depends(get_metrics)]

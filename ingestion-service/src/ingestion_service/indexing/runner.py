@@ -15,6 +15,7 @@ from haystack.core.errors import PipelineRuntimeError
 
 from ingestion_service import run_control
 from ingestion_service.adapters.chunk_index import ChunkIndex
+from ingestion_service.documents.front_matter import FRONT_MATTER_ERROR_KEY
 from ingestion_service.errors import (
     EmbeddingFailedError,
     ExtractionError,
@@ -26,7 +27,13 @@ from ingestion_service.errors import (
     SparseEmbeddingFailedError,
 )
 from ingestion_service.indexing import versioning
-from ingestion_service.indexing.job import DocumentLabels, IngestJob, IngestOutcome
+from ingestion_service.indexing.job import (
+    DocumentLabels,
+    IngestJob,
+    IngestOutcome,
+    front_matter_labels,
+    publish_labels,
+)
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY
 from ingestion_service.run_control import RunControl
@@ -155,7 +162,8 @@ class IndexingRunner:
                 return await self._kept(job, existing, engine)
         stored = await self._stored_head(job)
         requested = job.labels
-        job = replace(job, labels=requested.filled_from(stored))
+        # The stored front matter is the file's own when the bytes turn out unchanged.
+        job = replace(job, labels=publish_labels(requested, front_matter_labels(stored), stored))
         if stored is not None and not job.force and job.stored_as(stored):
             unchanged = await self._unchanged(job, stored)
             if unchanged is not None:
@@ -188,12 +196,14 @@ class IndexingRunner:
             written = int(result["writer"]["documents_written"])
             if chunks:
                 engine = str(chunks[0].meta.get(EXTRACTOR_KEY, engine))
+                if FRONT_MATTER_ERROR_KEY in chunks[0].meta and self.metrics is not None:
+                    self.metrics.ingest_front_matter_unread.inc()
             if self.before_commit is not None:
                 await anyio.to_thread.run_sync(self.before_commit, job)
             # Last chance to stop: an aborted or late run never publishes.
             control.check()
             try:
-                labels = await self._labels_now(job, requested)
+                labels = await self._labels_now(job, requested, chunks[0].meta if chunks else None)
                 control.commit_started = True
                 committed = await versioning.commit(
                     self.index, job.file_id, job.collection_name, job.run, meta=labels, written=written
@@ -256,13 +266,17 @@ class IndexingRunner:
                 await anyio.sleep(0.05)
         return not self._active
 
-    async def _labels_now(self, job: IngestJob, requested: DocumentLabels) -> dict[str, Any]:
-        """The labels to publish with: the request's, else the stored version's as they are NOW.
+    async def _labels_now(
+        self, job: IngestJob, requested: DocumentLabels, chunk_meta: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The labels to publish with: the request's, else the file's front matter's (``chunk_meta``:
+        a written chunk's), else the stored version's as they are NOW (``publish_labels``).
 
         A PATCH during the run changed the stored version (and the points this run had written by
         then); reading it again at commit keeps the published version's labels whole and current.
         """
-        labels = requested.filled_from(await self.index.head(job.file_id, job.collection_name))
+        stored = await self.index.head(job.file_id, job.collection_name)
+        labels = publish_labels(requested, front_matter_labels(chunk_meta), stored)
         return {MetaKey.TAGS: labels.tags, MetaKey.CATEGORY: labels.category, MetaKey.ATTRIBUTES: labels.attributes}
 
     async def _stored_head(self, job: IngestJob) -> dict[str, Any] | None:
@@ -336,7 +350,7 @@ class IndexingRunner:
                 control.check()
                 await self.index.write(points[start : start + COPY_BATCH_SIZE])
             control.check()
-            labels = await self._labels_now(job, requested)
+            labels = await self._labels_now(job, requested, records[0].payload.get(PAYLOAD_META))
             control.commit_started = True
             committed = await versioning.commit(
                 self.index, job.file_id, job.collection_name, job.run, meta=labels, written=len(points)

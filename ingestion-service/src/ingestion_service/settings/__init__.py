@@ -32,6 +32,7 @@ from ingestion_service.settings.service import (
     S3Settings,
     ServerSettings,
 )
+from ingestion_service.settings.sources import SourceSettings
 from shared_contract import ContractConfigError, ContractSettings, load_settings
 from shared_contract.settings import CONTRACT_GROUPS, SettingsGroup
 
@@ -44,6 +45,7 @@ GROUPS: tuple[type[SettingsGroup], ...] = (
     JobSettings,
     S3Settings,
     UrlFetchSettings,
+    SourceSettings,
     ExtractionSettings,
     OcrSettings,
     RoutingSettings,
@@ -62,6 +64,7 @@ class Settings(
     RoutingSettings,
     OcrSettings,
     ExtractionSettings,
+    SourceSettings,
     UrlFetchSettings,
     S3Settings,
     JobSettings,
@@ -103,6 +106,7 @@ __all__ = [
     "ScanEngine",
     "ServerSettings",
     "Settings",
+    "SourceSettings",
     "SplitBy",
     "UrlFetchSettings",
     "VisionProfile",

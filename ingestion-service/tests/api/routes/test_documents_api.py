@@ -126,6 +126,9 @@ def test_an_entry_describes_the_stored_version(
         "s3_bucket": None,
         "s3_key": None,
         "s3_etag": None,
+        "path": None,
+        "source_uri": None,
+        "fetched_at": None,
     }
     assert entry["ingested_at"].startswith(stored[0].payload["meta"]["indexed_at"][:19])
 

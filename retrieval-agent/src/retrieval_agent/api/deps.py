@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 
 from retrieval_agent.adapters.store import StoreSearch
 from retrieval_agent.agent.loop import AgenticSearch
+from retrieval_agent.chat.passthrough import UpstreamPassThrough
 from retrieval_agent.chat.service import ChatService
 from retrieval_agent.memory.service import MemoryService
 from retrieval_agent.metrics import SearchMetrics
@@ -41,6 +42,12 @@ async def get_chat(request: Request) -> ChatService | None:
     return chat
 
 
+async def get_passthrough(request: Request) -> UpstreamPassThrough | None:
+    """The pass-through of the other /v1 routes when CHAT_UPSTREAM_BASE_URL is set, else None."""
+    passthrough: UpstreamPassThrough | None = getattr(request.app.state, "passthrough", None)
+    return passthrough
+
+
 async def get_memory(request: Request) -> MemoryService | None:
     """The memory service when ENABLE_MEMORY=true, else None."""
     memory: MemoryService | None = getattr(request.app.state, "memory", None)
@@ -61,6 +68,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SearchDep = Annotated[LinearSearch, Depends(get_search)]
 AgentDep = Annotated[AgenticSearch | None, Depends(get_agent)]
 ChatDep = Annotated[ChatService | None, Depends(get_chat)]
+PassThroughDep = Annotated[UpstreamPassThrough | None, Depends(get_passthrough)]
 MemoryDep = Annotated[MemoryService | None, Depends(get_memory)]
 StoreDep = Annotated[StoreSearch, Depends(get_store)]
 MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]

@@ -87,6 +87,7 @@ class SourceBook:
             document=document,
             file_name=name,
             file_id=file_id,
+            path=_text(meta, MetaKey.PATH),
             collection_name=_text(meta, MetaKey.COLLECTION_NAME),
             url=url,
             page=_page(meta),

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator, model_validator
 
-from retrieval_agent.search.leniency import well_formed_json
+from retrieval_agent.search.leniency import MAX_K, well_formed_json
 
 # OpenAI request fields forwarded to the upstream as they came; other unknown fields are ignored
 # (LiteLLM would refuse or mis-route some of them).
@@ -43,7 +43,8 @@ class ChatMessageIn(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    """OpenAI's chat request, plus ``collection_names`` (the knowledge bases to search).
+    """OpenAI's chat request, plus ``collection_names`` (the knowledge bases to search) and the RAG
+    proxy's per-request ``rag_top_k`` and ``rag_enable_tools``.
 
     Unknown fields are accepted (OpenAI clients send many); the sampling ones in FORWARDED_PARAMS
     reach the upstream.
@@ -70,6 +71,17 @@ class ChatCompletionRequest(BaseModel):
     )
     stream_options: dict[str, Any] | None = Field(
         default=None, description='With stream: {"include_usage": true} adds a last chunk with the summed usage.'
+    )
+    # The RAG proxy's request extensions (agent-cli's): read here, never sent upstream.
+    rag_top_k: Annotated[int, Field(strict=True, ge=1, le=MAX_K)] | None = Field(
+        default=None,
+        description=f"Passages retrieved for this turn (and per search tool call), 1 to {MAX_K}; larger is "
+        "refused (400); omitted or null = CHAT_CONTEXT_K.",
+    )
+    rag_enable_tools: StrictBool | None = Field(
+        default=None,
+        description="false: the model is offered no RAG tools this turn; true or omitted: the tools when "
+        "CHAT_RAG_TOOLS=true (true cannot turn on tools the server disabled).",
     )
 
     @model_validator(mode="before")
@@ -140,6 +152,7 @@ class RagSource(BaseModel):
     )
     file_name: str | None = None
     file_id: str | None = None
+    path: str | None = Field(default=None, description="The file's path relative to the folder it was synced from.")
     collection_name: str | None = None
     url: str | None = Field(default=None, description="The document's http(s) source, where it has one.")
     page: int | None = Field(default=None, description="0-based page (meta.page, as Open WebUI reads it).")

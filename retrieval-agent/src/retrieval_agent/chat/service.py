@@ -129,8 +129,8 @@ class ChatService:
         book = SourceBook()
         rag_tools: RagTools | None = None
         if names:
-            k = settings.chat_context_k
-            if settings.chat_rag_tools:
+            k = request.rag_top_k or settings.chat_context_k
+            if settings.chat_rag_tools and request.rag_enable_tools is not False:
                 rag_tools = RagTools(
                     self.search,
                     names,

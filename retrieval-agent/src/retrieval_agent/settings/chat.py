@@ -241,6 +241,14 @@ class MemorySettings(SettingsGroup):
         description="Seconds for one turn's reconciliation (both model calls); also the longest recall, the memory API "
         "and shutdown wait for reconciliations still running.",
     )
+    memory_max_fact_chars_in_prompt: int = Field(
+        default=4_000,
+        ge=200,
+        # memory.limits.MAX_PROMPT_FACT_CHARS: the fact files are read that far.
+        le=16_000,
+        description="Most characters of one fact that a chat prompt and recall results carry; a longer "
+        "(hand-written) fact is cut after a sentence or word and marked ' […]', its file left as it is.",
+    )
 
     @model_validator(mode="after")
     def _check_memory_path(self) -> Self:

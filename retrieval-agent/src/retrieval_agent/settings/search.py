@@ -24,7 +24,8 @@ class ResultSettings(SettingsGroup):
     # Response shape: one merged list (what Open WebUI reads) or one list per resolved query.
     search_result_sets: ResultSets = "merged"
     search_metadata_fields: str = Field(
-        default="name,source,file_id,collection_name,page,headers,title,authors,languages,extractor,data,window",
+        default="name,source,file_id,collection_name,page,headers,title,authors,languages,extractor,data,window,path,"
+        "source_uri",
         description="Comma-separated meta keys /search returns (what citations need); * returns the stored meta "
         "verbatim, with the uploader's user_id, version fields and hashes.",
     )

@@ -13,6 +13,7 @@ from retrieval_agent.settings import Settings
 from shared_contract import QdrantUnavailableError
 
 from ...conftest import AUTH, RecordingStore  # noqa: TID252
+from ...contract_support import RebuildableStore, names_the_mismatch  # noqa: TID252
 
 TOOLS = {"search_knowledge_base", "read_document", "list_documents", "list_collections"}
 
@@ -129,3 +130,22 @@ def test_a_store_outage_keeps_its_own_code_and_status(
     response = api.post("/tools/search", json={"query": "Eiffel", "collection": "kb-a"}, headers=AUTH)
     assert response.status_code == 503
     assert response.json()["code"] == "QDRANT_UNAVAILABLE"
+
+
+def test_a_contract_mismatch_refuses_the_search_tool_naming_the_setting_until_it_is_fixed(
+    app_factory: Callable[..., TestClient], settings: Settings, seeded: ChunkStore
+) -> None:
+    store = RebuildableStore(seeded)
+    api = app_factory(settings, store)
+    body = {"query": "When was the Eiffel Tower completed?", "collection": "kb-a", "k": 3}
+    store.rebuild()
+    api.get("/health/ready")
+    refused = api.post("/tools/search", json=body, headers=AUTH)
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["code"] == "COLLECTION_MISMATCH"
+    assert names_the_mismatch(refused.json()["error"])
+    store.restore()
+    assert api.get("/health/ready").status_code == 200
+    answered = api.post("/tools/search", json=body, headers=AUTH)
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["passages"][0]["name"] == "paris.pdf"

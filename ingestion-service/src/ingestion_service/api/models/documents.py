@@ -82,6 +82,13 @@ class DocumentView(BaseModel):
     s3_etag: str | None = Field(
         description="The object's ETag when it was read (sync skips an unchanged object by it)."
     )
+    path: str | None = Field(default=None, description="Its path relative to the folder it was synced from.")
+    source_uri: str | None = Field(
+        default=None, description="A source's document (POST /api/v1/sources): the URI it was read from."
+    )
+    fetched_at: str | None = Field(
+        default=None, description="A source's document: when (ISO 8601, UTC) the indexed bytes were read."
+    )
 
 
 class DocumentListResponse(BaseModel):
@@ -98,6 +105,7 @@ class DocumentTextResponse(BaseModel):
     file_id: str
     collection_name: str
     name: str | None
+    path: str | None = Field(default=None, description="Its path relative to the folder it was synced from.")
     text: str = Field(description="The chunks in order, each window overlap kept once.")
     chunks: int
 

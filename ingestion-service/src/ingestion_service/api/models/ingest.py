@@ -21,6 +21,7 @@ from ingestion_service.api.models.fields import (
 from ingestion_service.api.validation import form_field_error, json_reason, strict_json
 from ingestion_service.jobs.ingest import JobState
 from shared_contract import CollectionName
+from shared_contract.paths import MAX_PATH_CHARS, relative_path
 
 # Longer URLs are not links people share; 20 of them fit the web loader's 64 KiB body.
 MAX_URL_CHARS = 2048
@@ -75,11 +76,23 @@ class IngestFields(IngestBase):
     """The S3 and upload modes' fields: the common ones plus the file's name."""
 
     filename: str = Field(min_length=1, max_length=MAX_FILENAME_CHARS)
+    path: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_PATH_CHARS,
+        description="The file's path relative to the folder it comes from (notes/2024/plan.md): shown in results, "
+        "filtered on by folder (/search filter.path_prefix). Relative, no '..'; '\\' is read as '/'.",
+    )
 
     @field_validator("filename")
     @classmethod
     def _plain_filename(cls, value: str) -> str:
         return check_filename(value)
+
+    @field_validator("path")
+    @classmethod
+    def _relative_path(cls, value: str | None) -> str | None:
+        return None if value is None else relative_path(value)
 
 
 class IngestRequestJSON(IngestFields):
@@ -131,7 +144,7 @@ class IngestForm(IngestFields):
             raise form_field_error(f"Invalid request: form field {info.field_name!r} is required.")
         return value
 
-    @field_validator("collection_type", "category", mode="before")
+    @field_validator("collection_type", "category", "path", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip():

@@ -10,6 +10,7 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from pydantic import AfterValidator
 
 from ingestion_service.adapters.document_catalog import (
     UNCHANGED,
@@ -48,6 +49,7 @@ from shared_contract import CollectionName, ContractError, MetaKey
 from shared_contract.attributes import AttributeValue, check_attributes
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.error_body import ErrorBody
+from shared_contract.paths import MAX_PATH_CHARS, relative_path
 
 router = APIRouter(
     prefix="/api/v1/documents",
@@ -66,6 +68,7 @@ RequiredCollectionQuery = Annotated[CollectionName, Query(description="The tenan
 # Routes take ``{file_id:path}``, so an id with '/' (sent as %2F, decoded before routing) is addressable.
 # The text and chunks routes are GET only and end in a fixed segment the greedy match leaves to them,
 # so ``a/text/text`` is the text of file ``a/text``; PATCH and DELETE take the whole rest of the path.
+RelativePath = Annotated[str, AfterValidator(relative_path)]
 FileIdPath = Annotated[str, Path(min_length=1, description="The file's id, URL-quoted ('/' as %2F).")]
 
 DOCUMENT_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -97,11 +100,23 @@ async def list_documents(
     category: Annotated[
         str | None, Query(min_length=1, max_length=MAX_LABEL_CHARS, description="Only this category.")
     ] = None,
+    path: Annotated[
+        RelativePath | None,
+        Query(min_length=1, max_length=MAX_PATH_CHARS, description="Only the file at this relative path."),
+    ] = None,
+    folder: Annotated[
+        RelativePath | None,
+        Query(min_length=1, max_length=MAX_PATH_CHARS, description="Only files under this folder (relative path)."),
+    ] = None,
 ) -> DocumentListResponse:
     """The collection's documents, one entry per file (its newest committed version), sorted and paged."""
     check_not_memory(collection_name)
     selection = DocumentFilter(
-        tags=None if tag is None else [tag], formats=None if format is None else [format], category=category
+        tags=None if tag is None else [tag],
+        formats=None if format is None else [format],
+        category=category,
+        paths=None if path is None else [path],
+        path_prefix=folder,
     )
     conditions = filter_conditions(selection, runtime.settings.attribute_types)
     await require_qdrant(runtime)
@@ -132,6 +147,7 @@ async def document_text(
         file_id=file_id,
         collection_name=collection_name,
         name=document.name,
+        path=document.path,
         text=document.text,
         chunks=document.chunks,
     )

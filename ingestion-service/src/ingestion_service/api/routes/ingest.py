@@ -28,6 +28,7 @@ from ingestion_service.api.models import (
     ExtractionInfo,
     IngestAccepted,
     IngestBase,
+    IngestFields,
     IngestForm,
     IngestRequestJSON,
     IngestRequestURL,
@@ -237,6 +238,7 @@ async def _stage(
         fingerprint=ingest_fingerprint(settings, settings.extraction_engine),
         force=fields.force,
         name=name,
+        path=fields.path if isinstance(fields, IngestFields) else None,
     )
     return runner, job
 

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rag_runtime.http import ERROR_RESPONSES, require_json_body
 from retrieval_agent.api.auth import BEARER
@@ -30,10 +30,12 @@ from retrieval_agent.mcp.models import (
     DocumentList,
     DocumentText,
     SearchResult,
+    document_id,
 )
 from shared_contract import CollectionName
 from shared_contract.document_filter import DocumentFilter
 from shared_contract.error_body import ErrorBody
+from shared_contract.paths import MAX_PATH_CHARS, relative_path
 from shared_contract.version import CONTRACT_VERSION
 
 TOOLS_PREFIX = "/tools"
@@ -74,8 +76,27 @@ class SearchToolRequest(_Body):
 
 
 class ReadDocumentRequest(_Body):
-    file_id: str = Field(min_length=1, max_length=512, description="The file_id a passage or a listing gave.")
+    file_id: str | None = Field(
+        default=None, min_length=1, max_length=512, description="The file_id a passage or a listing gave."
+    )
+    path: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_PATH_CHARS,
+        description="Instead of file_id: the document's path relative to its synced folder (notes/plan.md).",
+    )
     collection: CollectionName = Field(description="The collection the document is in (a passage's collection).")
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str | None) -> str | None:
+        return None if value is None else relative_path(value)
+
+    @model_validator(mode="after")
+    def _one_document(self) -> ReadDocumentRequest:
+        if (self.file_id is None) == (self.path is None):
+            raise ValueError("give file_id or path, one of them")
+        return self
 
 
 class ListDocumentsRequest(_Body):
@@ -120,10 +141,11 @@ async def search_tool(body: SearchToolRequest, tools: ToolsDep) -> SearchResult:
 
 @router.post("/read_document", operation_id="read_document", response_model=DocumentText)
 async def read_document_tool(body: ReadDocumentRequest, tools: ToolsDep) -> DocumentText:
-    """The whole text of one document of a knowledge base, in order. Use the file_id and collection a
-    search passage or list_documents gave."""
+    """The whole text of one document of a knowledge base, in order. Use the file_id (or the path) and
+    collection a search passage or list_documents gave."""
     try:
-        return await tools.read_document(body.file_id, body.collection)
+        file_id = await document_id(tools, body.collection, body.file_id, body.path)
+        return await tools.read_document(file_id, body.collection)
     except KnowledgeBaseError as exc:
         _raise(exc)
 
