@@ -79,6 +79,9 @@ class MetaKey:
     # (ISO 8601, UTC) the bytes now indexed were read there.
     SOURCE_URI: Final = "source_uri"
     FETCHED_AT: Final = "fetched_at"
+    # Where the chunk's text starts in the document's extracted text (its pages in order, joined by a
+    # blank line), in characters; absent when the chunk is not a verbatim piece of that text.
+    CHAR_START: Final = "char_start"
 
 
 PENDING_STATE: Final = "pending"

@@ -122,6 +122,8 @@ def assemble(parts: PipelineParts) -> Pipeline:
     pipeline.add_component("writer", parts.writer)
     pipeline.connect("converter.documents", "splitter.documents")
     pipeline.connect("splitter.documents", "finalizer.documents")
+    # The extracted text too, so each chunk gets its character offset in it.
+    pipeline.connect("converter.documents", "finalizer.sources")
     if parts.language_tagger is not None:
         pipeline.add_component("language_tagger", parts.language_tagger)
         pipeline.connect("finalizer.documents", "language_tagger.documents")

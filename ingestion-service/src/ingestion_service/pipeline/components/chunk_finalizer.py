@@ -70,8 +70,9 @@ class ChunkFinalizer:
             budget = max(MIN_CONTENT_TOKENS, min(budget - _SHRINK_STEP, int(budget / worst)))
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
-        """Budget-checked, numbered, stamped chunks."""
+    def run(self, documents: list[Document], sources: list[Document] | None = None) -> dict[str, list[Document]]:
+        """Budget-checked, numbered, stamped chunks; with ``sources`` (the extracted documents they
+        were split from), each chunk's ``char_start`` in them."""
         with timed(self.observer, "finalizer"):
             indexed_at = datetime.now(UTC).isoformat()
             chunks: list[Document] = []
@@ -98,8 +99,36 @@ class ChunkFinalizer:
                     chunks.append(replace(document, id=chunk_id(meta, split_id), content=piece, meta=meta))
             if not chunks:
                 raise NoExtractableTextError("splitting produced no chunks")
+            if sources is not None:
+                stamp_offsets(chunks, sources)
             text_bytes = sum(len((chunk.content or "").encode()) for chunk in chunks)
             for chunk in chunks:
                 chunk.meta[MetaKey.CHUNK_COUNT] = len(chunks)
                 chunk.meta[MetaKey.TEXT_BYTES] = text_bytes
         return {"documents": chunks}
+
+
+# Pages are joined with a blank line, as the document's whole text is read.
+PAGE_SEPARATOR = "\n\n"
+# Text between two chunks the splitters may drop (blank lines, a page break, markup).
+_OFFSET_SLACK = 512
+
+
+def stamp_offsets(chunks: list[Document], sources: list[Document]) -> None:
+    """Each chunk's ``char_start`` in the sources' joined text, found in order (chunks follow the text,
+    overlapping): a chunk that is no verbatim piece of it (a table with its header repeated) gets none.
+
+    Each search looks only as far as the last chunk found and the chunks since can reach, so a
+    document of many such chunks costs linear time, not a scan of the rest of the text per chunk.
+    """
+    text = PAGE_SEPARATOR.join(source.content or "" for source in sources)
+    previous, covered = -1, 0
+    for chunk in chunks:
+        piece = chunk.content or ""
+        covered += len(piece) + _OFFSET_SLACK
+        start = text.find(piece, previous + 1, previous + 1 + covered)
+        if start < 0:
+            continue
+        chunk.meta[MetaKey.CHAR_START] = start
+        # The next chunk starts at the latest where this one ends (and what the splitters dropped).
+        previous, covered = start, len(piece)
