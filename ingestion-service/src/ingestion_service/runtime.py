@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import anyio
 import anyio.to_thread
@@ -47,6 +48,8 @@ class ServiceHooks:
     ``catalog_factory``: build the documents API's catalog (limits, store faults).
     ``store``: an already-open store to use instead of opening one from the settings.
     ``job_clock``: the monotonic clock async ingest jobs expire by (TTL tests).
+    ``source_clock`` / ``source_tick_seconds``: the wall clock sources are scheduled by, and how often
+    the schedule is looked at (schedule tests).
     """
 
     embedder: ContractEmbedder | None = None
@@ -58,6 +61,8 @@ class ServiceHooks:
     catalog_factory: Callable[[ChunkStore], DocumentCatalog] | None = None
     store: ChunkStore | None = None
     job_clock: Callable[[], float] | None = None
+    source_clock: Callable[[], datetime] | None = None
+    source_tick_seconds: float | None = None
 
 
 @dataclass

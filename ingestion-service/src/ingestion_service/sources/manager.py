@@ -78,6 +78,10 @@ READY_POLL_SECONDS = 1.0
 UNFINISHED = frozenset({"pending", "indexing"})
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class _Sync(JobRun):
     """A source and the task of its running sync (touched only on the event loop)."""
 
@@ -92,6 +96,9 @@ class SourceManager:
 
     def __init__(self, runtime: ServiceRuntime) -> None:
         self._runtime = runtime
+        hooks = runtime.hooks
+        self._now = hooks.source_clock or _utc_now
+        self._tick_seconds = hooks.source_tick_seconds or SCHEDULE_TICK_SECONDS
         self._settings = runtime.settings
         self._files = StateFiles(runtime.settings.ingest_state_dir / STATE_SUBDIR)
         self._sources: dict[str, _Sync] = {}
@@ -131,7 +138,7 @@ class SourceManager:
             ),
             include=include,
             exclude=exclude,
-            created_at=datetime.now(UTC),
+            created_at=self._now(),
         )
         sync = _Sync(record)
         self._sources[record.source_id] = sync
@@ -231,8 +238,8 @@ class SourceManager:
 
     async def _schedule_loop(self) -> None:
         while not self._engine.closing:
-            await anyio.sleep(SCHEDULE_TICK_SECONDS)
-            now = datetime.now(UTC)
+            await anyio.sleep(self._tick_seconds)
+            now = self._now()
             for sync in list(self._sources.values()):
                 due = sync.record.next_sync_at
                 if due is not None and due <= now and not self._busy(sync) and not sync.removing:
@@ -268,7 +275,7 @@ class SourceManager:
         if sync.removing or not (completed or failure is not None):
             return  # removed, or stopped by the shutdown: the file keeps the unfinished state
         with anyio.CancelScope(shield=True):
-            now = datetime.now(UTC)
+            now = self._now()
             if failure is None and record.counts.seen > 0 and record.counts.failed == record.counts.seen:
                 failure = record.failures[0].model_copy(update={"uri": None}) if record.failures else None
             record.state = "failed" if failure is not None else "indexed"
@@ -340,7 +347,7 @@ class SourceManager:
     ) -> IngestJob:
         """The item staged in ``workdir`` and its ingest (as a ``url``, S3 or upload ingest builds it)."""
         runtime = self._runtime
-        fetched_at = datetime.now(UTC).isoformat()
+        fetched_at = self._now().isoformat()
         name: str | None = None
         s3_origin: tuple[str, str] | None = None
         etag: str | None = None

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from ingestion_service.runtime import ServiceHooks
 from ingestion_service.sources.model import item_file_id
 
 from ...web_site import Page, WebSite  # noqa: TID252
@@ -157,3 +159,48 @@ def test_a_reindex_keeps_where_a_source_document_came_from(client: TestClient, w
     after = _documents(client)[item_file_id(web_site.url("/"))]
     assert after["ingest_version"] != before["ingest_version"]
     assert (after["source_uri"], after["fetched_at"]) == (before["source_uri"], before["fetched_at"])
+
+
+class SteppedClock:
+    """The wall clock sources are scheduled by, moved on by the test."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_a_scheduled_source_syncs_again_when_it_is_due(
+    app_client: AppFactory, tmp_path: Path, web_site: WebSite
+) -> None:
+    clock = SteppedClock()
+    hooks = ServiceHooks(source_clock=clock, source_tick_seconds=0.01)
+    web_site.pages["/"] = _page("Tides", "High water is at six in the morning.")
+    with app_client(hooks=hooks, url_fetch_allow_networks="127.0.0.1/32", ingest_state_dir=tmp_path) as client:
+        response = client.post(
+            "/api/v1/sources",
+            json={"uri": web_site.url("/"), "kind": "website", "collection_name": COLLECTION, "schedule_minutes": 30},
+        )
+        assert response.status_code == 202, response.text
+        source_id = response.json()["source_id"]
+        first = _settled(client, source_id)
+        assert first["counts"]["added"] == 1
+        assert first["next_sync_at"] == "2026-01-01T00:30:00Z"
+
+        web_site.pages["/"] = _page("Tides", "High water is at seven in the morning.")
+        visits = len(web_site.visits)
+        clock.now += timedelta(minutes=29)
+        # Not due yet: the schedule looks (many ticks) and leaves it alone.
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(web_site.visits) == visits
+        clock.now += timedelta(minutes=2)
+        deadline = time.monotonic() + POLL_LIMIT_SECONDS
+        while (source := client.get(f"/api/v1/sources/{source_id}").json())["counts"]["changed"] != 1:
+            assert time.monotonic() < deadline, source
+            time.sleep(0.05)
+        settled = _settled(client, source_id)
+        assert settled["last_synced_at"] == "2026-01-01T00:31:00Z"
+        assert settled["next_sync_at"] == "2026-01-01T01:01:00Z"
