@@ -116,7 +116,14 @@ def test_a_reply_that_is_not_json_is_quoted() -> None:
 
 
 def test_well_formed_replies_are_read_as_the_services_models() -> None:
-    text = {"file_id": "f-1", "collection_name": "kb", "name": "", "text": "all of it", "chunks": 2}
+    text = {
+        "file_id": "f-1",
+        "collection_name": "kb",
+        "name": "",
+        "path": "notes/f.md",
+        "text": "all of it",
+        "chunks": 2,
+    }
     document = call(
         answering("/api/v1/documents/f-1/text", text),
         lambda client: document_text(client, ENDPOINT, "f-1", collection="kb"),
