@@ -4,11 +4,13 @@ changed, re-synced and removed; folder roots; a failing source."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import boto3
 import pytest
 from fastapi.testclient import TestClient
 
@@ -204,3 +206,48 @@ def test_a_scheduled_source_syncs_again_when_it_is_due(
         settled = _settled(client, source_id)
         assert settled["last_synced_at"] == "2026-01-01T00:31:00Z"
         assert settled["next_sync_at"] == "2026-01-01T01:01:00Z"
+
+
+def test_an_s3_prefix_source_follows_its_objects(app_client: AppFactory, tmp_path: Path, s3_endpoint: str) -> None:
+    bucket = f"src-{uuid.uuid4().hex[:8]}"
+    s3 = boto3.client(
+        "s3", endpoint_url=s3_endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+    )
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(
+        Bucket=bucket, Key="handbook/canteen.md", Body=b"# Canteen\n\nThe canteen opens at half past eleven.\n"
+    )
+    s3.put_object(
+        Bucket=bucket, Key="handbook/it/vpn.md", Body=b"# VPN\n\nConnect to the VPN before opening the wiki.\n"
+    )
+    s3.put_object(Bucket=bucket, Key="elsewhere/other.md", Body=b"# Other\n\nNot under the prefix.\n")
+    settings: dict[str, Any] = {
+        "s3_endpoint_url": s3_endpoint,
+        "s3_allowed_buckets": bucket,
+        "ingest_state_dir": tmp_path,
+    }
+    with app_client(**settings) as client:
+        uri = f"s3://{bucket}/handbook"
+        response = client.post("/api/v1/sources", json={"uri": uri, "kind": "s3", "collection_name": "kb-s3"})
+        assert response.status_code == 202, response.text
+        source_id = response.json()["source_id"]
+        first = _settled(client, source_id)
+        assert first["state"] == "indexed", first
+        assert first["counts"]["added"] == 2
+        documents = _documents(client, "kb-s3")
+        assert {document["source_uri"] for document in documents.values()} == {
+            f"{uri}/canteen.md",
+            f"{uri}/it/vpn.md",
+        }
+
+        s3.delete_object(Bucket=bucket, Key="handbook/it/vpn.md")
+        assert client.post(f"/api/v1/sources/{source_id}/sync").status_code == 202
+        second = _settled(client, source_id)
+        assert second["counts"] == {"seen": 1, "added": 0, "changed": 0, "unchanged": 1, "removed": 1, "failed": 0}
+        assert {document["source_uri"] for document in _documents(client, "kb-s3").values()} == {f"{uri}/canteen.md"}
+
+        outside = client.post(
+            "/api/v1/sources", json={"uri": "s3://another-bucket/x", "kind": "s3", "collection_name": "kb-s3"}
+        )
+        assert outside.status_code == 422, outside.text
+        assert outside.json()["code"] == "SOURCE_NOT_ALLOWED"
