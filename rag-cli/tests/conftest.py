@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -86,3 +88,12 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=5)
+
+
+def store_parent() -> str:
+    """Where a test's embedded store goes: tmpfs when there is room (the engine syncs every index it
+    creates), else the temp directory."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * 2**30:
+        return str(shm)
+    return tempfile.gettempdir()

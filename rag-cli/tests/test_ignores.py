@@ -25,7 +25,7 @@ from rag_cli.ignores import FolderFilter, IgnoreRules
 from rag_runtime.embedding import ContractEmbedder
 from shared_contract import load_settings
 
-from .conftest import INGESTION_KEY, serving  # noqa: TID252
+from .conftest import INGESTION_KEY, serving, store_parent  # noqa: TID252
 
 NOTES = {
     "index.md": "# Index\n\nThe vault's entry page links the harbour notes and the ferry timetable.\n",
@@ -117,17 +117,9 @@ def test_a_file_in_an_ignored_folder_is_not_kept_even_when_named(tmp_path: Path)
 # --- against a real ingestion service ------------------------------------------------------------
 
 
-def _store_parent() -> str:
-    # tmpfs when there is room: the embedded engine syncs every index it creates.
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * 2**30:
-        return str(shm)
-    return tempfile.gettempdir()
-
-
 @pytest.fixture(scope="module")
 def store_root() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="rag-cli-ignores-", dir=_store_parent()))
+    root = Path(tempfile.mkdtemp(prefix="rag-cli-ignores-", dir=store_parent()))
     try:
         yield root
     finally:

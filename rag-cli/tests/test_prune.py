@@ -28,24 +28,16 @@ from rag_cli.__main__ import main
 from rag_runtime.embedding import ContractEmbedder
 from shared_contract import load_settings
 
-from .conftest import INGESTION_KEY, serving  # noqa: TID252
+from .conftest import INGESTION_KEY, serving, store_parent  # noqa: TID252
 
 ADMIN_TOKEN = "sk-admin-0123456789"
 USER_TOKEN = "sk-user-0123456789"
 NOT_FOUND = {"detail": "We could not find what you're looking for :/"}
 
 
-def _store_parent() -> str:
-    # tmpfs when there is room: the embedded engine syncs every index it creates.
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * 2**30:
-        return str(shm)
-    return tempfile.gettempdir()
-
-
 @pytest.fixture(scope="module")
 def store_root() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="rag-cli-prune-", dir=_store_parent()))
+    root = Path(tempfile.mkdtemp(prefix="rag-cli-prune-", dir=store_parent()))
     try:
         yield root
     finally:

@@ -23,6 +23,20 @@ async def ready_runner(runtime: ServiceRuntime) -> IndexingRunner:
     return runtime.runner
 
 
+# How often a background job that started with the app asks again whether the service is ready.
+READY_POLL_SECONDS = 1.0
+
+
+async def wait_for_runner(runtime: ServiceRuntime) -> IndexingRunner:
+    """The runner, waited for: a job resumed at start-up runs before the collection is bootstrapped
+    and the models are warm."""
+    while True:
+        try:
+            return await ready_runner(runtime)
+        except NotReadyError:
+            await anyio.sleep(READY_POLL_SECONDS)
+
+
 async def require_qdrant(runtime: ServiceRuntime) -> None:
     """Delete and inspection need only the collection (503 before it is bootstrapped)."""
     if not runtime.readiness.collection_ready and not await runtime.ensure_collection():

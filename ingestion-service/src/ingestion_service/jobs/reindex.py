@@ -43,7 +43,6 @@ from ingestion_service.errors import (
     IngestAbortedError,
     IngestionError,
     JobCancelledError,
-    NotReadyError,
     PipelineFailedError,
     ReindexJobNotFoundError,
     ReindexRunningError,
@@ -51,7 +50,7 @@ from ingestion_service.errors import (
 )
 from ingestion_service.indexing.fingerprint import ingest_fingerprint
 from ingestion_service.indexing.runner import IndexingRunner
-from ingestion_service.intake.handoff import ready_runner
+from ingestion_service.intake.handoff import ready_runner, wait_for_runner
 from ingestion_service.intake.staging import make_workdir, remove_workdir
 from ingestion_service.jobs.engine import JobEngine, JobRun
 from ingestion_service.jobs.reindex_sources import (
@@ -83,7 +82,6 @@ KEEP_FINISHED_JOBS = 100
 # Progress reaches the state file at most this often; state changes are written at once.
 SAVE_INTERVAL_SECONDS = 1.0
 # A resumed job waits for the collection and the pipeline, polling this often.
-READY_POLL_SECONDS = 1.0
 READ_FAILED = "Reading the collection failed (check that Qdrant is up); start the reindex again."
 
 
@@ -263,7 +261,7 @@ class ReindexManager:
     async def _execute(self, job: _Job) -> None:
         record = job.record
         await self._save(job, force=True)
-        runner = await self._wait_ready()
+        runner = await wait_for_runner(self._runtime)
         record.state = "running"
         record.started_at = record.started_at or datetime.now(UTC)
         await self._save(job, force=True)
@@ -278,14 +276,6 @@ class ReindexManager:
                 record.count(file_id, outcome, failure)
                 self._runtime.metrics.reindex_documents.labels(outcome=outcome).inc()
                 await self._save(job)
-
-    async def _wait_ready(self) -> IndexingRunner:
-        # A resumed job starts with the app, before the collection is bootstrapped and the models are warm.
-        while True:
-            try:
-                return await ready_runner(self._runtime)
-            except NotReadyError:
-                await anyio.sleep(READY_POLL_SECONDS)
 
     async def _document(
         self, job: _Job, runner: IndexingRunner, source: ChunkStore, file_id: str, fingerprint: str

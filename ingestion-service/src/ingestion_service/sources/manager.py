@@ -30,7 +30,6 @@ from ingestion_service.errors import (
     DeleteFailedError,
     IngestAbortedError,
     IngestionError,
-    NotReadyError,
     PayloadTooLargeError,
     PipelineFailedError,
     ShuttingDownError,
@@ -42,7 +41,7 @@ from ingestion_service.indexing.fingerprint import ingest_fingerprint
 from ingestion_service.indexing.job import DocumentLabels, IngestJob
 from ingestion_service.indexing.runner import IndexingRunner
 from ingestion_service.indexing.versioning import RunVersion
-from ingestion_service.intake.handoff import ready_runner, require_qdrant
+from ingestion_service.intake.handoff import require_qdrant, wait_for_runner
 from ingestion_service.intake.staging import (
     fetch_from_s3,
     fetch_url,
@@ -72,9 +71,8 @@ from shared_contract import ContractError
 logger = logging.getLogger(__name__)
 
 STATE_SUBDIR = "sources"
-# How often the schedule is looked at, and a resumed sync polls for readiness.
+# How often the schedule is looked at.
 SCHEDULE_TICK_SECONDS = 5.0
-READY_POLL_SECONDS = 1.0
 UNFINISHED = frozenset({"pending", "indexing"})
 
 
@@ -287,7 +285,7 @@ class SourceManager:
 
     async def _execute(self, sync: _Sync) -> None:
         record = sync.record
-        runner = await self._wait_ready()
+        runner = await wait_for_runner(self._runtime)
         record.state, record.error = "indexing", None
         await self._save(record)
         workdir = await make_workdir(self._runtime)
@@ -308,14 +306,6 @@ class SourceManager:
         gone = [item.file_id for item in record.items if item.file_id not in present]
         counts.removed = await self._delete_items(record, gone)
         record.items, record.counts, record.failures = current, counts, failures
-
-    async def _wait_ready(self) -> IndexingRunner:
-        # A resumed sync starts with the app, before the collection is bootstrapped and the models are warm.
-        while True:
-            try:
-                return await ready_runner(self._runtime)
-            except NotReadyError:
-                await anyio.sleep(READY_POLL_SECONDS)
 
     async def _item(
         self, sync: _Sync, runner: IndexingRunner, item: ListedItem, fingerprint: str
