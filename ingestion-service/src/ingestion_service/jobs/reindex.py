@@ -107,7 +107,7 @@ class ReindexManager:
     def __init__(self, runtime: ServiceRuntime) -> None:
         self._runtime = runtime
         self._settings = runtime.settings
-        self._files = StateFiles(runtime.settings.ingest_state_dir / STATE_SUBDIR)
+        self._files = StateFiles(runtime.settings.ingest_state_dir / STATE_SUBDIR, ReindexRecord)
         self._jobs: dict[str, _Job] = {}
         self._engine: JobEngine[_Job] = JobEngine("reindex")
 

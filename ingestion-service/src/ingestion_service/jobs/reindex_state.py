@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -51,7 +51,16 @@ class JobFailure(BaseModel):
     error: str
 
 
-class ReindexRecord(BaseModel):
+class StateRecord(BaseModel):
+    """What a state file holds (a reindex job, a source): a record of the QDRANT_INDEX it writes into."""
+
+    target_index: str
+
+
+RecordT = TypeVar("RecordT", bound=StateRecord)
+
+
+class ReindexRecord(StateRecord):
     """A reindex job, as its state file holds it; readers get copies."""
 
     format: int = STATE_FORMAT
@@ -101,12 +110,14 @@ class ReindexRecord(BaseModel):
                 self.failures.append(failure)
 
 
-class StateFiles:
-    """One state file per job under ``directory`` (private: the files name collections and documents).
-    Blocking file I/O: the manager calls these in worker threads."""
+class StateFiles(Generic[RecordT]):
+    """One state file per job (a reindex job, a source) under ``directory``, each a ``record_type``
+    (private: the files name collections and documents). Blocking file I/O: the managers call these in
+    worker threads."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, record_type: type[RecordT]) -> None:
         self.directory = directory
+        self.record_type = record_type
 
     def path(self, job_id: str) -> Path:
         """The job's state file."""
@@ -128,18 +139,16 @@ class StateFiles:
         for job_id in job_ids:
             self.path(job_id).unlink(missing_ok=True)
 
-    def load(self, target_index: str) -> list[ReindexRecord]:
-        """The records of the jobs that write into ``target_index`` (a state file of another QDRANT_INDEX
-        is never resumed here); an unreadable file is skipped with a warning."""
+    def load(self, target_index: str) -> list[RecordT]:
+        """The records that write into ``target_index`` (a state file of another QDRANT_INDEX is never
+        resumed here); an unreadable file is skipped with a warning."""
         try:
             paths = sorted(self.directory.iterdir()) if self.directory.is_dir() else []
         except OSError as exc:
             # The service still starts; only earlier jobs are neither shown nor resumed.
-            logger.error(
-                "reading the reindex state directory %s failed (check INGEST_STATE_DIR): %s", self.directory, exc
-            )
+            logger.error("reading the state directory %s failed (check INGEST_STATE_DIR): %s", self.directory, exc)
             return []
-        records: list[ReindexRecord] = []
+        records: list[RecordT] = []
         for path in paths:
             if path.name.startswith(".") and path.name.endswith(".tmp"):
                 with suppress(OSError):
@@ -148,9 +157,9 @@ class StateFiles:
             if path.suffix != ".json":
                 continue
             try:
-                record = ReindexRecord.model_validate_json(path.read_bytes())
+                record = self.record_type.model_validate_json(path.read_bytes())
             except (OSError, ValidationError) as exc:
-                logger.warning("reindex state file %s is unreadable and was skipped: %s", path, exc)
+                logger.warning("state file %s is unreadable and was skipped: %s", path, exc)
                 continue
             if record.target_index == target_index:
                 records.append(record)

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from pydantic import ValidationError
 
 from ingestion_service.errors import (
     DeleteFailedError,
@@ -98,7 +97,7 @@ class SourceManager:
         self._now = hooks.source_clock or _utc_now
         self._tick_seconds = hooks.source_tick_seconds or SCHEDULE_TICK_SECONDS
         self._settings = runtime.settings
-        self._files = StateFiles(runtime.settings.ingest_state_dir / STATE_SUBDIR)
+        self._files = StateFiles(runtime.settings.ingest_state_dir / STATE_SUBDIR, SourceRecord)
         self._sources: dict[str, _Sync] = {}
         self._engine: JobEngine[_Sync] = JobEngine("source-sync")
         self._schedule: asyncio.Task[None] | None = None
@@ -193,7 +192,7 @@ class SourceManager:
 
     async def start(self) -> None:
         """Load this index's sources, resume the syncs a restart interrupted and start the schedule."""
-        for record in await anyio.to_thread.run_sync(self._load):
+        for record in await anyio.to_thread.run_sync(self._files.load, self._settings.qdrant_index):
             sync = _Sync(record)
             self._sources[record.source_id] = sync
             if record.state in UNFINISHED:
@@ -213,26 +212,6 @@ class SourceManager:
         pending = await self._engine.wait(list(self._sources.values()), ABORT_WAIT_SECONDS)
         if pending:
             logger.warning("%d source syncs still stopping at shutdown; they run again at the next start", len(pending))
-
-    def _load(self) -> list[SourceRecord]:
-        directory = self._files.directory
-        records: list[SourceRecord] = []
-        try:
-            paths = sorted(directory.iterdir()) if directory.is_dir() else []
-        except OSError as exc:
-            logger.error("reading the sources directory %s failed (check INGEST_STATE_DIR): %s", directory, exc)
-            return []
-        for path in paths:
-            if path.suffix != ".json" or path.name.startswith("."):
-                continue
-            try:
-                record = SourceRecord.model_validate_json(path.read_bytes())
-            except (OSError, ValidationError) as exc:
-                logger.warning("source state file %s is unreadable and was skipped: %s", path, exc)
-                continue
-            if record.target_index == self._settings.qdrant_index:
-                records.append(record)
-        return records
 
     async def _schedule_loop(self) -> None:
         while not self._engine.closing:

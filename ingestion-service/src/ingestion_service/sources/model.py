@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ingestion_service.jobs.reindex_state import StateRecord
+
 SourceKind = Literal["file", "url", "website", "folder", "s3"]
 SourceState = Literal["pending", "indexing", "indexed", "failed"]
 ItemOutcome = Literal["added", "changed", "unchanged", "failed"]
@@ -54,7 +56,7 @@ class SourceItem(BaseModel):
     file_id: str
 
 
-class SourceRecord(BaseModel):
+class SourceRecord(StateRecord):
     """A registered source; readers get copies."""
 
     format: int = STATE_FORMAT
