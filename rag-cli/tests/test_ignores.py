@@ -21,7 +21,7 @@ from ingestion_service.main import create_app
 from ingestion_service.runtime import ServiceHooks
 from ingestion_service.settings import Settings
 from rag_cli.__main__ import main
-from rag_cli.ignores import FolderFilter, IgnoreRules
+from rag_cli.ignores import FolderFilter, IgnoreRules, UnreadableFolderError
 from rag_runtime.embedding import ContractEmbedder
 from shared_contract import load_settings
 
@@ -224,3 +224,31 @@ def test_ingest_of_a_folder_sends_each_files_path_relative_to_that_folder(
 
     assert code == 0, capsys.readouterr().out
     assert _documents(ingestion, collection) == {"harbour.md": "2024/harbour.md", "ferry.txt": "ferry.txt"}
+
+
+def test_an_ignore_file_that_cannot_be_read_stops_the_walk_and_names_it(tmp_path: Path) -> None:
+    _tree(tmp_path, NOTES)
+    # A link that loops: there, but unreadable (not a missing file, whose rules are simply none).
+    (tmp_path / "notes" / ".gitignore").symlink_to(tmp_path / "notes" / ".gitignore")
+    with pytest.raises(UnreadableFolderError, match=r"cannot read .*notes/\.gitignore"):
+        list(FolderFilter(tmp_path).files())
+
+
+def test_a_sync_that_cannot_read_an_ignore_file_removes_nothing(
+    ingestion: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = tmp_path / "vault"
+    _tree(vault, NOTES)
+    collection = f"kb-{uuid.uuid4().hex[:8]}"
+    assert main(["sync", str(vault), "--collection", collection, *_connection(ingestion)]) == 0
+    synced = _documents(ingestion, collection)
+    (vault / "notes" / ".gitignore").symlink_to(vault / "notes" / ".gitignore")
+    capsys.readouterr()
+
+    code = main(["sync", str(vault), "--collection", collection, *_connection(ingestion)])
+
+    output = capsys.readouterr().out.replace("\n", "")  # the console wraps long paths
+    assert code == 1, output
+    assert "cannot read" in output
+    assert "notes/.gitignore" in output
+    assert _documents(ingestion, collection) == synced

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from rag_cli.client import IngestOutcome, SearchFailedError, SearchReply, ingest_file, ingest_url, search_reply
 from rag_cli.config import Endpoint
-from rag_cli.ignores import FolderFilter, IgnoreRules
+from rag_cli.ignores import FolderFilter, IgnoreRules, UnreadableFolderError
 from retrieval_agent.api.models import SearchResponse
 from shared_contract.schema import MetaKey, page_number
 
@@ -159,6 +159,9 @@ def run_ingest(
     except FileNotFoundError as exc:
         console.print(f"[red]no such file or folder: {escape(str(exc))}[/red]")
         return 2
+    except UnreadableFolderError as exc:
+        console.print(f"[red]{escape(str(exc))}[/red]")
+        return 1
     if not files:
         console.print("[yellow]no files to ingest[/yellow]")
         return 1

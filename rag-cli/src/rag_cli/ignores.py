@@ -58,6 +58,11 @@ def _spec(lines: Iterable[str]) -> GitIgnoreSpec | None:
     return spec if len(spec) else None
 
 
+class UnreadableFolderError(Exception):
+    """A folder, or an ignore file in it, that exists but cannot be read: its files are not known, so
+    nothing may be taken as gone (and no rule as absent)."""
+
+
 class FolderFilter:
     """The rules of one root; ignore files are read once, as the folders holding them are reached."""
 
@@ -76,10 +81,13 @@ class FolderFilter:
             return cached
         specs: list[GitIgnoreSpec] = []
         for name in IGNORE_FILES:
+            path = self.root / folder / name
             try:
-                text = (self.root / folder / name).read_text(encoding="utf-8", errors="replace")
-            except OSError:  # none there (or unreadable): no rules of that file
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):  # none there: no rules of that file
                 continue
+            except OSError as exc:
+                raise UnreadableFolderError(f"cannot read {path}: {exc}") from exc
             spec = _spec(text.splitlines())
             if spec is not None:
                 specs.append(spec)
@@ -127,8 +135,10 @@ class FolderFilter:
             folder = pending.pop()
             try:
                 entries = list((self.root / folder).iterdir())
-            except OSError:  # a folder that vanished or cannot be listed holds nothing to take
+            except FileNotFoundError:  # gone since it was seen: nothing under it any more
                 continue
+            except OSError as exc:
+                raise UnreadableFolderError(f"cannot list {self.root / folder}: {exc}") from exc
             for entry in entries:
                 relative = f"{folder}/{entry.name}" if folder else entry.name
                 kind = _kind(entry)

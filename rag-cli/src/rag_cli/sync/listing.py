@@ -15,7 +15,7 @@ from rich.progress import Progress, TaskID
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-from rag_cli.ignores import FolderFilter, IgnoreRules
+from rag_cli.ignores import FolderFilter, IgnoreRules, UnreadableFolderError
 from rag_cli.sync.plan import (
     HASH_WORKERS,
     FolderSource,
@@ -71,7 +71,11 @@ def _list_folder(root: Path, scope: Collection[str] | None, rules: IgnoreRules) 
     if not root.is_dir():
         # A vanished root (an unmounted disk) must not read as "every file was removed".
         raise SyncAbortedError(f"{root} is not a folder any more")
-    return folder_files(root, scope, rules)
+    try:
+        return folder_files(root, scope, rules)
+    except UnreadableFolderError as exc:
+        # Its files are not known: none may be taken as removed.
+        raise SyncAbortedError(str(exc)) from exc
 
 
 async def _scan_folder(
