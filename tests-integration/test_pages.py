@@ -128,3 +128,39 @@ def test_the_fixture_phrases_are_on_one_page_each(ingested: dict[str, Any]) -> N
     pages = extracted_pages(ingested)
     assert (FIRST_PAGE[1] in pages[0], FIRST_PAGE[1] in pages[1]) == (True, False)
     assert (SECOND_PAGE[1] in pages[0], SECOND_PAGE[1] in pages[1]) == (False, True)
+
+
+def phrase_centre(page: int, phrase: str) -> tuple[float, float]:
+    """Where PDFium's own text search finds ``phrase`` on ``page``: its first character's centre, as a
+    fraction of the page (origin top-left; the fixture's pages are upright)."""
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(str(PDF))
+    try:
+        textpage = document[page].get_textpage()
+        found = textpage.search(phrase).get_next()
+        assert found is not None
+        left, bottom, right, top = textpage.get_charbox(found[0])
+        width, height = document[page].get_size()
+    finally:
+        document.close()
+    return ((left + right) / 2 / width, 1 - (bottom + top) / 2 / height)
+
+
+def test_a_hit_says_where_it_sits_on_its_page(ingested: dict[str, Any]) -> None:
+    query, words = SECOND_PAGE
+    _, meta = top_hit(ingested, query)
+    assert meta["geometry"] == "text_layer"
+    [region] = meta["regions"]
+    assert region["page"] == meta["page"] == 1
+    # The stored chunk that holds the phrase is boxed where PDFium's text search finds it.
+    stack: Stack = ingested["stack"]
+    response = stack.ingestion().get(
+        f"/api/v1/documents/{ingested['file_id']}/chunks", params={"limit": 1000, "include_content": "full"}
+    )
+    assert response.status_code == 200, response.text
+    [holder] = [chunk for chunk in response.json()["chunks"] if words in squeeze(chunk["content"])][:1]
+    [stored] = holder["meta"]["regions"]
+    assert stored["page"] == 1
+    x, y = phrase_centre(1, words)
+    assert any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in stored["boxes"])

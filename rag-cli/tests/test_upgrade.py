@@ -116,7 +116,7 @@ def test_a_contract_2_store_becomes_a_3x_collection_with_every_committed_point(
     assert main(["migrate"]) == 0
 
     place = collection_dir(root, settings.qdrant_index)
-    assert _manifest(place / MANIFEST_FILE)["contract_version"] == "3.2.0"
+    assert _manifest(place / MANIFEST_FILE)["contract_version"] == "3.3.0"
     old = root / CONTRACT_2_FOLDER / settings.qdrant_index
     assert _manifest(old / MANIFEST_FILE)["contract_version"] == "2.4.1"  # the old store is kept
     assert (old / SHARD_DIR).is_dir()
@@ -180,7 +180,7 @@ def test_a_crash_during_the_swap_is_finished_by_the_next_run(tmp_path: Path, mon
     after, counts = _read(root)
     assert len(after) == 4
     assert counts["live_in all"] == 4
-    assert _manifest(place / MANIFEST_FILE)["contract_version"] == "3.2.0"
+    assert _manifest(place / MANIFEST_FILE)["contract_version"] == "3.3.0"
 
 
 def test_search_after_the_upgrade_filters_on_the_live_key(tmp_path: Path) -> None:

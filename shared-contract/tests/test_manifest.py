@@ -22,7 +22,7 @@ def _stored(**changes: object) -> CollectionManifest:
 def test_manifest_describes_the_settings(settings: ContractSettings) -> None:
     manifest = manifest_for(settings)
     assert manifest.model_dump(exclude={"created_at"}) == {
-        "contract_version": "3.2.0",
+        "contract_version": "3.3.0",
         "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
         "dense_dim": 384,
         "distance": "cosine",
@@ -75,8 +75,8 @@ def test_a_3x_collection_has_the_live_key() -> None:
             "Qdrant/bm42-all-minilm-l6-v2-attentions",
         ),
         ({"sparse_modifier": "none"}, "sparse modifier", "none", "idf"),
-        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "3.2.0"),
-        ({"contract_version": "4.0.0"}, "contract major version", "4.0.0", "3.2.0"),
+        ({"contract_version": "1.0.0"}, "contract major version", "1.0.0", "3.3.0"),
+        ({"contract_version": "4.0.0"}, "contract major version", "4.0.0", "3.3.0"),
         (
             {"multilingual_model": "someone/other-multilingual"},
             "MULTILINGUAL_EMBEDDING_PROVIDER",

@@ -74,7 +74,7 @@ def half_writing(parts: PipelineParts) -> PipelineParts:
 
 @component
 class ExplodingConverter:
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document], source=SourceFile)
     def run(self, source: SourceFile, meta: dict[str, Any], engine: str | None = None) -> dict[str, list[Document]]:
         raise RuntimeError("converter crashed")
 

@@ -82,6 +82,11 @@ class MetaKey:
     # Where the chunk's text starts in the document's extracted text (its pages in order, joined by a
     # blank line), in characters; absent when the chunk is not a verbatim piece of that text.
     CHAR_START: Final = "char_start"
+    # Where the chunk sits (contract 3.3): ``[{"page": <0-based>, "boxes": [[x0, y0, x1, y1], ...]}]``,
+    # each box a line run as fractions of the page as shown (crop box, turned by /Rotate), origin
+    # top-left; and how it was found: "text_layer", or "none" where the format gives no geometry.
+    REGIONS: Final = "regions"
+    GEOMETRY: Final = "geometry"
 
 
 PENDING_STATE: Final = "pending"

@@ -8,7 +8,7 @@ majors in READABLE_OLDER_MAJORS, which they read and write as those majors did.
 
 from typing import Final
 
-CONTRACT_VERSION = "3.2.0"
+CONTRACT_VERSION = "3.3.0"
 
 # 3.0 added ``meta.live_in``, which every writer sets on committed points and search filters on
 # alone. A 2.x store holds points without it, so 3.x services serve it with 2.x's filters.

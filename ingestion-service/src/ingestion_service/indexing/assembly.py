@@ -12,6 +12,7 @@ from ingestion_service import run_control
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.documents import ConverterRegistry
 from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer
+from ingestion_service.pipeline.components.chunk_regions import ChunkRegions
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter, WriteBatch
 from ingestion_service.pipeline.components.dense_embedder import ContractDenseEmbedder
 from ingestion_service.pipeline.components.embedding_guard import EmbeddingGuard
@@ -43,6 +44,7 @@ class PipelineParts:
     writer: Any
     multilingual_embedder: Any | None = None
     language_tagger: Any | None = None
+    regions: Any | None = None
 
 
 def checked_write(write: WriteBatch) -> WriteBatch:
@@ -97,6 +99,7 @@ def build_parts(
             embed_text, overlap=overlap, observer=observer, max_chunks=settings.max_chunks_per_document
         ),
         language_tagger=LanguageTagger(language_identifier(), observer=observer),
+        regions=ChunkRegions(observer=observer),
         dense_embedder=ContractDenseEmbedder(embedder, embed_text, sparse_enabled=sparse_on, observer=observer),
         sparse_embedder=ContractSparseEmbedder(embedder, embed_text, observer=observer) if sparse_on else None,
         guard=EmbeddingGuard(dim=embedder.dim, require_sparse=sparse_on, observer=observer),
@@ -112,7 +115,7 @@ def build_parts(
 
 
 def assemble(parts: PipelineParts) -> Pipeline:
-    """converter -> splitter -> finalizer -> [languages] -> dense -> [sparse] -> guard -> [multilingual] -> writer."""
+    """converter -> splitter -> finalizer -> [regions] -> [languages] -> dense -> [sparse] -> guard -> [multilingual] -> writer."""
     pipeline = Pipeline()
     pipeline.add_component("converter", parts.converter)
     pipeline.add_component("splitter", parts.splitter)
@@ -124,12 +127,18 @@ def assemble(parts: PipelineParts) -> Pipeline:
     pipeline.connect("splitter.documents", "finalizer.documents")
     # The extracted text too, so each chunk gets its character offset in it.
     pipeline.connect("converter.documents", "finalizer.sources")
+    finalized = "finalizer.documents"
+    if parts.regions is not None:
+        pipeline.add_component("regions", parts.regions)
+        pipeline.connect(finalized, "regions.documents")
+        pipeline.connect("converter.source", "regions.source")
+        finalized = "regions.documents"
     if parts.language_tagger is not None:
         pipeline.add_component("language_tagger", parts.language_tagger)
-        pipeline.connect("finalizer.documents", "language_tagger.documents")
+        pipeline.connect(finalized, "language_tagger.documents")
         pipeline.connect("language_tagger.documents", "dense_embedder.documents")
     else:
-        pipeline.connect("finalizer.documents", "dense_embedder.documents")
+        pipeline.connect(finalized, "dense_embedder.documents")
     if parts.sparse_embedder is not None:
         pipeline.add_component("sparse_embedder", parts.sparse_embedder)
         pipeline.connect("dense_embedder.documents", "sparse_embedder.documents")

@@ -21,6 +21,7 @@ def test_series_after_an_ingest(client: TestClient, upload: Upload, docs: Path) 
         "converter",
         "splitter",
         "finalizer",
+        "regions",
         "dense_embedder",
         "sparse_embedder",
         "embedding_guard",

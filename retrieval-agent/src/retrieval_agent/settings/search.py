@@ -25,7 +25,7 @@ class ResultSettings(SettingsGroup):
     search_result_sets: ResultSets = "merged"
     search_metadata_fields: str = Field(
         default="name,source,file_id,collection_name,page,headers,title,authors,languages,extractor,data,window,path,"
-        "source_uri",
+        "source_uri,regions,geometry",
         description="Comma-separated meta keys /search returns (what citations need); * returns the stored meta "
         "verbatim, with the uploader's user_id, version fields and hashes.",
     )

@@ -79,14 +79,14 @@ class FileConverter:
         # INDEXED_ATTRIBUTES: a front matter attribute of another type is left out.
         self.attribute_types = dict(attribute_types) if attribute_types is not None else {}
 
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document], source=SourceFile)
     def run(
         self,
         source: SourceFile,
         meta: dict[str, Any],
         engine: str | None = None,
         extracted: list[Document] | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> dict[str, Any]:
         """Extract ``source``; request ``meta`` wins over extractor metadata on key collisions.
 
         ``extracted``: what ``convert_checked`` already returned for ``source`` with this engine (the
@@ -106,7 +106,8 @@ class FileConverter:
                 )
                 for document in extracted
             ]
-        return {"documents": documents}
+        # The file goes on too: where each chunk sits on its page is read from it.
+        return {"documents": documents, "source": source}
 
     def _typed(self, meta: dict[str, Any]) -> dict[str, Any]:
         labels = meta.get(FRONT_MATTER_KEY)
