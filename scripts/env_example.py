@@ -84,6 +84,11 @@ COMPOSE_REQUIRED: dict[str, str] = {
 # A default of docker-compose.yml's own, in place of the class's.
 COMPOSE_DEFAULTS: dict[str, tuple[str, str]] = {
     "S3_ACCESS_KEY_ID": ("ingestion-service", "The read-only MinIO user the minio-buckets job creates."),
+    "ORIGINALS_BUCKET": (
+        "rag-originals",
+        "docker-compose.yml keeps originals in MinIO: the minio-buckets job creates this bucket and lets "
+        "S3_ACCESS_KEY_ID write to it (its only writable bucket).",
+    ),
 }
 # Said next to a forked variable, which goes to the top of the file.
 FORK_NOTES: dict[str, str] = {

@@ -31,6 +31,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 READY_TIMEOUT_S = 180
 BUCKET = "openwebui"
+# The shared stack's CITATION_SIGNING_KEY: the citation tests sign links of their own with it (expired ones).
+CITATION_KEY = os.environ.get("CITATION_SIGNING_KEY") or "integration-citation-signing-key-0123456789"
 
 
 def free_port() -> int:
@@ -196,7 +198,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     try:
         # No URL fetching: the fuzz run's generated URLs would only fail to resolve here (502); the
         # fetcher has its own tests against a site on loopback.
-        extra = {"S3_ALLOWED_BUCKETS": BUCKET, "URL_FETCH_ENABLED": "false"}
+        extra = {"S3_ALLOWED_BUCKETS": BUCKET, "URL_FETCH_ENABLED": "false", "CITATION_SIGNING_KEY": CITATION_KEY}
         with running_rag_dev(tmp_path_factory.mktemp("stack"), s3, extra) as running:
             yield running
     finally:

@@ -80,6 +80,7 @@ def main() -> None:
         api_key=os.environ["INGESTION_API_KEY"],
         qdrant_uri=None,
         qdrant_path=qdrant_path,
+        originals_dir=qdrant_path.parent / "originals",
         port=port,
     )
     app = create_app(settings, hooks=hooks_for(point))

@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
+import os
 import re
+import secrets
 import sys
+import time
 import types
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from integration_support import FIXTURES, REPO_ROOT, Stack, free_port
+from integration_support import FIXTURES, REPO_ROOT, Stack, free_port, running_rag_dev
+
+from shared_contract.citations import CITATIONS_PATH, verify_link
 
 FUNCTION_PATH = REPO_ROOT / "integrations" / "open-webui" / "rag_search_filter.py"
 PDF = FIXTURES / "unstructured__multi-column-2p.pdf"
@@ -31,6 +38,10 @@ TEXT = FIXTURES / "tika__danish_europarl_sample.txt"
 TEXT_NAME = "europarl.txt"
 # On the PDF's second page only (test_pages checks the fixture): the top passage must be page 1.
 QUESTION = "Where was the 8th Dalai Lama born?"
+# The stack that signs citation links: its key, and the ingestion URL the links name (never opened here).
+CITATION_KEY = secrets.token_urlsafe(32)
+CITATION_BASE_URL = "https://ingest.example.org"
+CITATION_TTL_SECONDS = 7 * 24 * 3600
 USER = {
     "id": "user-1",
     "email": "a@example.org",
@@ -124,8 +135,27 @@ def install_modules(monkeypatch: pytest.MonkeyPatch, modules: dict[str, dict[str
 
 @pytest.fixture(scope="module")
 def corpus(stack: Stack) -> Iterator[dict[str, str]]:
+    with ingested_corpus(stack) as ids:
+        yield ids
+
+
+@pytest.fixture(scope="module")
+def linked(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, dict[str, str]]]:
+    """A `rag dev` of its own whose retrieval agent signs citation links, and the corpus in it."""
+    if os.environ.get("INGESTION_BASE_URL"):
+        pytest.skip("starts its own `rag dev` that signs citation links")
+    env = {"CITATION_SIGNING_KEY": CITATION_KEY, "CITATION_BASE_URL": CITATION_BASE_URL}
+    with (
+        running_rag_dev(tmp_path_factory.mktemp("citations"), stack.s3, env) as running,
+        ingested_corpus(running) as ids,
+    ):
+        yield running, ids
+
+
+@contextmanager
+def ingested_corpus(stack: Stack) -> Iterator[dict[str, str]]:
     """A knowledge base ingested by the fork (its tenant is the KB id) and a file indexed the way
-    the loader indexes an upload (tenant ``file-<id>``)."""
+    the loader indexes an upload (tenant ``file-<id>``), deleted after."""
     ids = {"kb": str(uuid.uuid4()), "pdf": str(uuid.uuid4()), "text": str(uuid.uuid4())}
     client = stack.ingestion()
     for path, name, file_id, tenant in (
@@ -257,14 +287,14 @@ def test_inlet_answers_from_search_with_numbered_citations(
     assert sources, "no source events"
     keys = [source["source"]["id"] for source in sources]
     assert len(keys) == len(set(keys))  # one event per document
-    by_file = {source["metadata"][0]["file_id"]: source for source in sources}
+    # A document is its file_id (the PDF's passages name it in metadata.source: `rag dev` signs citation
+    # links, and a linked document's metadata has no file_id; see the last test).
+    by_file = {source["source"]["id"]: source for source in sources}
     assert set(by_file) <= {corpus["pdf"], corpus["text"]}
     pdf = by_file[corpus["pdf"]]
     assert pdf["source"]["name"] == PDF_NAME
-    assert all(meta["name"] == PDF_NAME and meta["file_id"] == corpus["pdf"] for meta in pdf["metadata"])
-    assert all(meta["source"] == pdf["source"]["id"] for meta in pdf["metadata"])
+    assert all(meta["name"] == PDF_NAME and meta["source"] == corpus["pdf"] for meta in pdf["metadata"])
     assert len(pdf["document"]) == len(pdf["metadata"]) == len(pdf["distances"])
-    assert "url" not in pdf["source"]
     # The best passage is the second page's, and it stays 0-based as Open WebUI expects.
     assert sources[0] is pdf
     assert "Dalai Lama" in pdf["document"][0]
@@ -386,7 +416,7 @@ def test_mode_linear_is_accepted(stack: Stack, corpus: dict[str, str], open_webu
         )
     )
 
-    assert emitter.of("source")[0]["metadata"][0]["file_id"] == corpus["pdf"]
+    assert emitter.of("source")[0]["source"]["id"] == corpus["pdf"]
 
 
 def test_a_knowledge_bases_loader_indexed_files_are_searched(
@@ -436,3 +466,44 @@ def test_open_webuis_rag_template_and_system_placement_are_used(
     assert system["content"].startswith('You are helpful.\nCUSTOM <source id="1"')
     assert system["content"].endswith(f" FOR {QUESTION}")
     assert last == {"role": "user", "content": QUESTION}
+
+
+def page_image_token(url: str) -> str:
+    prefix, suffix = f"{CITATION_BASE_URL}{CITATIONS_PATH}/", "/page.png"
+    assert url.startswith(prefix), url
+    assert url.endswith(suffix), url
+    return url.removeprefix(prefix).removesuffix(suffix)
+
+
+def test_a_pdfs_source_opens_its_best_passages_highlighted_page(
+    linked: tuple[Stack, dict[str, str]], open_webui: FakeOpenWebUI
+) -> None:
+    running, corpus = linked
+    open_webui.knowledge_files[corpus["kb"]] = [corpus["pdf"]]
+    emitter = Recorder()
+    before = int(time.time())
+    # k past the PDF's chunk count: the text file's passages come too.
+    inlet = new_filter(running, k=40).inlet
+    asyncio.run(inlet(chat_body(corpus, QUESTION), __user__=dict(USER), __event_emitter__=emitter))
+    after = int(time.time())
+
+    sources = emitter.of("source")
+    pdf = next(source for source in sources if source["source"]["id"] == corpus["pdf"])
+    # Open WebUI 0.12.4 links a citation to source.url: the best passage's (the second page's) page image.
+    assert pdf["source"]["url"] == pdf["metadata"][0]["citation_url"]
+    assert pdf["metadata"][0]["page"] == 1
+    source_hash = hashlib.sha256(PDF.read_bytes()).hexdigest()
+    for meta in pdf["metadata"]:
+        # Without file_id: Open WebUI would link its own file store before source.url.
+        assert "file_id" not in meta
+        assert meta["source"] == corpus["pdf"]
+        token = page_image_token(meta["citation_url"])
+        link = verify_link(token, CITATION_KEY.encode("utf-8"))
+        assert (link.collection_name, link.file_id, link.source_hash) == (corpus["kb"], corpus["pdf"], source_hash)
+        assert link.page == meta["page"]
+        assert before + CITATION_TTL_SECONDS <= link.expires_at <= after + CITATION_TTL_SECONDS
+        assert meta["original_url"] == f"{CITATION_BASE_URL}{CITATIONS_PATH}/{token}/original#page={meta['page'] + 1}"
+    # A text file has no page to show: no link, and its file_id stays.
+    text = next(source for source in sources if source["source"]["id"] == corpus["text"])
+    assert "url" not in text["source"]
+    assert all(meta["file_id"] == corpus["text"] and "citation_url" not in meta for meta in text["metadata"])

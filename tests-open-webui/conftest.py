@@ -92,11 +92,12 @@ def rag_dev(workdir: Path, upstream: ScriptedUpstream) -> Iterator[RagDev]:
     keys = {"INGESTION_API_KEY": secrets.token_urlsafe(32), "RETRIEVAL_API_KEY": secrets.token_urlsafe(32)}
     root = workdir / "rag-dev"
     root.mkdir()
-    # Nothing of the caller's chat or memory configuration leaks in (settings/chat.py).
+    # Nothing of the caller's chat, memory or citation-link configuration leaks in (settings/chat.py): `rag dev`
+    # signs links itself, with a key it keeps beside the store, to its own ingestion service's URL.
     inherited = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(("CHAT_", "MEMORY_")) and name != "ENABLE_MEMORY"
+        if not name.startswith(("CHAT_", "MEMORY_", "CITATION_")) and name not in {"ENABLE_MEMORY", "ORIGINALS_DIR"}
     }
     env = {
         **inherited,

@@ -50,6 +50,7 @@ from scripted_upstream import ANSWER, EMBEDDING_MODEL, MODEL_ID
 # Metadata keys Open WebUI's own index writes on every chunk (routers/retrieval.py
 # save_docs_to_vector_db: embedding_config; process_file: created_by). Our /search returns neither.
 OPEN_WEBUI_OWN_KEYS = frozenset({"embedding_config", "created_by"})
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -67,6 +68,33 @@ def passages(turn: Turn) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]
 
 def dump(turn: Turn) -> str:
     return json.dumps(turn.assistant.get("sources"), indent=1)[:6000]
+
+
+def assert_sources_link_highlighted_pages(turn: Turn, rag_dev: RagDev) -> None:
+    """Every source of ``turn`` is a PDF's: Open WebUI links it to ``source.url``, our signed link to the page
+    of its best passage with the passage highlighted (``GET <ingestion>/api/v1/citations/<token>/page.png``),
+    which opens without a key. No passage carries ``file_id``, which Open WebUI would link to its own file
+    store instead; each carries its own ``citation_url`` and ``original_url``."""
+    sources = turn.assistant.get("sources") or []
+    assert sources, f"the assistant message has no sources: {json.dumps(turn.assistant)[:3000]}"
+    citations = f"{rag_dev.ingestion_url}/api/v1/citations/"
+    for source in sources:
+        url = source["source"].get("url")
+        assert isinstance(url, str), source["source"]
+        assert url.startswith(citations), url
+        metadata = source["metadata"]
+        assert metadata, dump(turn)
+        for meta in metadata:
+            assert "file_id" not in meta, meta
+            assert meta["citation_url"].startswith(citations), meta
+            assert meta["citation_url"].endswith("/page.png"), meta
+            assert meta["original_url"].startswith(citations), meta
+        # The link is the page of the document's best passage, its first.
+        assert url == metadata[0]["citation_url"], source["source"]
+        response = httpx.get(url, timeout=60)  # as a browser opens it: no Authorization header
+        assert response.status_code == 200, (url, response.text[:2000])
+        assert response.headers["content-type"] == "image/png", response.headers
+        assert response.content.startswith(PNG_SIGNATURE), response.content[:16]
 
 
 def model_context(turn: Turn) -> str:
@@ -148,20 +176,22 @@ def test_the_answer_was_stored(contract_turn: Turn, scan_turn: Turn) -> None:
 
 
 def test_sources_are_ours_with_the_right_0_based_page(contract_turn: Turn, library: Library) -> None:
-    """The stored message cites our search: Open WebUI's file ids, the uploads' names, 0-based page 2."""
+    """The stored message cites our search: one source per upload, keyed by its Open WebUI file id
+    (``source.id`` = ``metadata.source``, its tenant ``file-<id>``), named as uploaded, 0-based page 2."""
     found = list(passages(contract_turn))
     assert found, f"the assistant message has no sources: {json.dumps(contract_turn.assistant)[:3000]}"
     names = {library.contract["id"]: CONTRACT_NAME, library.scan["id"]: SCAN_NAME}
     for source, _, meta in found:
-        assert meta.get("file_id") in names, f"a source of no uploaded file: {meta}"
+        assert meta.get("source") in names, f"a source of no uploaded file: {meta}"
+        assert meta.get("collection_name") == f"file-{meta['source']}", meta
         assert type(meta.get("page")) is int, meta
         # One source per file, named as it was uploaded (not Open WebUI's storage name <id>_<name>).
-        assert source["source"]["id"] == meta["file_id"], source["source"]
-        assert source["source"]["name"] == names[meta["file_id"]], source["source"]
-        assert meta.get("name") == names[meta["file_id"]], meta
+        assert source["source"]["id"] == meta["source"], source["source"]
+        assert source["source"]["name"] == names[meta["source"]], source["source"]
+        assert meta.get("name") == names[meta["source"]], meta
     hits = [meta for _, document, meta in found if CONTRACT_ANSWER_TEXT in document]
     assert hits, f"no source holds {CONTRACT_ANSWER_TEXT!r}: {dump(contract_turn)}"
-    assert hits[0]["file_id"] == library.contract["id"]
+    assert hits[0]["source"] == library.contract["id"]
     assert hits[0]["page"] == CONTRACT_ANSWER_PAGE
     # The best passage is the answer: its document is the first source, [1] in the answer.
     first = contract_turn.assistant["sources"][0]
@@ -173,9 +203,17 @@ def test_the_scan_is_found_by_its_ocr_text(scan_turn: Turn, library: Library) ->
     hits = [(source, meta) for source, document, meta in passages(scan_turn) if SCAN_ANSWER_TEXT in document]
     assert hits, f"no source holds {SCAN_ANSWER_TEXT!r}: {dump(scan_turn)}"
     source, meta = hits[0]
-    assert meta["file_id"] == library.scan["id"]
+    assert meta["source"] == library.scan["id"]
+    assert source["source"]["id"] == library.scan["id"], source["source"]
     assert meta["page"] == SCAN_ANSWER_PAGE
     assert SCAN_NAME in (source.get("source") or {}).get("name", ""), source.get("source")
+
+
+@pytest.mark.parametrize("which", ["contract_turn", "scan_turn"])
+def test_a_pdf_source_links_its_highlighted_page(which: str, request: pytest.FixtureRequest, rag_dev: RagDev) -> None:
+    """Both uploads are PDFs: each source links the page of its best passage, highlighted (see
+    ``assert_sources_link_highlighted_pages``)."""
+    assert_sources_link_highlighted_pages(request.getfixturevalue(which), rag_dev)
 
 
 @pytest.mark.parametrize("which", ["contract_turn", "scan_turn"])
@@ -270,7 +308,6 @@ def test_the_agent_chat_stored_our_citations(handbook_turn: Turn) -> None:
     for meta in metadata:
         assert meta["source"] == HANDBOOK_FILE_ID, meta
         assert meta["name"] == HANDBOOK_FILE_NAME, meta
-        assert meta["file_id"] == HANDBOOK_FILE_ID, meta
         assert meta["collection_name"] == HANDBOOK, meta
         assert meta["citation"] == 1, meta
         assert type(meta["page"]) is int, meta
@@ -282,6 +319,11 @@ def test_the_agent_chat_stored_our_citations(handbook_turn: Turn) -> None:
     assert {meta["page"] for meta in hits} == {CONTRACT_ANSWER_PAGE}, hits
     # The best passage is the answer's: the first one of the citation [1].
     assert CONTRACT_ANSWER_TEXT in squeeze(documents[0]), dump(handbook_turn)
+
+
+def test_the_agent_chat_links_the_highlighted_page(handbook_turn: Turn, rag_dev: RagDev) -> None:
+    """The agent's source for the contract links the page of its best passage (page 3), highlighted."""
+    assert_sources_link_highlighted_pages(handbook_turn, rag_dev)
 
 
 def test_the_agent_gave_the_model_the_page_as_people_count_it(handbook_turn: Turn) -> None:

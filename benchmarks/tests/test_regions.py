@@ -6,7 +6,28 @@ from typing import Any
 
 import pytest
 
-from benchmarks.regions import Char, alnum, coverage, empty_share, ground_truth, page_chars
+from benchmarks.regions import (
+    Char,
+    alnum,
+    coverage,
+    empty_share,
+    ground_truth,
+    is_rtl,
+    measure_chunk,
+    page_chars,
+    reversed_lines,
+    word_chars,
+)
+
+
+class StaticTruth:
+    """One page's chars, as a truth source."""
+
+    def __init__(self, chars: list[Char], size: tuple[float, float]) -> None:
+        self._page = (chars, size)
+
+    def page(self, number: int) -> tuple[list[Char], tuple[float, float]]:
+        return self._page if number == 0 else ([], (1.0, 1.0))
 
 
 def line_chars(text: str, top: float, left: float = 0.1, width: float = 0.01, height: float = 0.02) -> list[Char]:
@@ -16,6 +37,7 @@ def line_chars(text: str, top: float, left: float = 0.1, width: float = 0.01, he
 
 def test_alnum_case_folds_and_keeps_letters_and_digits_only() -> None:
     assert alnum("## The Straße, 2024 | *x*") == "thestrasse2024x"
+    assert alnum("ﬁne ﻛﺘﺎب") == "fineكتاب"  # ligatures and presentation forms folded
 
 
 def test_page_chars_are_fractions_of_the_page_bbox() -> None:
@@ -68,13 +90,51 @@ def test_ground_truth_leaves_out_short_chance_matches() -> None:
     assert ground_truth(chars, "").chars == []
 
 
-def test_ground_truth_finds_text_out_of_page_order_and_leaves_claimed_repeats_to_later_chunks() -> None:
+def test_ground_truth_finds_text_out_of_page_order() -> None:
     chars = line_chars("left column text", top=0.1) + line_chars("right column text", top=0.1, left=0.5)
     page_text = "".join(c.text for c in chars)
     both = ground_truth(chars, "right column text left column text")
     assert "".join(page_text[i] for i in both.chars) == "leftcolumntextrightcolumntext"
-    repeated = line_chars("same words again", top=0.1) + line_chars("same words again", top=0.3)
+
+
+def test_a_repeated_paragraph_is_the_first_copy_after_the_previous_chunks_start() -> None:
+    repeated = (
+        line_chars("same words again", top=0.1)
+        + line_chars("other text between", top=0.2)
+        + line_chars("same words again", top=0.3)
+    )
     first = ground_truth(repeated, "same words again")
-    second = ground_truth(repeated, "same words again", frozenset(first.positions))
     assert first.footprint[0][1] == 0.1
+    # The next chunk, the same words: the copy after where the first one starts.
+    second = ground_truth(repeated, "same words again", first.positions[0] + 1)
     assert second.footprint[0][1] == 0.3
+    # Overlapping chunks (the next starts inside the previous) stay on their copy.
+    overlap = ground_truth(repeated, "again other text between", first.positions[0] + 1)
+    assert [box[1] for box in overlap.footprint] == [0.1, 0.2]
+
+
+def test_right_to_left_lines_are_read_the_other_way() -> None:
+    # pdfminer gives a right-to-left line in visual order: its letters reversed.
+    word = "سلام"
+    chars = line_chars(word[::-1], top=0.1) + line_chars("abc", top=0.2)
+    order = reversed_lines(chars)
+    assert "".join(chars[i].text for i in order) == f"{word}cba"
+    assert is_rtl("كتاب 12")
+    assert not is_rtl("book 12")
+
+
+def test_ocr_words_become_chars_sliced_along_their_line_and_turned_with_the_page() -> None:
+    (a, b) = word_chars([("ab", (0.1, 0.2, 0.3, 0.4))])
+    assert (a.text, b.text) == ("a", "b")
+    assert (a.x0, a.y0, a.x1, a.y1) == pytest.approx((0.1, 0.2, 0.2, 0.4))
+    assert (b.x0, b.y0, b.x1, b.y1) == pytest.approx((0.2, 0.2, 0.3, 0.4))
+
+
+def test_a_scan_is_measured_against_the_ocr_truth_and_a_chunk_it_does_not_place_is_listed() -> None:
+    words = [("Scanned", (0.1, 0.1, 0.3, 0.12)), ("page", (0.32, 0.1, 0.4, 0.12)), ("text", (0.42, 0.1, 0.5, 0.12))]
+    truth = StaticTruth(word_chars(words), (100.0, 100.0))
+    placed = {"page": 0, "ocr": True, "geometry": "ocr", "regions": [{"page": 0, "boxes": [[0.1, 0.1, 0.5, 0.12]]}]}
+    result = measure_chunk(0, "Scanned page text", placed, truth)
+    assert (result.placed, result.geometry, result.coverage, result.page_mismatch) == (True, "ocr", 1.0, False)
+    missed = measure_chunk(1, "Scanned page text", {"page": 0, "ocr": True, "geometry": "none"}, truth)
+    assert (missed.placed, missed.reason, missed.found_share) == (False, "ocr words not found", 1.0)

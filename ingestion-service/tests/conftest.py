@@ -104,6 +104,8 @@ def make_settings(**overrides: Any) -> Settings:
         "qdrant_uri": None,
         "qdrant_path": STORE_ROOT,
         "qdrant_index": f"test_{uuid.uuid4().hex[:12]}",
+        # Beside the stores, so the session's clean-up removes them too.
+        "originals_dir": STORE_ROOT / f"originals_{uuid.uuid4().hex[:12]}",
         "local_models_dir": Path(os.environ["LOCAL_MODELS_DIR"]),
         "s3_endpoint_url": None,
         "s3_access_key_id": "test",

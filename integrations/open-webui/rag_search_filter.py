@@ -259,7 +259,7 @@ def _recent_turns(messages: list[dict[str, Any]], count: int) -> list[dict[str, 
 
 def _document_key(meta: dict[str, Any]) -> str:
     source = str(meta.get("source") or "")
-    if source.startswith(("http://", "https://")):
+    if _is_http(source):
         return source
     return str(meta.get("file_id") or source or meta.get("name") or "document")
 
@@ -270,6 +270,13 @@ def _group_by_document(hits: list[tuple[str, dict[str, Any], float | None]]) -> 
     Open WebUI numbers citations by the n-th distinct ``metadata.source`` over the message's source
     events and merges events with one key into one chip, so ``metadata.source`` is set to the key
     the context numbers by: [n] in the answer opens the n-th chip.
+
+    The chip's link is ``source.url`` (0.12.4's Citations/CitationModal.svelte: the title and each
+    passage's "Content" link), one per chip: a web page's own URL, else the highlighted page of the
+    document's best passage (its ``citation_url`` from /search, when the retrieval agent signs
+    links). Open WebUI links ``metadata.file_id`` to its own file store before ``source.url``, so a
+    document linked to its page leaves ``file_id`` out of its passages' metadata (each still has its
+    own ``citation_url`` and ``original_url``). As the retrieval agent's chat source events do.
     """
     documents: dict[str, dict[str, Any]] = {}
     for text, meta, distance in hits:
@@ -278,14 +285,27 @@ def _group_by_document(hits: list[tuple[str, dict[str, Any], float | None]]) -> 
         name = str(meta.get("name") or meta.get("source") or key)
         if key not in documents:
             source: dict[str, Any] = {"id": key, "name": name}
-            if key.startswith(("http://", "https://")):
+            if _is_http(key):
                 source["url"] = key
             documents[key] = {"source": source, "document": [], "metadata": [], "distances": []}
         entry = documents[key]
         entry["document"].append(text)
         entry["metadata"].append({**meta, "source": key, "name": name})
         entry["distances"].append(distance if distance is not None else 0.0)
+    for entry in documents.values():
+        page_link = next(
+            (meta["citation_url"] for meta in entry["metadata"] if _is_http(meta.get("citation_url"))), None
+        )
+        if "url" not in entry["source"] and page_link is not None:
+            entry["source"]["url"] = page_link
+            entry["metadata"] = [
+                {field: v for field, v in meta.items() if field != "file_id"} for meta in entry["metadata"]
+            ]
     return list(documents.values())
+
+
+def _is_http(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
 
 
 def _context(documents: list[dict[str, Any]]) -> str:

@@ -136,6 +136,7 @@ def ingestion(store_root: Path) -> Iterator[str]:
         "qdrant_index": f"ignores_{uuid.uuid4().hex[:12]}",
         "scratch_dir": store_root / "scratch",
         "ingest_state_dir": store_root / "state",
+        "originals_dir": store_root / "originals",
         "s3_endpoint_url": None,
     }
     settings = load_settings(Settings, **values)

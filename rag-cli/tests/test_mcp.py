@@ -34,7 +34,14 @@ PASSAGES = SearchResponse(
     documents=[["Refunds are paid within 14 days.", "Returns need a receipt."]],
     metadatas=[
         [
-            {"name": "policy.pdf", "file_id": "f-policy", "collection_name": "kb-a", "page": 3},
+            {
+                "name": "policy.pdf",
+                "file_id": "f-policy",
+                "collection_name": "kb-a",
+                "page": 3,
+                "citation_url": "http://ingest/api/v1/citations/t.s/page.png",
+                "original_url": "http://ingest/api/v1/citations/t.s/original#page=4",
+            },
             {"name": "faq.md", "file_id": "f-faq", "collection_name": "kb-a"},
         ]
     ],
@@ -209,8 +216,12 @@ async def test_tools_call_the_services_with_their_keys(services: tuple[Services,
         "page_number": 4,
         "score": 0.91,
         "uri": "kb://kb-a/f-policy",
+        # The retrieval agent's signed links, as /search gave them; a passage without them has none.
+        "citation_url": "http://ingest/api/v1/citations/t.s/page.png",
+        "original_url": "http://ingest/api/v1/citations/t.s/original#page=4",
     }
     assert (passages[1]["page"], passages[1]["page_number"]) == (None, None)
+    assert "citation_url" not in passages[1]
     searched = next(body for path, _, body in fake.requests if path == "/search")
     assert searched == {
         "queries": ["refund time"],

@@ -52,6 +52,7 @@ def _settings(store_root: Path) -> Settings:
         "qdrant_index": f"prune_{uuid.uuid4().hex[:12]}",
         "scratch_dir": store_root / "scratch",
         "ingest_state_dir": store_root / "state",
+        "originals_dir": store_root / "originals",
         "s3_endpoint_url": None,
     }
     return load_settings(Settings, **values)

@@ -71,6 +71,9 @@ _ENV_VARS = [
     "AGENT_API_KEY",
     "AGENT_MODEL",
     "METRICS_ENABLED",
+    "CITATION_SIGNING_KEY",
+    "CITATION_BASE_URL",
+    "CITATION_LINK_TTL_SECONDS",
 ]
 
 # (tenant, file, page, text)

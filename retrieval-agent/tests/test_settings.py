@@ -164,6 +164,7 @@ def test_a_group_reads_its_flat_variables_and_checks_them_alone(monkeypatch: pyt
         ("reranker_api_base_url", "RERANKER_API_BASE_URL"),
         ("agent_api_base_url", "AGENT_API_BASE_URL"),
         ("chat_upstream_base_url", "CHAT_UPSTREAM_BASE_URL"),
+        ("citation_base_url", "CITATION_BASE_URL"),
     ],
 )
 def test_every_upstream_url_must_be_http(name: str, variable: str) -> None:

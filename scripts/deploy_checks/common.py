@@ -50,7 +50,14 @@ THIRD_PARTY_ENV: dict[str, frozenset[str]] = {
     "minio/minio": frozenset({"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}),
     # The bucket job's own shell script reads these (docker-compose.yml, minio-buckets).
     "minio/mc": frozenset(
-        {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"}
+        {
+            "MINIO_ROOT_USER",
+            "MINIO_ROOT_PASSWORD",
+            "S3_BUCKET",
+            "ORIGINALS_BUCKET",
+            "S3_ACCESS_KEY_ID",
+            "S3_SECRET_ACCESS_KEY",
+        }
     ),
     "ghcr.io/berriai/litellm": frozenset(
         {"LITELLM_MASTER_KEY", "LITELLM_UPSTREAM_API_BASE", "LITELLM_UPSTREAM_API_KEY"}

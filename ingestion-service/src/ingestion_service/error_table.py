@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from ingestion_service.errors import (
     BucketNotAllowedError,
+    CitationGoneError,
+    CitationLinkRefusedError,
+    CitationsDisabledError,
     ClientDisconnectedError,
     DeleteFailedError,
     DocumentNotFoundError,
@@ -31,6 +34,7 @@ from ingestion_service.errors import (
     MetadataUpdateFailedError,
     NoExtractableTextError,
     NotReadyError,
+    OriginalStoreError,
     PayloadTooLargeError,
     PipelineFailedError,
     QdrantWriteError,
@@ -102,6 +106,24 @@ _OWN_CODES: dict[str, tuple[int, str]] = {
         500,
         "A fault inside the service: the request_failed log line with this request_id has the cause and "
         "traceback. Retry once; report it if it repeats.",
+    ),
+    "ORIGINAL_STORE_FAILED": (
+        502,
+        "Check ORIGINALS_DIR (disk space, permissions) or ORIGINALS_BUCKET and the S3 credentials, then send "
+        "the request again; an ingest that failed this way kept the file's previous version.",
+    ),
+    "CITATION_LINK_INVALID": (
+        403,
+        "Open the citation from a fresh answer or search: links expire after CITATION_LINK_TTL_SECONDS and "
+        "only open exactly as they were issued.",
+    ),
+    "CITATION_GONE": (
+        404,
+        "The document changed or was removed since the link was made: search again for a link to what is stored now.",
+    ),
+    "CITATIONS_DISABLED": (
+        404,
+        "Set CITATION_SIGNING_KEY (the same on the ingestion service and the retrieval agent) to open citation links.",
     ),
     "DELETE_FAILED": (500, "Check that Qdrant is up (GET /health/ready) and send the delete again; it is idempotent."),
     "DOCUMENT_TOO_LARGE": (
@@ -486,6 +508,29 @@ ERROR_TABLE = ErrorTable(
         error_row(PipelineFailedError, "PIPELINE_FAILED", message=PIPELINE_FAILED_MESSAGE),
         error_row(NotReadyError, "PIPELINE_FAILED", 503, message="The service is not ready yet.", hint=NOT_READY_HINT),
         error_row(DeleteFailedError, "DELETE_FAILED", message="Deleting the document's chunks failed."),
+        error_row(
+            OriginalStoreError, "ORIGINAL_STORE_FAILED", message="The store of originals failed.", cause_only=True
+        ),
+        error_row(
+            CitationLinkRefusedError,
+            "CITATION_LINK_INVALID",
+            message="The citation link is refused.",
+            detail=str,
+            server_fault=False,
+        ),
+        error_row(
+            CitationGoneError,
+            "CITATION_GONE",
+            message="The cited passage is no longer stored.",
+            detail=str,
+            server_fault=False,
+        ),
+        error_row(
+            CitationsDisabledError,
+            "CITATIONS_DISABLED",
+            message="Citation links are off on this service.",
+            server_fault=False,
+        ),
     ],
     codes=CODES,
     fallback_code="PIPELINE_FAILED",

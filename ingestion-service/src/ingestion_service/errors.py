@@ -213,6 +213,27 @@ class S3FetchError(IngestionError):
     """Reading the object from S3/MinIO failed (upstream error: 502)."""
 
 
+class OriginalStoreError(IngestionError):
+    """Keeping, reading or removing an original in ORIGINALS_DIR / ORIGINALS_BUCKET failed (502)."""
+
+
+class CitationLinkRefusedError(IngestionError):
+    """A citation link that is malformed, tampered with, signed under another key, or expired (403)."""
+
+    def __init__(self, message: str, *, expired: bool) -> None:
+        super().__init__(message)
+        self.expired = expired
+
+
+class CitationGoneError(IngestionError):
+    """A valid citation link whose passage, original or page is no longer stored (404): the document
+    was replaced, reindexed into new chunks, or deleted since the link was made."""
+
+
+class CitationsDisabledError(IngestionError):
+    """A citation route on a service without CITATION_SIGNING_KEY (404)."""
+
+
 class UrlNotAllowedError(InvalidRequestError):
     """A URL the fetcher refuses to reach (422): not http(s), credentials in it, or a host that is
     (or redirects to) a private, loopback, link-local or otherwise non-public address.

@@ -15,6 +15,7 @@ from prometheus_client import ProcessCollector
 from ingestion_service.api.auth import BEARER, install_edge
 from ingestion_service.api.errors import install_error_handlers
 from ingestion_service.api.routes import (
+    citations,
     collections,
     documents,
     extract,
@@ -27,6 +28,7 @@ from ingestion_service.api.routes import (
     sources,
     web_loader,
 )
+from ingestion_service.citations import CitationPages
 from ingestion_service.jobs.ingest import JobRegistry
 from ingestion_service.jobs.reindex import ReindexManager
 from ingestion_service.runtime import ABORT_WAIT_SECONDS, ServiceHooks, ServiceRuntime
@@ -45,6 +47,7 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = ServiceRuntime(resolved, hooks)
         app.state.runtime = runtime
+        app.state.citation_pages = CitationPages(runtime)
         # The app's own registry has no process series by default: memory, CPU seconds, open fds.
         ProcessCollector(registry=runtime.metrics.registry)
         await runtime.scratch.claim()
@@ -87,6 +90,8 @@ def create_app(settings: Settings | None = None, *, hooks: ServiceHooks | None =
     install_error_handlers(app)
     install_edge(app, resolved)
     app.include_router(health.router)
+    # Opened without a key: the signed token authorizes the request (the edge lets the prefix through).
+    app.include_router(citations.router, responses=ERROR_RESPONSES)
     routers = (
         ingest.router,
         jobs.router,

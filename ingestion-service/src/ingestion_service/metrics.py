@@ -69,6 +69,17 @@ class IngestMetrics:
             "Ingests whose chunks and vectors were copied from the file's identical copy in another collection.",
             registry=self.registry,
         )
+        self.ingest_originals_skipped = Counter(
+            "ingest_originals_skipped_total",
+            "Ingests whose original was not kept: ORIGINALS_MAX_BYTES was reached.",
+            registry=self.registry,
+        )
+        self.citation_pages = Counter(
+            "citation_pages_total",
+            "Citation links opened, by what they asked for (page, original) and outcome (ok or the error code).",
+            ["kind", "outcome"],
+            registry=self.registry,
+        )
         self.ingest_superseded = Counter(
             "ingest_superseded_total", "Ingests that found a newer run of the same file.", registry=self.registry
         )

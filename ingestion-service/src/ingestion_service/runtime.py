@@ -6,12 +6,14 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.adapters.document_catalog import DocumentCatalog
+from ingestion_service.adapters.originals import LocalOriginals, OriginalStore, S3Originals
 from ingestion_service.adapters.s3 import S3Source, build_s3_client
 from ingestion_service.adapters.scratch import ScratchSpace, default_root
 from ingestion_service.adapters.tokenizer import load_token_counter
@@ -19,6 +21,7 @@ from ingestion_service.adapters.url_fetcher import UrlFetcher
 from ingestion_service.documents import ConverterFactory, ConverterRegistry, tessdata
 from ingestion_service.indexing import versioning
 from ingestion_service.indexing.assembly import PipelineParts, assemble, build_parts
+from ingestion_service.indexing.originals import Originals
 from ingestion_service.indexing.runner import BeforeCommitHook, IndexingRunner
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
@@ -27,6 +30,9 @@ from rag_runtime.embedding import ContractEmbedder
 from rag_runtime.language_id import language_identifier
 from rag_runtime.store import ChunkStore, bootstrap_collection, close_store, open_store, verify_collection
 from shared_contract import MULTILINGUAL_VECTOR, CollectionManifest, ContractError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +53,7 @@ class ServiceHooks:
     ``index_factory``: wrap the chunk index (store faults in commit/cleanup/delete).
     ``catalog_factory``: build the documents API's catalog (limits, store faults).
     ``store``: an already-open store to use instead of opening one from the settings.
+    ``originals_store``: where originals are kept, instead of ORIGINALS_DIR / ORIGINALS_BUCKET.
     ``job_clock``: the monotonic clock async ingest jobs expire by (TTL tests).
     ``source_clock`` / ``source_tick_seconds``: the wall clock sources are scheduled by, and how often
     the schedule is looked at (schedule tests).
@@ -60,6 +67,7 @@ class ServiceHooks:
     index_factory: Callable[[ChunkStore], ChunkIndex] | None = None
     catalog_factory: Callable[[ChunkStore], DocumentCatalog] | None = None
     store: ChunkStore | None = None
+    originals_store: OriginalStore | None = None
     job_clock: Callable[[], float] | None = None
     source_clock: Callable[[], datetime] | None = None
     source_tick_seconds: float | None = None
@@ -103,6 +111,12 @@ class ServiceRuntime:
         self.embedder: ContractEmbedder = self.hooks.embedder or ContractEmbedder(settings)
         self._owns_s3 = self.hooks.s3_source is None
         self.s3: S3Source = self.hooks.s3_source or S3Source(build_s3_client(settings))
+        self._originals_client: S3Client | None = None
+        self.originals: Originals | None = (
+            Originals(self._originals_store(), self.index, max_bytes=settings.originals_max_bytes, metrics=self.metrics)
+            if settings.keep_originals
+            else None
+        )
         # Holds no connection: each fetch opens its own client (adapters/url_fetcher.py).
         self.urls = UrlFetcher(settings)
         self.runner: IndexingRunner | None = None
@@ -115,6 +129,15 @@ class ServiceRuntime:
         self._warm_up_lock = anyio.Lock()
         # Set from the collection's manifest at bootstrap.
         self.multilingual_active = False
+
+    def _originals_store(self) -> OriginalStore:
+        if self.hooks.originals_store is not None:
+            return self.hooks.originals_store
+        bucket = self.settings.originals_bucket
+        if bucket is None:
+            return LocalOriginals(self.settings.originals_dir)
+        self._originals_client = build_s3_client(self.settings)
+        return S3Originals(self._originals_client, bucket, self.settings.originals_prefix)
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -157,6 +180,7 @@ class ServiceRuntime:
                 timeout_seconds=self.settings.ingest_timeout_seconds,
                 metrics=self.metrics,
                 before_commit=self.hooks.before_commit,
+                originals=self.originals,
             )
         except Exception as exc:  # recorded for /health/ready and logged; the service stays up, unready
             if retry:
@@ -258,6 +282,8 @@ class ServiceRuntime:
             await anyio.to_thread.run_sync(self.registry.close)
             if self._owns_s3:
                 await anyio.to_thread.run_sync(self.s3.close)
+            if self._originals_client is not None:
+                await anyio.to_thread.run_sync(self._originals_client.close)
             if self._owns_embedder:
                 await anyio.to_thread.run_sync(self.embedder.close)
         finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from ingestion_service.documents.geometry import Box, pdf_text_layer
+from ingestion_service.documents.geometry import Box, pdf_text_layer, turned
 
 PDF = "pdf/unstructured__multi-column-2p.pdf"
 # A sentence of the right-hand column of page 1 (0-based page 0), as the engine writes it.
@@ -115,3 +115,61 @@ def test_boxes_follow_a_turned_page(docs: Path, tmp_path: Path, degrees: int) ->
         assert layer is not None
         upright = layer.regions(0, RIGHT_COLUMN)
     assert boxes != upright
+
+
+def test_a_page_whose_text_range_drops_control_characters_is_still_read(docs: Path) -> None:
+    path = docs / "pdf/kreuzberg__embedded_images_tables.pdf"
+    document = pdfium.PdfDocument(str(path))
+    try:
+        textpage = document[0].get_textpage()
+        # The page's text range leaves out control characters its char count holds.
+        assert len(textpage.get_text_range()) < textpage.count_chars()
+    finally:
+        document.close()
+    with pdf_text_layer(path) as layer:
+        assert layer is not None
+        # A caption after those characters: found, and boxed where its ink is.
+        boxes = layer.regions(0, "Fig. 5. Langmuir adsorption isotherm of ES.")
+    assert boxes
+    assert all(dark_share(path, 0, box) > 0.05 for box in boxes)
+
+
+def test_text_the_engine_wrote_in_another_order_than_the_page_is_found_whole(docs: Path) -> None:
+    path = docs / "pdf/tika__testPDFTwoTextBoxes.pdf"
+    # kreuzberg reads the right-hand box first; the text layer holds the left one first.
+    chunk = "Right column line 1 Right column line 2 Left column line 1 Left column line 2"
+    with pdf_text_layer(path) as layer:
+        assert layer is not None
+        boxes = layer.regions(0, chunk)
+    lefts = sorted(box[0] for box in boxes)
+    # Both boxes' lines: two on the left, two far right of them.
+    assert len(boxes) == 4
+    assert lefts[1] < 0.1 < 0.4 < lefts[2]
+    assert all(dark_share(path, 0, box) > 0.05 for box in boxes)
+
+
+def test_a_paragraph_the_page_holds_twice_goes_to_the_copy_after_the_previous_chunk(docs: Path) -> None:
+    path = docs / "pdf/docling__code_and_formula.pdf"
+    # The end of a paragraph the page prints twice, above and below a code listing.
+    paragraph = (
+        "Duis autem vel eum iriure dolor in hendrerit in vulputate velit esse molestie consequat, vel illum "
+        "dolore eu feugiat nulla facilisis at vero eros et accumsan et iusto odio dignissim qui blandit "
+        "praesent luptatum zzril delenit augue duis dolore te feugait nulla facilisi."
+    )
+    with pdf_text_layer(path) as layer:
+        assert layer is not None
+        first = layer.regions(0, paragraph)
+        second = layer.regions(0, paragraph)  # the next chunk: the same words
+    assert first
+    assert second
+    # Asked first, the upper copy (reading order); asked again, the copy below it.
+    assert min(box[1] for box in second) > max(box[3] for box in first)
+    assert all(dark_share(path, 0, box) > 0.05 for box in first + second)
+
+
+def test_a_box_turns_with_its_page() -> None:
+    # Shown turned clockwise by 90 degrees: the top edge of the unturned page is the right edge.
+    assert turned((0.1, 0.0, 0.3, 0.1), 90) == (0.9, 0.1, 1.0, 0.3)
+    assert turned((0.1, 0.2, 0.3, 0.4), 180) == pytest.approx((0.7, 0.6, 0.9, 0.8))
+    assert turned((0.1, 0.2, 0.3, 0.4), 270) == pytest.approx((0.2, 0.7, 0.4, 0.9))
+    assert turned((0.1, 0.2, 0.3, 0.4), 0) == (0.1, 0.2, 0.3, 0.4)

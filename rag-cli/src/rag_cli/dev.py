@@ -75,6 +75,29 @@ def default_qdrant_path() -> Path:
     return Path(configured) if configured else checkout_root() / ".data" / "qdrant"
 
 
+def citation_key(qdrant_path: Path) -> str:
+    """CITATION_SIGNING_KEY, else the key kept beside the store (made on the first start), so links in
+    stored chats keep opening across restarts."""
+    configured = os.environ.get("CITATION_SIGNING_KEY", "").strip()
+    if configured:
+        return configured
+    path = qdrant_path.parent / "citation-signing-key"
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(32)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(key)
+        return key
+
+
+def _browser_host(host: str) -> str:
+    """Where a browser on this machine reaches a server bound to ``host``."""
+    return "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host  # noqa: S104 - compared, not bound
+
+
 def _models_dir() -> None:
     if not os.environ.get("LOCAL_MODELS_DIR"):
         candidate = checkout_root() / ".cache" / "models"
@@ -106,14 +129,30 @@ def build_apps(options: DevOptions, ingestion_key: str, retrieval_key: str) -> t
     from retrieval_agent.settings import Settings as RetrievalSettings
 
     # --log-level holds for the services' own loggers too (their lifespans set them from LOG_LEVEL).
+    # Citation links open the ingestion service's page images, signed with one key for both apps.
     common: dict[str, Any] = {
         "qdrant_uri": None,
         "qdrant_path": options.qdrant_path,
         "host": options.host,
         "log_level": options.log_level.upper(),
+        "citation_signing_key": citation_key(options.qdrant_path),
     }
-    ingestion = load_settings(IngestionSettings, api_key=ingestion_key, port=options.ingestion_port, **common)
-    retrieval = load_settings(RetrievalSettings, api_key=retrieval_key, port=options.retrieval_port, **common)
+    originals_dir = os.environ.get("ORIGINALS_DIR") or options.qdrant_path.parent / "originals"
+    base_url = os.environ.get("CITATION_BASE_URL") or f"http://{_browser_host(options.host)}:{options.ingestion_port}"
+    ingestion = load_settings(
+        IngestionSettings,
+        api_key=ingestion_key,
+        port=options.ingestion_port,
+        originals_dir=originals_dir,
+        **common,
+    )
+    retrieval = load_settings(
+        RetrievalSettings,
+        api_key=retrieval_key,
+        port=options.retrieval_port,
+        citation_base_url=base_url,
+        **common,
+    )
     embedder = shared_embedder(ingestion, retrieval)
     return (
         create_ingestion(ingestion, hooks=ServiceHooks(embedder=embedder)),

@@ -196,6 +196,9 @@ def _passages(results: SearchResponse) -> list[Passage]:
                 page_number=page_number(meta.get("page")),
                 score=distance,
                 uri=document_uri(tenant, file_id) if tenant and file_id else None,
+                # The retrieval agent's signed links, passed on as /search gives them.
+                citation_url=_text(meta.get("citation_url")),
+                original_url=_text(meta.get("original_url")),
             )
         )
     return passages

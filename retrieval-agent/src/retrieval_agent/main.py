@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Final
@@ -37,6 +38,7 @@ from retrieval_agent.memory.reconcile import Reconciler
 from retrieval_agent.memory.repository import FactRepository
 from retrieval_agent.memory.service import MemoryService
 from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.search.citations import Clock, citation_links
 from retrieval_agent.search.leniency import ADJUSTED_HEADER
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.queries import QueryGenerator
@@ -136,16 +138,19 @@ def create_app(
     store: ChunkStore | None = None,
     reranker: Reranker | None = None,
     query_model: Model | None = None,
+    clock: Clock = time.time,
 ) -> FastAPI:
     """The retrieval-agent app. Keyword arguments inject ready-made collaborators (tests, ``rag dev``);
     an injected ``store`` stays open, one the lifespan opens is closed on exit. ``query_model`` is the
     LLM of query generation and of the agentic loop (one model, one connection pool per process).
+    ``clock`` dates the citation links (their expiry is its time plus CITATION_LINK_TTL_SECONDS).
 
     ENABLE_AGENTIC_RAG=true without a model (no AGENT_API_BASE_URL) refuses to start
     (ContractConfigError naming AGENT_API_BASE_URL): an agentic deployment that silently ran the
     linear pipeline would hide its misconfiguration.
     """
     settings = settings if settings is not None else get_settings()
+    citations = citation_links(settings, clock=clock)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -229,6 +234,7 @@ def create_app(
                     store=search_store,
                     metrics=metrics_,
                     memory=memory_service,
+                    citations=citations,
                 )
             # The MCP sessions run inside the lifespan, so a tool call always finds the search service.
             mcp_running: AbstractAsyncContextManager[None] = (
@@ -254,6 +260,8 @@ def create_app(
 
     app = FastAPI(title="retrieval-agent", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
+    # Made from the settings alone: the routes, the chat and the MCP tools sign with this one.
+    app.state.citations = citations
     install_error_handlers(app)
     install_edge(app, settings)
     # After the edge, so outside it: its 401 and 413 on /v1 paths are reshaped too.

@@ -13,6 +13,7 @@ from rag_runtime.store import ChunkStore
 from retrieval_agent import errors as domain_errors
 from retrieval_agent.error_table import CODES, ERROR_TABLE, SEARCH_FAILED
 from shared_contract import SHARED_CODES, ContractConfigError, ContractError, registered_codes
+from shared_contract.citations import CitationLinkError
 
 from ..conftest import AUTH, BrokenStore, make_settings  # noqa: TID252
 
@@ -28,7 +29,8 @@ def subclasses(cls: type[Exception]) -> set[type[Exception]]:
 
 # Bases no code raises, and errors the pipeline handles before they could reach a caller (the reranker
 # and query generation fail open; settings errors stop the start-up; a tool's KnowledgeBaseError
-# wraps another error, which is what HTTP callers get).
+# wraps another error, which is what HTTP callers get; citation links are only signed here, the
+# ingestion service verifies them).
 NOT_ANSWERED = {
     domain_errors.RetrievalError,
     domain_errors.KnowledgeBaseError,
@@ -37,6 +39,7 @@ NOT_ANSWERED = {
     domain_errors.QueryGenerationError,
     ContractError,
     ContractConfigError,
+    CitationLinkError,
 }
 
 

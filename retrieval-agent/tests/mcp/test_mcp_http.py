@@ -16,9 +16,25 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 
 from rag_runtime.embedding import ContractEmbedder
-from rag_runtime.store import ChunkStore
+from rag_runtime.store import ChunkStore, point_id_for
 from retrieval_agent.main import create_app
+from shared_contract.citations import verify_link
 
+from ..citation_support import (  # noqa: TID252
+    HANDBOOK_CHUNKS,
+    HANDBOOK_FILE_ID,
+    HANDBOOK_NAME,
+    HANDBOOK_TENANT,
+    KEY,
+    LEAVE_QUESTION,
+    LINKS_ON,
+    NOW,
+    TTL_SECONDS,
+    add_handbook,
+    clock,
+    original_link,
+    page_image_token,
+)
 from ..conftest import AUTH, add_chunk, chunk_meta, make_settings  # noqa: TID252
 from ..contract_support import RebuildableStore, names_the_mismatch  # noqa: TID252
 
@@ -40,6 +56,14 @@ def mcp_url(serve: Callable[[Any], str], seeded: ChunkStore, embedder: ContractE
         )
     )
     app = create_app(make_settings(), embedder=embedder, store=seeded)
+    return f"{serve(app)}/mcp"
+
+
+@pytest.fixture
+def linked_mcp_url(serve: Callable[[Any], str], seeded: ChunkStore, embedder: ContractEmbedder) -> str:
+    """/mcp on a service that signs citation links, over kb-a with the handbook PDF."""
+    anyio.run(add_handbook, seeded, embedder)
+    app = create_app(make_settings(**LINKS_ON), embedder=embedder, store=seeded, clock=clock)
     return f"{serve(app)}/mcp"
 
 
@@ -286,3 +310,35 @@ async def test_a_contract_mismatch_is_a_search_tool_error_naming_the_setting_unt
     async with connect(f"{base}/mcp") as session:
         answered = await session.call_tool("search", arguments)
     assert structured(answered)["passages"][0]["name"] == "paris.pdf"
+
+
+async def test_search_passages_carry_their_citation_links(linked_mcp_url: str) -> None:
+    async with connect(linked_mcp_url) as session:
+        result = await session.call_tool("search", {"query": LEAVE_QUESTION, "collection": HANDBOOK_TENANT, "k": 8})
+    passages = structured(result)["passages"]
+    chunk_id, page, text = HANDBOOK_CHUNKS[0]
+    passage = next(passage for passage in passages if text in passage["text"])
+    token = page_image_token(passage["citation_url"])
+    link = verify_link(token, KEY, now=NOW)
+    assert (link.collection_name, link.file_id, link.page) == (HANDBOOK_TENANT, HANDBOOK_FILE_ID, page)
+    assert (link.point_id, link.expires_at) == (point_id_for(chunk_id), int(NOW) + TTL_SECONDS)
+    assert passage["original_url"] == original_link(token, page)
+    # Passages with no page to show (the docx, the corpus's chunks) have none.
+    unlinked = [passage for passage in passages if passage["name"] != HANDBOOK_NAME]
+    assert unlinked
+    assert all("citation_url" not in passage and "original_url" not in passage for passage in unlinked)
+    # The text result gives the model the link to show.
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert f"highlighted page: {passage['citation_url']}" in block.text
+
+
+async def test_search_passages_have_no_links_without_the_settings(mcp_url: str) -> None:
+    async with connect(mcp_url) as session:
+        result = await session.call_tool("search", {"query": EIFFEL, "collection": "kb-a", "k": 5})
+    passages = structured(result)["passages"]
+    assert passages
+    assert all("citation_url" not in passage and "original_url" not in passage for passage in passages)
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert "highlighted page" not in block.text

@@ -270,9 +270,35 @@ class ModelFilesSettings(SettingsGroup):
     fastembed_cache_path: Annotated[Path | None, Fingerprint.OPERATIONAL] = None
 
 
+class CitationSettings(SettingsGroup):
+    """The key citation links are signed with (``shared_contract.citations``): the retrieval agent signs,
+    the ingestion service opens them."""
+
+    # Citation links.
+    citation_signing_key: Annotated[SecretStr | None, Fingerprint.OPERATIONAL] = Field(
+        default=None,
+        description="HMAC key of citation links (at least 32 characters, the same on both services); "
+        "unset: no links are made and the citation routes answer 404.",
+    )
+    citation_link_ttl_seconds: Annotated[int, Fingerprint.OPERATIONAL] = Field(
+        default=7 * 24 * 3600, ge=60, le=366 * 24 * 3600, description="How long a citation link opens."
+    )
+
+    @field_validator("citation_signing_key")
+    @classmethod
+    def _signing_key_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        return None if value is None else check_api_key(value)
+
+    @property
+    def citation_key(self) -> bytes | None:
+        """CITATION_SIGNING_KEY as the HMAC key, None when unset."""
+        key = self.citation_signing_key
+        return None if key is None else key.get_secret_value().strip().encode("utf-8")
+
+
 # Bases from the last group to the first: pydantic lists the fields of the base furthest down the
 # MRO first, so ``model_fields`` (and .env.example) follow the groups top to bottom.
-class ContractSettings(ModelFilesSettings, AttributeSettings, EmbeddingSettings, StoreSettings):
+class ContractSettings(CitationSettings, ModelFilesSettings, AttributeSettings, EmbeddingSettings, StoreSettings):
     """Variables whose values must match between ingestion-service and retrieval-agent."""
 
 
@@ -281,6 +307,7 @@ CONTRACT_GROUPS: tuple[type[SettingsGroup], ...] = (
     EmbeddingSettings,
     AttributeSettings,
     ModelFilesSettings,
+    CitationSettings,
 )
 
 

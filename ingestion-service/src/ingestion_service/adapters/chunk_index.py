@@ -186,6 +186,21 @@ class ChunkIndex:
         )
         return _newest_meta(records)
 
+    async def committed_chunk(self, point_id: str, file_id: str, collection_name: str) -> dict[str, Any] | None:
+        """The meta of one committed point of the file in the tenant; None when no such point is stored."""
+        records, _ = await self.store.scroll(
+            file_filter(
+                file_id,
+                collection_name,
+                must=[models.HasIdCondition(has_id=[point_id])],
+                must_not=[pending_condition()],
+            ),
+            limit=1,
+            with_payload=[PAYLOAD_META],
+        )
+        meta = records[0].payload.get(PAYLOAD_META) if records else None
+        return meta if isinstance(meta, dict) else None
+
     async def identical_copy(self, file_id: str, source_hash: str, fingerprint: str, *, exclude: str) -> str | None:
         """A tenant other than ``exclude`` holding this file with the same bytes and fingerprint, if any."""
         selector = models.Filter(

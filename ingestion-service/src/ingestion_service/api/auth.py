@@ -1,5 +1,6 @@
-"""The HTTP edge: Bearer API_KEY on everything but the health probes and API docs, checked before a
-body is read (constant time), and a body cap on every route (``rag_runtime.http.EdgeMiddleware``)."""
+"""The HTTP edge: Bearer API_KEY on everything but the health probes, API docs and signed citation
+links (whose token is their authorization), checked before a body is read (constant time), and a
+body cap on every route (``rag_runtime.http.EdgeMiddleware``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fastapi import FastAPI, Security
 from ingestion_service.api.uploads import FORM_OVERHEAD_BYTES
 from ingestion_service.settings import Settings
 from rag_runtime.http import BodyLimit, EdgeMiddleware, bearer_scheme, public_paths
+from shared_contract.citations import CITATIONS_PATH
 
 UPLOAD_PATHS = frozenset({"/api/v1/ingest", "/api/v1/extract", "/process", "/api/v1/process"})
 
@@ -27,4 +29,10 @@ def install_edge(app: FastAPI, settings: Settings) -> None:
     def limit_for(path: str) -> BodyLimit:
         return upload if path in UPLOAD_PATHS else other
 
-    app.add_middleware(EdgeMiddleware, api_key=settings.api_key, public_paths=public_paths(app), body_limit=limit_for)
+    app.add_middleware(
+        EdgeMiddleware,
+        api_key=settings.api_key,
+        public_paths=public_paths(app),
+        body_limit=limit_for,
+        public_prefixes=(f"{CITATIONS_PATH}/",),
+    )

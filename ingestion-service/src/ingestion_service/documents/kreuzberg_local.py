@@ -3,7 +3,8 @@
 OCR runs only where it is needed: image files and PDFs with pages that lack a text layer (a
 pypdfium2 survey decides before kreuzberg runs), each holding one of OCR_CONCURRENCY slots so a
 batch of scans cannot take every core. A scan whose text layer is measurably garbage is OCR'd
-again and the better reading kept (``text_quality``). Formats kreuzberg rejects (ODP) fall back
+again and the better reading kept (``text_quality``). Each OCR'd page's Document carries
+Tesseract's word boxes (``ocr_words``) for the chunks' regions. Formats kreuzberg rejects (ODP) fall back
 to Gotenberg when configured, else to the in-process OpenDocument reader; chart and drawing
 text kreuzberg skips in DOCX/XLSX/PPTX is added from the package XML.
 """
@@ -27,6 +28,7 @@ from ingestion_service.documents.docx_package import DOCX_MIME_TYPE, restore_dro
 from ingestion_service.documents.email_attachments import MAX_ATTACHMENT_DEPTH, document_attachments
 from ingestion_service.documents.email_attachments import section as attachment_section
 from ingestion_service.documents.languages import to_iso639_1
+from ingestion_service.documents.ocr_words import OCR_WORDS_KEY, image_frame, image_frames, page_words, pdf_frames
 from ingestion_service.documents.page_split import (
     PAGE_MARKER_FORMAT,
     Page,
@@ -173,7 +175,13 @@ class KreuzbergConverter:
             # kreuzberg's defaults already turn rotated pages upright (osd.traineddata). An explicit
             # ImagePreprocessingConfig (auto_rotate/deskew) corrupted the heap in kreuzberg 4.10
             # within a few scans (reproduced in a plain loop), so it is left at the default.
-            ocr_config = kreuzberg.OcrConfig(backend="tesseract", language=self._ocr.tesseract_language)
+            ocr_config = kreuzberg.OcrConfig(
+                backend="tesseract",
+                language=self._ocr.tesseract_language,
+                # Each word's box as Tesseract read it, for the chunks' regions (``ocr_words``).
+                # kreuzberg 4.10's stub names an OcrElementConfig class it does not export; it takes a mapping.
+                element_config={"include_elements": True, "min_level": "word"},  # type: ignore[arg-type]
+            )
         return kreuzberg.ExtractionConfig(
             # The result cache writes to disk and could serve a stale extraction for a reused path.
             use_cache=False,
@@ -309,6 +317,8 @@ class KreuzbergConverter:
         documents = self._documents(
             content, result.pages, meta, paged=self._paged(result.mime_type), extras=extras, notes=notes
         )
+        if ocr_meta:
+            documents = self._with_ocr_words(source.path, result, documents)
         if blank_pages:
             documents = self._with_ocr_pages(source.path, documents, blank_pages, meta)
         if survey is not None:
@@ -326,6 +336,17 @@ class KreuzbergConverter:
 
     def _ocr_meta(self) -> dict[str, Any]:
         return {"ocr": True, "ocr_languages": self._ocr.tesseract_language}
+
+    @staticmethod
+    def _with_ocr_words(path: Path, result: Any, documents: list[Document]) -> list[Document]:
+        """Each OCR'd page's words with their boxes on its Document (``ocr_words``), for ChunkRegions."""
+        is_pdf = result.mime_type == "application/pdf"
+        words = page_words(result.ocr_elements, pdf_frames(path) if is_pdf else image_frames(path))
+        for document in documents:
+            page = document.meta.get("page")
+            if isinstance(page, int) and page in words:
+                document.meta[OCR_WORDS_KEY] = words[page]
+        return documents
 
     def _with_ocr_pages(
         self, path: Path, documents: list[Document], page_numbers: list[int], meta: dict[str, Any]
@@ -356,7 +377,12 @@ class KreuzbergConverter:
                 result = self._extract_png(buffer.getvalue())
                 text = strip_markers(result.content)
                 if text:
-                    added.append(Document(content=text, meta={**meta, **self._ocr_meta(), "page": number}))
+                    page_meta = {**meta, **self._ocr_meta(), "page": number}
+                    # The PNG is the page as shown: its words need no turning.
+                    words = page_words(result.ocr_elements, {0: image_frame(*image.size)}).get(0)
+                    if words is not None:
+                        page_meta[OCR_WORDS_KEY] = words
+                    added.append(Document(content=text, meta=page_meta))
         finally:
             with PDFIUM_LOCK:
                 pdf.close()

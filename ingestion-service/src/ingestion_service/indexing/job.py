@@ -122,6 +122,8 @@ class IngestJob:
     name: str | None = None
     # Documents already extracted from ``source`` (the document loader's): the pipeline starts after extraction.
     extracted: tuple[Document, ...] | None = None
+    # False when ``source`` is not the file's bytes (a reindex from stored text): nothing to keep.
+    source_is_original: bool = True
     # The file's path relative to the folder it came from (validated by ``shared_contract.paths``).
     path: str | None = None
     # A source's document (``ingestion_service.sources``): the URI it was read from, and when (ISO 8601).

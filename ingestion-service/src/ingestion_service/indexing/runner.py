@@ -21,6 +21,7 @@ from ingestion_service.errors import (
     ExtractionError,
     IngestionError,
     NoExtractableTextError,
+    OriginalStoreError,
     PipelineFailedError,
     QdrantWriteError,
     ShuttingDownError,
@@ -34,6 +35,7 @@ from ingestion_service.indexing.job import (
     front_matter_labels,
     publish_labels,
 )
+from ingestion_service.indexing.originals import Originals
 from ingestion_service.metrics import IngestMetrics
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY
 from ingestion_service.run_control import RunControl
@@ -127,8 +129,10 @@ class IndexingRunner:
         timeout_seconds: float,
         metrics: IngestMetrics | None = None,
         before_commit: BeforeCommitHook | None = None,
+        originals: Originals | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.originals = originals
         self.index = index
         self.default_engine = default_engine
         self.timeout_seconds = timeout_seconds
@@ -200,6 +204,7 @@ class IndexingRunner:
                     self.metrics.ingest_front_matter_unread.inc()
             if self.before_commit is not None:
                 await anyio.to_thread.run_sync(self.before_commit, job)
+            kept = await self._keep_original(job)
             # Last chance to stop: an aborted or late run never publishes.
             control.check()
             try:
@@ -220,6 +225,7 @@ class IndexingRunner:
             raise error from exc
         if committed.superseded and self.metrics is not None:
             self.metrics.ingest_superseded.inc()
+        await self._settle_original(job, keep=kept and not committed.superseded)
         return IngestOutcome(chunks_count=written, engine=engine, superseded=committed.superseded)
 
     async def _run_worker(
@@ -316,6 +322,8 @@ class IndexingRunner:
             raise QdrantWriteError(f"adopting the stored version failed: {exc}") from exc
         if not adopted:
             return None
+        # A version stored before originals were kept gets its original now.
+        await self._settle_original(job, keep=True)
         chunks = stored.get(MetaKey.CHUNK_COUNT)
         if not isinstance(chunks, int):
             chunks = await self._existing(job)
@@ -349,6 +357,7 @@ class IndexingRunner:
             for start in range(0, len(points), COPY_BATCH_SIZE):
                 control.check()
                 await self.index.write(points[start : start + COPY_BATCH_SIZE])
+            kept = await self._keep_original(job)
             control.check()
             labels = await self._labels_now(job, requested, records[0].payload.get(PAYLOAD_META))
             control.commit_started = True
@@ -361,12 +370,37 @@ class IndexingRunner:
             if error is exc:
                 raise
             raise error from exc
+        await self._settle_original(job, keep=kept and not committed.superseded)
         if self.metrics is not None:
             self.metrics.ingest_reused.inc()
         engine = str((records[0].payload.get("meta") or {}).get(EXTRACTOR_KEY) or self.default_engine)
         return IngestOutcome(
             chunks_count=len(points), engine=engine, superseded=committed.superseded, reused_vectors=True
         )
+
+    async def _keep_original(self, job: IngestJob) -> bool:
+        """Before a commit: the run's original stored, False when it is not kept (ORIGINAL_STORE_FAILED
+        fails the run, which keeps the previous version)."""
+        return self.originals is not None and await self.originals.keep(job)
+
+    async def _settle_original(self, job: IngestJob, *, keep: bool) -> None:
+        """After a commit (``keep``: the run's original kept again if a concurrent run removed it) or a
+        failed run: the live version's original, no other.
+
+        The outcome is decided by now, so a failing store is logged, not reported; the file's next
+        ingest or delete settles its originals again.
+        """
+        if self.originals is None:
+            return
+        try:
+            if keep:
+                await self.originals.keep(job)
+            await self.originals.settle(job.collection_name, job.file_id)
+        except (OriginalStoreError, ContractError):
+            logger.exception(
+                "settling the originals after a commit failed; the file's next ingest or delete settles them",
+                extra={"file_id": job.file_id, "collection_name": job.collection_name},
+            )
 
     async def _existing(self, job: IngestJob) -> int:
         try:
@@ -379,6 +413,7 @@ class IndexingRunner:
             # Shielded: a cancelled request (client gone) must still remove its pending points.
             with anyio.CancelScope(shield=True):
                 await versioning.discard(self.index, job.file_id, job.collection_name, job.run)
+                await self._settle_original(job, keep=False)
         except Exception:
             # Loud, counted and reported to the caller; the pending points stay invisible to
             # readers and are removed by the next ingest of this file or by start-up recovery.

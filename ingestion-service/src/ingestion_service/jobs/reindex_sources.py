@@ -3,9 +3,11 @@ and each one's ingest rebuilt from what the index holds.
 
 * stored with ``s3_bucket``/``s3_key``: the object is read from S3 again (changed bytes are taken as
   they are now; a deleted object fails that document only);
-* otherwise (uploads, whose bytes were never kept): the extracted pages, rebuilt from the committed
-  chunks with their stored page and extractor metadata, are re-chunked and re-embedded under the
-  stored source identity.
+* otherwise its kept original (``indexing.originals``), extracted again like a new upload, so the
+  rebuilt document keeps its pages and regions;
+* without one (KEEP_ORIGINALS=false, or stored before originals were kept): the extracted pages,
+  rebuilt from the committed chunks with their stored page and extractor metadata, are re-chunked
+  and re-embedded under the stored source identity.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from haystack import Document
 from qdrant_client import models
 
 from ingestion_service.adapters.document_catalog import DocumentCatalog, PageText
+from ingestion_service.adapters.originals import OriginalKey
 from ingestion_service.documents import SourceFile
+from ingestion_service.documents.base import plain_suffix
 from ingestion_service.errors import PipelineFailedError, SourceIndexNotFoundError
 from ingestion_service.indexing.job import DocumentLabels, IngestJob, SourceIdentity
 from ingestion_service.indexing.versioning import RunVersion
@@ -176,6 +180,24 @@ def stage_pages(pages: Sequence[PageText], path: Path, max_chars: int | None) ->
     return tuple(documents)
 
 
+async def kept_original(
+    runtime: ServiceRuntime, record: ReindexRecord, head: dict[str, Any], file_id: str, name: str, workdir: Path
+) -> tuple[SourceFile, SourceIdentity] | None:
+    """The document's kept original staged in ``workdir`` with its stored identity; None when none is kept."""
+    identity = stored_identity(head)
+    if runtime.originals is None or identity is None:
+        return None
+    # Engines choose their parser by suffix: a name without one (a fetched URL) is staged under the
+    # stored format's; the name itself is kept for listings and citations (``IngestJob.name``).
+    staged_name = name if plain_suffix(name) else f"original.{identity.format}"
+    path = upload_path(workdir, staged_name)
+    runtime.scratch.reserve(workdir, identity.size)
+    key = OriginalKey(record.collection_name, file_id, identity.sha256)
+    if not await runtime.originals.fetch(key, path):
+        return None
+    return await prepare_source(runtime, path, staged_name), identity
+
+
 async def ingest_job_for(
     runtime: ServiceRuntime,
     record: ReindexRecord,
@@ -197,10 +219,12 @@ async def ingest_job_for(
         object_head = await fetch_from_s3(runtime, bucket, key, path)
         staged = await prepare_source(runtime, path, name)
         identity = await identify_source(staged, s3_bucket=bucket, s3_key=key, s3_etag=object_head.etag)
+    elif (original := await kept_original(runtime, record, head, file_id, name, workdir)) is not None:
+        staged, identity = original
     else:
-        # An upload's bytes were never kept: its extracted pages are rebuilt from the committed
-        # chunks and the pipeline starts after extraction. The identity stays the stored one, so a
-        # later upload or sync of the same original file still counts as unchanged.
+        # No bytes of the upload: its extracted pages are rebuilt from the committed chunks and the
+        # pipeline starts after extraction. The identity stays the stored one, so a later upload or
+        # sync of the same original file still counts as unchanged.
         pages = await DocumentCatalog(source).read_pages(file_id, record.collection_name)
         path = workdir / "source.md"
         extracted = await anyio.to_thread.run_sync(stage_pages, pages, path, runtime.settings.max_extracted_chars)
@@ -208,6 +232,8 @@ async def ingest_job_for(
         identity = stored_identity(head)
     return IngestJob(
         source=staged,
+        # The stored name, whatever name the source was staged under.
+        name=name,
         file_id=file_id,
         collection_name=record.collection_name,
         collection_type=_text(head.get(MetaKey.COLLECTION_TYPE)) or "file",
@@ -224,4 +250,5 @@ async def ingest_job_for(
         source_uri=_text(head.get(MetaKey.SOURCE_URI)),
         fetched_at=_text(head.get(MetaKey.FETCHED_AT)),
         extracted=extracted,
+        source_is_original=extracted is None,
     )

@@ -139,6 +139,32 @@ class JobSettings(SettingsGroup):
     )
 
 
+class OriginalSettings(SettingsGroup):
+    """Where ingested originals are kept (page images of citations, reindex with pages)."""
+
+    # Originals: a local directory by default, an S3 bucket (S3_ENDPOINT_URL's credentials) when set.
+    keep_originals: Annotated[bool, Fingerprint.OPERATIONAL] = Field(
+        default=True,
+        description="Keep each ingested file's bytes, versioned and deleted with its chunks; off: citations "
+        "have no page images and a reindex rebuilds uploads from their stored text.",
+    )
+    originals_dir: Annotated[Path, Fingerprint.OPERATIONAL] = Field(
+        default=Path(".data/originals"), description="The local store of originals (when ORIGINALS_BUCKET is unset)."
+    )
+    originals_bucket: Annotated[str | None, Fingerprint.OPERATIONAL] = Field(
+        default=None, description="Keep originals in this S3 bucket instead of ORIGINALS_DIR."
+    )
+    originals_prefix: Annotated[str, Fingerprint.OPERATIONAL] = Field(
+        default="originals/", description="Key prefix of the originals in ORIGINALS_BUCKET."
+    )
+    originals_max_bytes: Annotated[int, Fingerprint.OPERATIONAL] = Field(
+        default=20 * 1024**3,
+        gt=0,
+        description="Bytes of originals kept in all; past it a new file is indexed without its original "
+        "(logged, counted in ingest_originals_skipped_total).",
+    )
+
+
 class S3Settings(SettingsGroup):
     """The object store uploads are fetched from."""
 

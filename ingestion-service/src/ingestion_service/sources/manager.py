@@ -26,7 +26,6 @@ import anyio
 import anyio.to_thread
 
 from ingestion_service.errors import (
-    DeleteFailedError,
     IngestAbortedError,
     IngestionError,
     PayloadTooLargeError,
@@ -38,6 +37,7 @@ from ingestion_service.errors import (
 )
 from ingestion_service.indexing.fingerprint import ingest_fingerprint
 from ingestion_service.indexing.job import DocumentLabels, IngestJob
+from ingestion_service.indexing.removal import delete_document
 from ingestion_service.indexing.runner import IndexingRunner
 from ingestion_service.indexing.versioning import RunVersion
 from ingestion_service.intake.handoff import require_qdrant, wait_for_runner
@@ -378,10 +378,9 @@ class SourceManager:
         for file_id in file_ids:
             if file_id in kept:
                 continue
-            try:
-                chunks = await self._runtime.index.delete_file(file_id, record.collection_name)
-            except ContractError as exc:
-                raise DeleteFailedError(str(exc)) from exc
+            chunks = await delete_document(
+                self._runtime.index, self._runtime.originals, file_id, record.collection_name
+            )
             documents += 1 if chunks else 0
         return documents
 

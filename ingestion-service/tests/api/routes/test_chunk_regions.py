@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pypdfium2 as pdfium
+import pytest
+from PIL import Image
+
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
 
@@ -45,12 +49,52 @@ def test_chunks_of_a_format_without_pages_say_they_have_no_geometry(
     assert all("regions" not in record.payload["meta"] for record in stored)
 
 
-def test_a_scan_says_it_has_no_text_layer_geometry(
-    app_client: AppFactory, upload: Upload, points: Points, docs: Path
+def dark_share(image: Image.Image, box: list[float]) -> float:
+    """The share of dark pixels inside ``box`` (fractions of ``image``)."""
+    width, height = image.size
+    crop = image.crop((int(box[0] * width), int(box[1] * height), int(box[2] * width) + 1, int(box[3] * height) + 1))
+    histogram = crop.histogram()
+    return sum(histogram[:128]) / max(1, sum(histogram))
+
+
+def shown(path: Path) -> Image.Image:
+    """The first page as it is shown: a PDF page rendered with its /Rotate, or the image itself."""
+    if path.suffix == ".pdf":
+        document = pdfium.PdfDocument(str(path))
+        try:
+            rendered: Image.Image = document[0].render(scale=2.0).to_pil().convert("L")
+        finally:
+            document.close()
+        return rendered
+    with Image.open(path) as image:
+        return image.convert("L")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pdf/kreuzberg__non_searchable.pdf",  # a scan
+        "pdf/kreuzberg__ocr_test_rotated_90.pdf",  # a scan shown turned (/Rotate 270)
+        "pdf/kreuzberg__scanned.pdf",  # a garbage text layer the OCR replaced
+        "jpg/unstructured__double-column-A.jpg",  # an image upload
+    ],
+)
+def test_the_chunks_of_an_ocrd_page_are_boxed_from_the_ocr_words_where_their_ink_is(
+    app_client: AppFactory, upload: Upload, points: Points, docs: Path, name: str
 ) -> None:
     with app_client() as client:
-        response = upload(client, docs / "pdf/kreuzberg__scanned.pdf", file_id="scan", collection_name=KB)
+        response = upload(client, docs / name, file_id="scan", collection_name=KB)
         assert response.status_code == 200, response.text
         stored = points(client, file_id="scan", collection_name=KB)
     assert stored
-    assert {record.payload["meta"]["geometry"] for record in stored} == {"none"}
+    image = shown(docs / name)
+    for record in stored:
+        meta = record.payload["meta"]
+        assert meta["ocr"] is True
+        assert meta["geometry"] == "ocr"
+        # The words that drew the boxes are not stored, only the boxes.
+        assert "ocr_words" not in meta
+        [region] = meta["regions"]
+        assert region["page"] == meta["page"] == 0
+        inked = [dark_share(image, box) for box in region["boxes"]]
+        assert sum(1 for share in inked if share > 0.05) >= 0.9 * len(inked)

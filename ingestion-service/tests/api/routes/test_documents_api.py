@@ -300,8 +300,10 @@ def test_patch_refuses_invalid_bodies_and_changes_nothing(
 
 
 def test_stats_sum_up_one_collection(client: TestClient, upload: Upload, write: Write, points: Points) -> None:
-    ingest(client, upload, write("one.md"), "one")
-    ingest(client, upload, write("two.txt", "Plain notes about the harbour hall and the canteen hours. " * 12), "two")
+    one = write("one.md")
+    ingest(client, upload, one, "one")
+    two = write("two.txt", "Plain notes about the harbour hall and the canteen hours. " * 12)
+    ingest(client, upload, two, "two")
     ingest(client, upload, write("elsewhere.md"), "elsewhere", "kb-b")
 
     response = client.get("/api/v1/collections/kb-a/stats")
@@ -319,6 +321,7 @@ def test_stats_sum_up_one_collection(client: TestClient, upload: Upload, write: 
         "extractors": {"kreuzberg": 2},
         "last_ingest": max(doc["ingested_at"] for doc in documents),
         "outdated_documents": 0,
+        "originals": {"originals": 2, "bytes": one.stat().st_size + two.stat().st_size},
     }
     assert documents[0]["file_id"] == "two"
 
@@ -374,6 +377,7 @@ def test_stats_of_an_empty_collection_are_zeros(client: TestClient) -> None:
         "extractors": {},
         "last_ingest": None,
         "outdated_documents": 0,
+        "originals": {"originals": 0, "bytes": 0},
     }
     assert client.get("/api/v1/collections/kb%20empty/stats").status_code == 422
 

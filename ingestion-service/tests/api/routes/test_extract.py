@@ -94,6 +94,8 @@ def test_scan_is_read_with_ocr(client: TestClient, docs: Path) -> None:
     body = _extract(client, docs / "pdf/kreuzberg__non_searchable.pdf").json()
     assert "non-text-searchable PDF" in body["documents"][0]["content"]
     assert body["documents"][0]["meta"]["ocr"] is True
+    # The OCR word boxes feed the chunks' regions; the probe does not show them.
+    assert "ocr_words" not in body["documents"][0]["meta"]
 
 
 def test_engines_are_compared_side_by_side(client: TestClient, docs: Path) -> None:

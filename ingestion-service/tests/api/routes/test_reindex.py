@@ -384,7 +384,8 @@ def test_a_document_whose_chunks_repeat_keeps_every_one_through_text_and_a_force
     paragraphs = ["Applications for a mooring permit.", form, form, form, "Return the forms to the harbour office."]
     path = tmp_path / "forms.md"
     path.write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
-    with app_client(ingest_state_dir=tmp_path, **passages) as client:
+    # Without its original, the upload is rebuilt from its stored text.
+    with app_client(ingest_state_dir=tmp_path, keep_originals=False, **passages) as client:
         assert upload(client, path, file_id="forms", collection_name=KB).status_code == 200
         before = [str(record.payload["content"]) for record in points(client, file_id="forms")]
         assert sorted(before) == sorted(paragraphs)
@@ -431,6 +432,8 @@ def test_a_reindexed_pdf_upload_keeps_its_pages_title_and_page_text(
         "qdrant_index": f"test_{uuid.uuid4().hex[:12]}",
         "ingest_state_dir": tmp_path,
         "enable_inspection_api": True,
+        # The text path: a document whose original is not kept.
+        "keep_originals": False,
     }
 
     def document_text(client: TestClient) -> str:
@@ -451,7 +454,7 @@ def test_a_reindexed_pdf_upload_keeps_its_pages_title_and_page_text(
         assert {chunk["meta"]["title"] for chunk in before} == {"Unstructured-test-doc"}
         text = document_text(client)
 
-        # Rebuilt from its chunks (an upload's bytes are not kept) under the same settings: the same
+        # Rebuilt from its chunks (its original is not kept) under the same settings: the same
         # chunks on the same pages, so each page's text came back once, its overlaps not doubled.
         done = finished(client, start(client, {"force": True})["job_id"])
         assert (done["state"], done["reingested"], done["failed"]) == ("succeeded", 1, 0), done
@@ -476,3 +479,31 @@ def test_a_reindexed_pdf_upload_keeps_its_pages_title_and_page_text(
         assert pages == sorted(pages)
         assert extractor_meta(smaller) == extractor_meta(before)
         assert document_text(client) == text
+
+
+def test_a_reindexed_pdf_upload_is_extracted_again_from_its_original_with_its_regions(
+    app_client: AppFactory, upload: Upload, docs: Path, tmp_path: Path
+) -> None:
+    with app_client(ingest_state_dir=tmp_path, enable_inspection_api=True) as client:
+        response = upload(client, docs / PAGED_PDF, file_id="paged", collection_name=KB)
+        assert response.status_code == 200, response.text
+        before = stored_chunks(client, "paged")
+        done = finished(client, start(client, {"force": True})["job_id"])
+        assert (done["state"], done["reingested"], done["failed"]) == ("succeeded", 1, 0), done
+        after = stored_chunks(client, "paged")
+        stats = client.get(f"/api/v1/collections/{KB}/stats").json()
+    assert {chunk["meta"]["ingest_version"] for chunk in after}.isdisjoint(
+        chunk["meta"]["ingest_version"] for chunk in before
+    )
+
+    def placed(chunks: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [
+            (chunk["meta"]["page"], chunk["meta"]["geometry"], chunk["meta"].get("regions"), chunk["content"])
+            for chunk in chunks
+        ]
+
+    # The same chunks on the same pages with the same regions: extracted again from the PDF itself.
+    assert placed(after) == placed(before)
+    assert {chunk["meta"]["geometry"] for chunk in after} == {"text_layer"}
+    assert {chunk["meta"]["extractor"] for chunk in after} == {"kreuzberg"}
+    assert stats["originals"] == {"originals": 1, "bytes": (docs / PAGED_PDF).stat().st_size}

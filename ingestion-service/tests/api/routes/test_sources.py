@@ -158,6 +158,7 @@ def test_a_reindex_keeps_where_a_source_document_came_from(client: TestClient, w
         assert time.monotonic() < deadline, state
         time.sleep(0.05)
     assert state["state"] == "succeeded", state
+    assert state["failed"] == 0, state["failures"]
     after = _documents(client)[item_file_id(web_site.url("/"))]
     assert after["ingest_version"] != before["ingest_version"]
     assert (after["source_uri"], after["fetched_at"]) == (before["source_uri"], before["fetched_at"])

@@ -89,6 +89,8 @@ class EdgeMiddleware:
         api_key: the Bearer token every path outside ``public_paths`` needs.
         public_paths: exact paths served without a key (health probes, API docs).
         body_limit: the body cap of a path.
+        public_prefixes: path prefixes served without a key, whose routes authorize the request
+            themselves (signed citation links).
     """
 
     def __init__(
@@ -98,10 +100,12 @@ class EdgeMiddleware:
         api_key: SecretStr,
         public_paths: Collection[str],
         body_limit: Callable[[str], BodyLimit],
+        public_prefixes: Collection[str] = (),
     ) -> None:
         self.app = app
         self.api_key = api_key
         self.public_paths = frozenset(public_paths)
+        self.public_prefixes = tuple(public_prefixes)
         self.body_limit = body_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -135,7 +139,8 @@ class EdgeMiddleware:
             await send(message)
 
         path: str = scope["path"]
-        if path not in self.public_paths and not bearer_token_matches(_header(scope, b"authorization"), self.api_key):
+        public = path in self.public_paths or (bool(self.public_prefixes) and path.startswith(self.public_prefixes))
+        if not public and not bearer_token_matches(_header(scope, b"authorization"), self.api_key):
             await _send_error(
                 scope,
                 send_with_id,

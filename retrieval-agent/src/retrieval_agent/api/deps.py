@@ -16,6 +16,7 @@ from retrieval_agent.chat.passthrough import UpstreamPassThrough
 from retrieval_agent.chat.service import ChatService
 from retrieval_agent.memory.service import MemoryService
 from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.search.citations import CitationLinks
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
 
@@ -54,6 +55,12 @@ async def get_memory(request: Request) -> MemoryService | None:
     return memory
 
 
+async def get_citations(request: Request) -> CitationLinks | None:
+    """The citation links when CITATION_SIGNING_KEY and CITATION_BASE_URL are set, else None."""
+    citations: CitationLinks | None = request.app.state.citations
+    return citations
+
+
 async def get_store(request: Request) -> StoreSearch:
     store: StoreSearch = request.app.state.store
     return store
@@ -70,5 +77,6 @@ AgentDep = Annotated[AgenticSearch | None, Depends(get_agent)]
 ChatDep = Annotated[ChatService | None, Depends(get_chat)]
 PassThroughDep = Annotated[UpstreamPassThrough | None, Depends(get_passthrough)]
 MemoryDep = Annotated[MemoryService | None, Depends(get_memory)]
+CitationsDep = Annotated[CitationLinks | None, Depends(get_citations)]
 StoreDep = Annotated[StoreSearch, Depends(get_store)]
 MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]

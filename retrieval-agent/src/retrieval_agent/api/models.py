@@ -78,7 +78,13 @@ class SearchResponse(BaseModel):
     """Parallel lists of lists; by default exactly one inner list (Open WebUI reads only the first)."""
 
     documents: list[list[str]]
-    metadatas: list[list[dict[str, Any]]]
+    metadatas: list[list[dict[str, Any]]] = Field(
+        description="Each passage's stored meta keys named by SEARCH_METADATA_FIELDS (page 0-based), plus, with "
+        "CITATION_SIGNING_KEY and CITATION_BASE_URL set and only for a passage of a PDF or an image: citation_url "
+        "(its page as a PNG with the passage highlighted) and original_url (the original, #page= its page), "
+        "signed links to the ingestion service that open without a key until CITATION_LINK_TTL_SECONDS pass, "
+        "and data.url (citation_url again, where the Open WebUI fork's citation modal shows a passage's link)."
+    )
     distances: list[list[float]]
 
 

@@ -15,12 +15,14 @@ from typing import Any
 
 from retrieval_agent.chat.models import (
     ChatMessageIn,
+    PassageLink,
     RagSource,
     SourceEvent,
     SourceEventData,
     SourceMetadata,
     SourceOrigin,
 )
+from retrieval_agent.search.citations import CitationLinks
 from retrieval_agent.search.leniency import adjust
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.queries import ChatMessage
@@ -62,9 +64,11 @@ def _url(meta: dict[str, Any]) -> str | None:
 
 
 class SourceBook:
-    """The sources of one chat turn: passages, each with its document's number (from 1)."""
+    """The sources of one chat turn: passages, each with its document's number (from 1), and each with
+    its signed citation links when ``citations`` makes them."""
 
-    def __init__(self) -> None:
+    def __init__(self, citations: CitationLinks | None = None) -> None:
+        self.citations = citations
         self.sources: list[RagSource] = []
         self._passages: dict[tuple[str | None, str], RagSource] = {}
         self._documents: dict[str, int] = {}
@@ -82,6 +86,7 @@ class SourceBook:
         # A passage of no named file is a document of its own.
         document = url or file_id or name or f"passage:{hit.content_hash}"
         number = self._documents.setdefault(document, len(self._documents) + 1)
+        urls = None if self.citations is None else self.citations.for_hit(hit)
         source = RagSource(
             index=number,
             document=document,
@@ -94,6 +99,8 @@ class SourceBook:
             page_number=page_number(meta.get(MetaKey.PAGE)),
             score=hit.relevance,
             text=hit.content,
+            citation_url=None if urls is None else urls.page_image,
+            original_url=None if urls is None else urls.original,
         )
         self.sources.append(source)
         self._passages[(file_id, hit.content_hash)] = source
@@ -113,7 +120,19 @@ def source_events(sources: Sequence[RagSource]) -> list[SourceEvent]:
     """Open WebUI's ``source`` events for ``sources``: one per document, in number order, each with the
     document's passages (``metadata.page`` 0-based, as Open WebUI shows ``page + 1``). Events for a
     document already sent add its new passages to the same citation (Open WebUI merges them by
-    ``metadata.source``)."""
+    ``metadata.source``).
+
+    The citation link: Open WebUI 0.12.4 (``Citations.svelte``, ``Citations/CitationModal.svelte``)
+    links a citation to ``source.url``: the modal's title and each passage's "Content" link open it.
+    That field is one per citation (the first event of a ``metadata.source`` sets it), so passages
+    cannot have links of their own there; the only per-passage field it reads would change the
+    numbering (an http ``metadata.source`` makes the passage a citation of its own). So ``source.url``
+    is the document's http source (a web page), else the page image of its first cited passage
+    (``citation_url``). Open WebUI prefers a passage's ``metadata.file_id`` to ``source.url``, linking
+    its own file store instead, so a document linked to its page image leaves ``file_id`` out of its
+    metadata. Each passage's ``metadata`` still carries its own ``citation_url`` and ``original_url``
+    for other clients, and ``data.url``, which the Open WebUI fork's modal shows as that passage's own
+    link."""
     by_number: dict[int, list[RagSource]] = {}
     for source in sources:
         by_number.setdefault(source.index, []).append(source)
@@ -122,19 +141,25 @@ def source_events(sources: Sequence[RagSource]) -> list[SourceEvent]:
         passages = by_number[number]
         first = passages[0]
         name = first.file_name or first.document
+        page_link = next((passage.citation_url for passage in passages if passage.citation_url), None)
+        linked_to_page = first.url is None and page_link is not None
+        url = first.url or page_link
         metadata = [
             SourceMetadata(
                 source=passage.document,
                 name=name,
-                file_id=passage.file_id,
+                file_id=None if linked_to_page else passage.file_id,
                 collection_name=passage.collection_name,
                 page=passage.page,
                 citation=passage.index,
+                citation_url=passage.citation_url,
+                original_url=passage.original_url,
+                data=None if passage.citation_url is None else PassageLink(url=passage.citation_url),
             )
             for passage in passages
         ]
         data = SourceEventData(
-            source=SourceOrigin(id=first.document, name=name, url=first.url),
+            source=SourceOrigin(id=first.document, name=name, url=url),
             document=[passage.text for passage in passages],
             metadata=metadata,
             distances=[passage.score for passage in passages],

@@ -159,6 +159,16 @@ class RagSource(BaseModel):
     page_number: int | None = Field(default=None, description="The page as people count it (page + 1).")
     score: float = Field(description="Calibrated relevance in [0, 1] (what /search returns in distances).")
     text: str
+    citation_url: str | None = Field(
+        default=None,
+        description="This passage's page as a PNG with the passage highlighted: a signed link to the ingestion "
+        "service that opens without a key until it expires (PDFs and images, with CITATION_SIGNING_KEY and "
+        "CITATION_BASE_URL set; else null).",
+    )
+    original_url: str | None = Field(
+        default=None,
+        description="The original document opened at this passage's page (#page=), signed as citation_url.",
+    )
 
 
 def _absent(value: object) -> bool:
@@ -170,7 +180,18 @@ class SourceOrigin(BaseModel):
 
     id: str = Field(description="The document (RagSource.document).")
     name: str
-    url: str | None = Field(default=None, exclude_if=_absent, description="Its http(s) source, where it has one.")
+    url: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Its http(s) source, where it has one; else its first cited passage's citation_url, where that "
+        "has one (the link Open WebUI's citation view opens).",
+    )
+
+
+class PassageLink(BaseModel):
+    """A passage's link where the Open WebUI fork's citation modal reads it (``metadata.data.url``)."""
+
+    url: str
 
 
 class SourceMetadata(BaseModel):
@@ -182,6 +203,17 @@ class SourceMetadata(BaseModel):
     collection_name: str | None = Field(default=None, exclude_if=_absent)
     page: int | None = Field(default=None, exclude_if=_absent, description="0-based (Open WebUI shows page + 1).")
     citation: int = Field(description="The citation number, [1] for 1.")
+    citation_url: str | None = Field(
+        default=None, exclude_if=_absent, description="This passage's highlighted page (RagSource.citation_url)."
+    )
+    original_url: str | None = Field(
+        default=None, exclude_if=_absent, description="The original at this passage's page (RagSource.original_url)."
+    )
+    data: PassageLink | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="``{url: citation_url}``: the Open WebUI fork shows it as the passage's own Source link.",
+    )
 
 
 class SourceEventData(BaseModel):

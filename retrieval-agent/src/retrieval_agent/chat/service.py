@@ -53,6 +53,7 @@ from retrieval_agent.chat.turn import ChatTurn, insert_system
 from retrieval_agent.chat.upstream import ChatUpstream, unfinished_stream
 from retrieval_agent.memory.service import MemoryService, Speaker
 from retrieval_agent.metrics import SearchMetrics
+from retrieval_agent.search.citations import CitationLinks
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.settings import Settings
 from shared_contract.names import check_collection_name
@@ -75,8 +76,10 @@ class ChatService:
         store: StoreSearch,
         metrics: SearchMetrics,
         memory: MemoryService | None = None,
+        citations: CitationLinks | None = None,
     ) -> None:
         self.settings = settings
+        self.citations = citations
         self.upstream = upstream
         self.search = search
         self.store = store
@@ -126,7 +129,7 @@ class ChatService:
         model, names = self.knowledge_bases_of(request)
         settings = self.settings
         messages = [message.model_dump(exclude_unset=True) for message in request.messages]
-        book = SourceBook()
+        book = SourceBook(self.citations)
         rag_tools: RagTools | None = None
         if names:
             k = request.rag_top_k or settings.chat_context_k

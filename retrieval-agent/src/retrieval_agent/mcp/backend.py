@@ -26,6 +26,7 @@ from retrieval_agent.mcp.models import (
     Passage,
     document_uri,
 )
+from retrieval_agent.search.citations import CitationLinks
 from retrieval_agent.search.pipeline import LinearSearch
 from retrieval_agent.search.scope import request_conditions
 from shared_contract import ContractError, MetaKey
@@ -63,12 +64,19 @@ def _failure(exc: Exception) -> KnowledgeBaseError:
 class InProcessBackend:
     """The tools over the app's lifespan-held search service and store.
 
-    ``search`` and ``store`` are read at call time (the lifespan creates them after the app is built).
+    ``search`` and ``store`` are read at call time (the lifespan creates them after the app is built);
+    ``citations`` signs each passage's links (None: no links).
     """
 
-    def __init__(self, search: Callable[[], LinearSearch], store: Callable[[], StoreSearch]) -> None:
+    def __init__(
+        self,
+        search: Callable[[], LinearSearch],
+        store: Callable[[], StoreSearch],
+        citations: CitationLinks | None = None,
+    ) -> None:
         self._search = search
         self._store = store
+        self._citations = citations
 
     async def search(
         self, query: str, collection: str, *, k: int, document_filter: DocumentFilter | None
@@ -95,6 +103,7 @@ class InProcessBackend:
         for rank, hit in enumerate(hits, start=1):
             file_id = _text(hit.meta.get(MetaKey.FILE_ID))
             tenant = _text(hit.meta.get(MetaKey.COLLECTION_NAME))
+            urls = None if self._citations is None else self._citations.for_hit(hit)
             passages.append(
                 Passage(
                     rank=rank,
@@ -107,6 +116,8 @@ class InProcessBackend:
                     page_number=page_number(hit.meta.get(MetaKey.PAGE)),
                     score=hit.relevance,
                     uri=document_uri(tenant, file_id) if tenant and file_id else None,
+                    citation_url=None if urls is None else urls.page_image,
+                    original_url=None if urls is None else urls.original,
                 )
             )
         return passages
@@ -176,7 +187,8 @@ class InProcessBackend:
 
 
 def app_backend(state: Any) -> InProcessBackend:
-    """The tools over an app's ``state`` (its lifespan sets ``search`` and ``store``, read at call time)."""
+    """The tools over an app's ``state`` (its lifespan sets ``search`` and ``store``, read at call time;
+    ``create_app`` sets ``citations`` before any backend is made)."""
 
     def search() -> LinearSearch:
         pipeline: LinearSearch = state.search
@@ -186,7 +198,8 @@ def app_backend(state: Any) -> InProcessBackend:
         chunks: StoreSearch = state.store
         return chunks
 
-    return InProcessBackend(search, store)
+    citations: CitationLinks | None = state.citations
+    return InProcessBackend(search, store, citations)
 
 
 def _refuse_memory(collection: str) -> None:

@@ -26,6 +26,10 @@ MAX_PAGE = 200
 ONE_DOCUMENT = "read_document takes a file_id or a path, one of them."
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 def document_uri(collection: str, file_id: str) -> str:
     """The resource URI of one document (the ``kb://{collection}/{file_id}`` template)."""
     return f"{DOCUMENT_URI_PREFIX}{collection}/{file_id}"
@@ -44,6 +48,18 @@ class Passage(BaseModel):
     page_number: int | None = Field(default=None, description="The same page as people count it (page + 1).")
     score: float = Field(description="Calibrated relevance in [0, 1] (the /search distance).")
     uri: str | None = Field(default=None, description="The whole document as a resource (kb://collection/file_id).")
+    # Left out when absent: without citation links a passage reads as it did before them.
+    citation_url: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The passage's page as a PNG with the passage highlighted, a signed link that opens without a "
+        "key until it expires (PDFs and images on a server with citation links configured; else absent).",
+    )
+    original_url: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The original document at the passage's page (#page=), signed as citation_url.",
+    )
 
 
 class SearchResult(BaseModel):

@@ -42,7 +42,8 @@ Search the organisation's knowledge bases (document collections) and read their 
 Start with list_collections to learn the collection names, then search one collection with a
 short, specific query. Each passage names its file (file_id, and its path when it was synced from a
 folder) and page; read_document returns a whole document, by file_id or path, when the passages are
-not enough. Cite the file name and page you used."""
+not enough. Cite the file name and page you used, and a passage's highlighted page link
+when it has one."""
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -65,9 +66,10 @@ def _search_text(result: SearchResult) -> str:
     for passage in result.passages:
         where = passage.path or passage.name or passage.file_id or "?"
         page = f", page {passage.page_number}" if passage.page_number is not None else ""
-        blocks.append(
-            f"[{passage.rank}] {where}{page} (file_id {passage.file_id}, score {passage.score:.2f})\n{passage.text}"
-        )
+        head = f"[{passage.rank}] {where}{page} (file_id {passage.file_id}, score {passage.score:.2f})"
+        # The link a person can check the passage by, for the answer to show.
+        link = f"\nhighlighted page: {passage.citation_url}" if passage.citation_url else ""
+        blocks.append(f"{head}{link}\n{passage.text}")
     return "\n\n".join(blocks)
 
 

@@ -38,6 +38,19 @@ class ResultSettings(SettingsGroup):
         "of the same document while they fit (meta.window names the splits); 0 returns the chunk alone.",
     )
 
+    # Citation links (issue 50): where a browser opens the ingestion service's signed citation routes.
+    citation_base_url: str | None = Field(
+        default=None,
+        description="The ingestion service's URL as a browser reaches it (http(s), e.g. https://ingest.example.com); "
+        "with CITATION_SIGNING_KEY also set, every citable passage carries signed links to its highlighted page "
+        "and its original; unset: no links.",
+    )
+
+    @field_validator("citation_base_url")
+    @classmethod
+    def _citation_url(cls, value: str | None) -> str | None:
+        return check_http_url(value)
+
     @property
     def public_metadata_fields(self) -> frozenset[str] | None:
         """The meta keys /search returns; None means every stored key."""

@@ -5,14 +5,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import pytest
 from fastapi.testclient import TestClient
 
-from rag_runtime.store import ChunkStore
+from rag_runtime.embedding import ContractEmbedder
+from rag_runtime.store import ChunkStore, point_id_for
 from retrieval_agent.settings import Settings
 from shared_contract import QdrantUnavailableError
+from shared_contract.citations import verify_link
 
-from ...conftest import AUTH, RecordingStore  # noqa: TID252
+from ...citation_support import (  # noqa: TID252
+    HANDBOOK_CHUNKS,
+    HANDBOOK_TENANT,
+    KEY,
+    LEAVE_QUESTION,
+    LINKS_ON,
+    NOW,
+    add_handbook,
+    clock,
+    page_image_token,
+)
+from ...conftest import AUTH, RecordingStore, make_settings  # noqa: TID252
 from ...contract_support import RebuildableStore, names_the_mismatch  # noqa: TID252
 
 TOOLS = {"search_knowledge_base", "read_document", "list_documents", "list_collections"}
@@ -149,3 +163,19 @@ def test_a_contract_mismatch_refuses_the_search_tool_naming_the_setting_until_it
     answered = api.post("/tools/search", json=body, headers=AUTH)
     assert answered.status_code == 200, answered.text
     assert answered.json()["passages"][0]["name"] == "paris.pdf"
+
+
+def test_search_passages_carry_their_citation_links(
+    app_factory: Callable[..., TestClient], seeded: ChunkStore, embedder: ContractEmbedder
+) -> None:
+    anyio.run(add_handbook, seeded, embedder)
+    client = app_factory(make_settings(**LINKS_ON), seeded, clock=clock)
+    response = client.post(
+        "/tools/search", json={"query": LEAVE_QUESTION, "collection": HANDBOOK_TENANT, "k": 8}, headers=AUTH
+    )
+    assert response.status_code == 200, response.text
+    chunk_id, page, text = HANDBOOK_CHUNKS[0]
+    passage = next(passage for passage in response.json()["passages"] if text in passage["text"])
+    link = verify_link(page_image_token(passage["citation_url"]), KEY, now=NOW)
+    assert (link.point_id, link.page) == (point_id_for(chunk_id), page)
+    assert passage["original_url"].endswith(f"/original#page={page + 1}")

@@ -31,6 +31,13 @@ class CollectionListResponse(BaseModel):
     )
 
 
+class OriginalsUsage(BaseModel):
+    """The collection's kept originals (ORIGINALS_DIR or ORIGINALS_BUCKET)."""
+
+    originals: int = Field(description="Originals kept: one per document, the live version's.")
+    bytes: int
+
+
 class CollectionStatsResponse(BaseModel):
     """200 body of GET /api/v1/collections/{name}/stats (zeros for a collection that holds nothing)."""
 
@@ -45,6 +52,9 @@ class CollectionStatsResponse(BaseModel):
     outdated_documents: int = Field(
         description="Documents built under other settings, an older chunking or contract than this service's "
         "(their ingest fingerprint differs): POST /api/v1/collections/{name}/reindex rebuilds them."
+    )
+    originals: OriginalsUsage | None = Field(
+        default=None, description="The originals kept for page images and reindexing; null with KEEP_ORIGINALS=false."
     )
 
 

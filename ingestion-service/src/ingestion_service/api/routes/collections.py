@@ -13,6 +13,7 @@ from ingestion_service.api.models import (
     CollectionEntry,
     CollectionListResponse,
     CollectionStatsResponse,
+    OriginalsUsage,
     ReindexJobResponse,
     ReindexRequest,
 )
@@ -69,7 +70,11 @@ async def collection_stats(name: CollectionPath, runtime: RuntimeDep) -> Collect
         stats = await runtime.catalog.stats(
             name, ingest_fingerprint(runtime.settings, runtime.settings.extraction_engine)
         )
-    return CollectionStatsResponse.model_validate(stats, from_attributes=True)
+    response = CollectionStatsResponse.model_validate(stats, from_attributes=True)
+    if runtime.originals is not None:
+        usage = await runtime.originals.usage(name)
+        response.originals = OriginalsUsage(originals=usage.originals, bytes=usage.bytes)
+    return response
 
 
 @router.post(

@@ -33,13 +33,13 @@ from ingestion_service.api.models import (
     DocumentView,
 )
 from ingestion_service.errors import (
-    DeleteFailedError,
     DocumentNotFoundError,
     IngestionError,
     InvalidRequestError,
     MetadataUpdateFailedError,
     PipelineFailedError,
 )
+from ingestion_service.indexing import removal
 from ingestion_service.intake.gates import FORBIDDEN_RESPONSE, check_not_memory
 from ingestion_service.intake.handoff import require_qdrant
 from ingestion_service.settings import Settings
@@ -204,10 +204,7 @@ async def delete_document(
     try:
         check_not_memory(collection_name)
         await require_qdrant(runtime)
-        try:
-            deleted = await runtime.index.delete_file(file_id, collection_name)
-        except ContractError as exc:
-            raise DeleteFailedError(str(exc)) from exc
+        deleted = await removal.delete_document(runtime.index, runtime.originals, file_id, collection_name)
     except IngestionError as exc:
         metrics.delete_requests.labels(outcome="failure", code=exc.code).inc()
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from fastapi import APIRouter, Request
 from haystack import Document
@@ -15,6 +16,7 @@ from ingestion_service.api.models import EngineError, EngineResult, ExtractedDoc
 from ingestion_service.api.openapi import EXTRACT_BODY
 from ingestion_service.api.uploads import parse_multipart
 from ingestion_service.documents import Converter, SourceFile
+from ingestion_service.documents.ocr_words import OCR_WORDS_KEY
 from ingestion_service.errors import IngestionError, InvalidRequestError, UnsupportedMediaTypeError
 from ingestion_service.intake.staging import make_workdir, prepare_source, remove_workdir, reserve_upload, upload_path
 from ingestion_service.pipeline.components.file_converter import EXTRACTOR_KEY, convert_checked
@@ -84,8 +86,13 @@ def _result(converter: Converter, documents: list[Document], seconds: float, pro
         seconds=round(seconds, 3),
         characters=sum(len(document.content or "") for document in documents),
         pages=len({document.meta["page"] for document in documents if "page" in document.meta}),
-        documents=[ExtractedDocument(content=doc.content or "", meta=dict(doc.meta)) for doc in documents],
+        documents=[ExtractedDocument(content=doc.content or "", meta=_shown_meta(doc.meta)) for doc in documents],
     )
+
+
+def _shown_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    # The OCR word boxes are the pipeline's input for chunk regions, thousands per page: not shown.
+    return {key: value for key, value in meta.items() if key != OCR_WORDS_KEY}
 
 
 async def _compare(

@@ -10,9 +10,10 @@ from fastapi import APIRouter, Depends, Header, Response
 
 from rag_runtime.http import ERROR_RESPONSES, require_json_body
 from retrieval_agent.api.auth import BEARER
-from retrieval_agent.api.deps import AgentDep, MetricsDep, SearchDep
+from retrieval_agent.api.deps import AgentDep, CitationsDep, MetricsDep, SearchDep
 from retrieval_agent.api.models import SearchRequest, SearchResponse
 from retrieval_agent.errors import AgenticDisabledError
+from retrieval_agent.search.citations import CitationLinks, with_links
 from retrieval_agent.search.leniency import ADJUSTED_HEADER, adjust
 from retrieval_agent.search.postprocess import Hit
 from retrieval_agent.search.scope import request_conditions
@@ -39,12 +40,19 @@ def public_meta(meta: dict[str, Any], fields: frozenset[str] | None) -> dict[str
     return {key: value for key, value in meta.items() if key in fields}
 
 
+def hit_meta(hit: Hit, fields: frozenset[str] | None, citations: CitationLinks | None) -> dict[str, Any]:
+    """A hit's returned metadata: its public keys, then its citation links (after the filtering: they are
+    no stored keys, and SEARCH_METADATA_FIELDS never drops them)."""
+    return with_links(public_meta(hit.meta, fields), None if citations is None else citations.for_hit(hit))
+
+
 async def search(
     body: SearchRequest,
     response: Response,
     search: SearchDep,
     agent: AgentDep,
     metrics: MetricsDep,
+    citations: CitationsDep,
     x_rag_debug: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> SearchResponse:
     """Hybrid search over the tenants in ``collection_names``; one merged result list by default.
@@ -53,6 +61,10 @@ async def search(
 
     With ENABLE_AGENTIC_RAG=true the agentic loop answers (same response shape; headers say how it ended),
     unless ``mode`` is ``linear``.
+
+    With CITATION_SIGNING_KEY and CITATION_BASE_URL set, the metadata of each passage of a PDF or an image
+    carries ``citation_url`` (its page as a PNG, the passage highlighted) and ``original_url`` (the original
+    at that page): signed links to the ingestion service that open without a key until they expire.
     """
     started = time.perf_counter()
     # Before any work: an undeclared attribute or a mistyped condition is a 422 naming the key.
@@ -107,7 +119,7 @@ async def search(
     fields = search.settings.public_metadata_fields
     return SearchResponse(
         documents=[[hit.content for hit in hits] for hits in result_sets],
-        metadatas=[[public_meta(hit.meta, fields) for hit in hits] for hits in result_sets],
+        metadatas=[[hit_meta(hit, fields, citations) for hit in hits] for hits in result_sets],
         distances=[[hit.relevance for hit in hits] for hits in result_sets],
     )
 

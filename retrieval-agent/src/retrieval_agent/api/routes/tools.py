@@ -130,8 +130,9 @@ def _raise(exc: KnowledgeBaseError) -> NoReturn:
 async def search_tool(body: SearchToolRequest, tools: ToolsDep) -> SearchResult:
     """Search one knowledge base for passages about the query (meaning and keywords). Returns the best
     passages first, each with its text, file name, file_id, page_number (as people count pages) and a
-    relevance score in [0, 1]. Cite the file name and page you used. Call read_document with a
-    passage's file_id when the passages are not enough."""
+    relevance score in [0, 1]; a passage of a PDF or an image may carry citation_url, a link to its page
+    with the passage highlighted. Cite the file name and page you used (with that link when there is
+    one). Call read_document with a passage's file_id when the passages are not enough."""
     try:
         passages = await tools.search(body.query, body.collection, k=body.k, document_filter=body.filters)
     except KnowledgeBaseError as exc:
