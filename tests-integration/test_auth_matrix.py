@@ -7,6 +7,8 @@ import pytest
 from integration_support import Stack
 
 PUBLIC = {"/health", "/health/ready", "/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"}
+# Opened by a browser without a key: the signed token in the path is the authorization.
+SIGNED_PREFIX = "/api/v1/citations/"
 
 
 def _variants(key: str) -> list[dict[str, str]]:
@@ -45,7 +47,7 @@ def test_every_protected_route_refuses_every_wrong_key(stack: Stack, service: st
         (method.upper(), path.replace("{file_id}", "some-file"))
         for path, operations in schema["paths"].items()
         for method in operations
-        if path not in PUBLIC
+        if path not in PUBLIC and not path.startswith(SIGNED_PREFIX)
     ]
     assert len(routes) >= 2
     checked = 0
@@ -58,3 +60,16 @@ def test_every_protected_route_refuses_every_wrong_key(stack: Stack, service: st
                 assert response.headers["www-authenticate"].lower().startswith("bearer")
                 checked += 1
     assert checked == len(routes) * len(_variants(key))
+
+
+def test_a_citation_route_takes_only_a_valid_signed_token_whatever_the_key(stack: Stack) -> None:
+    schema = httpx.get(f"{stack.ingestion_url}/openapi.json", timeout=30).json()
+    signed = [path for path in schema["paths"] if path.startswith(SIGNED_PREFIX)]
+    assert len(signed) == 2
+    with httpx.Client(base_url=stack.ingestion_url, timeout=30) as client:
+        for path in signed:
+            # The service's own key opens nothing: a forged token is refused as with no key at all.
+            for headers in [*_variants(stack.ingestion_key), {"Authorization": f"Bearer {stack.ingestion_key}"}]:
+                response = client.get(path.replace("{token}", "e30.forged-signature"), headers=headers)
+                assert response.status_code == 403, (path, headers, response.text)
+                assert response.json()["code"] == "CITATION_LINK_INVALID"

@@ -7,6 +7,7 @@ request and answers as scripted, so engines are tested through their real HTTP c
 from __future__ import annotations
 
 import base64
+import ctypes
 import io
 import ipaddress
 import json
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -233,6 +235,29 @@ def blank_pdf(*sizes: tuple[float, float]) -> bytes:
     finally:
         document.close()
     return buffer.getvalue()
+
+
+def text_pdf(pages: list[list[str]], *, size: tuple[float, float] = (612.0, 792.0)) -> bytes:
+    """A real PDF whose pages hold these lines of text (Helvetica 10 pt, top down), written by PDFium:
+    what LibreOffice's rendering of a document holding that text would be to a text layer."""
+    document = pdfium.PdfDocument.new()
+    try:
+        font = pdfium_c.FPDFText_LoadStandardFont(document.raw, b"Helvetica")
+        for lines in pages:
+            page = document.new_page(*size)
+            for number, line in enumerate(lines):
+                text = pdfium_c.FPDFPageObj_CreateTextObj(document.raw, font, 10.0)
+                buffer = ctypes.create_string_buffer((line + "\0").encode("utf-16-le"))
+                pdfium_c.FPDFText_SetText(text, ctypes.cast(buffer, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+                pdfium_c.FPDFPageObj_Transform(text, 1, 0, 0, 1, 54, size[1] - 54 - 14 * number)
+                pdfium_c.FPDFPage_InsertObject(page.raw, text)
+            pdfium_c.FPDFPage_GenerateContent(page.raw)
+            page.close()
+        buffer_out = io.BytesIO()
+        document.save(buffer_out)
+    finally:
+        document.close()
+    return buffer_out.getvalue()
 
 
 @dataclass(frozen=True)

@@ -96,3 +96,9 @@ def test_an_image_is_its_own_first_page() -> None:
 )
 def test_a_chunk_without_a_page_to_show_gets_no_link(changes: dict[str, object]) -> None:
     assert link_for(_meta(**changes), "p1", expires_at=5) is None
+
+
+def test_an_office_chunk_placed_on_its_rendering_links_to_the_rendered_page() -> None:
+    meta = _meta(format="docx", page=None) | {"geometry": "rendering", "regions": [{"page": 4, "boxes": []}]}
+    assert cited_page(meta) == 4
+    assert cited_page(_meta(format="docx", page=None) | {"geometry": "none"}) is None

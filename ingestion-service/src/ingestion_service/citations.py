@@ -23,10 +23,11 @@ import anyio.to_thread
 
 from ingestion_service.adapters.originals import OriginalKey
 from ingestion_service.documents.page_images import PageNotShownError, render_page
+from ingestion_service.documents.renderings import RENDERING_SUFFIX
 from ingestion_service.errors import CitationGoneError, CitationLinkRefusedError, CitationsDisabledError
 from ingestion_service.runtime import ServiceRuntime
 from shared_contract import MetaKey
-from shared_contract.citations import CitationLinkError, PageLink, verify_link
+from shared_contract.citations import RENDERED_GEOMETRY, CitationLinkError, PageLink, verify_link
 
 CACHE_BYTES = 64 * 1024 * 1024
 GONE = "The cited passage is no longer stored (the document was replaced, reindexed or deleted): search again."
@@ -102,18 +103,21 @@ class CitationPages:
             raise CitationGoneError(GONE)
         return meta
 
-    async def _staged_original(self, link: PageLink, meta: dict[str, Any]) -> CitedOriginal:
-        """The original copied into a new request directory (the caller removes it)."""
+    async def _staged_original(self, link: PageLink, meta: dict[str, Any], *, rendering: bool = False) -> CitedOriginal:
+        """The original (or its PDF rendering) copied into a new request directory (the caller removes it)."""
         originals = self._runtime.originals
         if originals is None:
             raise CitationGoneError("Originals are not kept on this service (KEEP_ORIGINALS=false).")
-        fmt = str(meta.get(MetaKey.FORMAT) or "")
+        fmt = "pdf" if rendering else str(meta.get(MetaKey.FORMAT) or "")
         workdir = await self._runtime.scratch.new_workdir()
         try:
             size = meta.get(MetaKey.SOURCE_BYTES)
-            self._runtime.scratch.reserve(workdir, size if isinstance(size, int) else 0)
+            # A rendering is not counted in SOURCE_BYTES; its reservation is the staging area's check.
+            self._runtime.scratch.reserve(workdir, size if isinstance(size, int) and not rendering else 0)
             path = workdir / f"original.{fmt or 'bin'}"
-            if not await originals.fetch(OriginalKey(link.collection_name, link.file_id, link.source_hash), path):
+            variant = RENDERING_SUFFIX if rendering else ""
+            key = OriginalKey(link.collection_name, link.file_id, link.source_hash, variant)
+            if not await originals.fetch(key, path):
                 raise CitationGoneError(GONE)
         except BaseException:
             await self._runtime.scratch.remove_workdir(workdir)
@@ -129,9 +133,11 @@ class CitationPages:
         cached = self._cache.get(cache_key)
         if cached is not None:
             return cached
-        original = await self._staged_original(link, meta)
+        # An office document's chunk sits on its PDF rendering's page.
+        rendered = meta.get(MetaKey.GEOMETRY) == RENDERED_GEOMETRY
+        original = await self._staged_original(link, meta, rendering=rendered)
         try:
-            fmt = str(meta.get(MetaKey.FORMAT) or "")
+            fmt = "pdf" if rendered else str(meta.get(MetaKey.FORMAT) or "")
             boxes = _regions_on(meta, link.page)
             image = await anyio.to_thread.run_sync(
                 lambda: render_page(original.path, fmt, link.page, boxes, width=width)

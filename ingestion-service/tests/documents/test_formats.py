@@ -229,6 +229,8 @@ def test_odp_goes_through_gotenberg_when_configured(
     assert [upload.filename for upload in gotenberg_server.uploads] == ["docling__odf_presentation_01.odp"]
     assert stored[0].payload["meta"]["converted_by"] == "gotenberg"
     assert "Lorem ipsum" in "".join(record.payload["content"] for record in stored)
+    # Converted once: the extraction's PDF is also the page rendering the chunks are placed on.
+    assert {record.payload["meta"]["geometry"] for record in stored} == {"rendering"}
 
 
 def test_unsupported_format_is_422(client: TestClient, upload: Upload, tmp_path: Path) -> None:

@@ -35,6 +35,9 @@ MAX_TOKEN_CHARS = 4096
 # Originals the ingestion service renders pages of (``meta.format``); an image is one page.
 PAGED_FORMATS = frozenset({"pdf"})
 IMAGE_FORMATS = frozenset({"png", "jpg", "jpeg", "jpe", "tif", "tiff", "webp", "bmp", "gif"})
+# ``meta.geometry`` of a chunk placed on a PDF rendering of its office document (Gotenberg): its
+# page is its regions' page, shown from the rendering kept beside the original.
+RENDERED_GEOMETRY = "rendering"
 
 
 class CitationLinkError(ContractError):
@@ -118,10 +121,15 @@ def _text(meta: dict[str, Any], key: str) -> str | None:
 
 
 def cited_page(meta: dict[str, Any]) -> int | None:
-    """The 0-based page a chunk's link opens, None when its original has no page to show (not a PDF or
-    an image, or stored without its source hash)."""
+    """The 0-based page a chunk's link opens, None when its original has no page to show (not a PDF, an
+    image or an office document placed on its rendering, or stored without its source hash)."""
     if _text(meta, MetaKey.SOURCE_HASH) is None:
         return None
+    if meta.get(MetaKey.GEOMETRY) == RENDERED_GEOMETRY:
+        regions = meta.get(MetaKey.REGIONS)
+        first = regions[0] if isinstance(regions, list) and regions and isinstance(regions[0], dict) else {}
+        rendered_page = first.get("page")
+        return rendered_page if isinstance(rendered_page, int) and not isinstance(rendered_page, bool) else None
     fmt = _text(meta, MetaKey.FORMAT)
     page = meta.get(MetaKey.PAGE)
     page = page if isinstance(page, int) and not isinstance(page, bool) and page >= 0 else None

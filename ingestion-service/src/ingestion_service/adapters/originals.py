@@ -39,16 +39,28 @@ def name_token(name: str) -> str:
 
 @dataclass(frozen=True)
 class OriginalKey:
-    """One stored original: a version (``sha256``) of one file of one tenant."""
+    """One stored original: a version (``sha256``) of one file of one tenant, or what is kept with it
+    (``variant``, a suffix such as ``.rendering.pdf``)."""
 
     collection_name: str
     file_id: str
     sha256: str
+    variant: str = ""
 
     @property
     def parts(self) -> tuple[str, str, str]:
-        """The key's segments: tenant, file, content."""
-        return name_token(self.collection_name), name_token(self.file_id), self.sha256
+        """The key's segments: tenant, file, content (and variant)."""
+        return name_token(self.collection_name), name_token(self.file_id), self.sha256 + self.variant
+
+
+def version_of(name: str) -> str:
+    """The sha256 a stored name belongs to (a variant's too)."""
+    return name.split(".", 1)[0]
+
+
+def is_original(name: str) -> bool:
+    """Whether a stored name is an original itself, not a variant kept with one."""
+    return "." not in name
 
 
 @dataclass(frozen=True)
@@ -72,16 +84,16 @@ class OriginalStore(Protocol):
         """Copy the original into ``destination``; False when it is not stored."""
 
     def versions(self, collection_name: str, file_id: str) -> dict[str, int]:
-        """The stored versions of one file: sha256 -> size."""
+        """What is stored of one file: name (a sha256, or a sha256 and a variant) -> size."""
 
     def remove(self, collection_name: str, file_id: str, sha256: str) -> int:
-        """Remove one version; the bytes freed (0 when it was not stored)."""
+        """Remove one stored name (``versions``); the bytes freed (0 when it was not stored)."""
 
     def remove_everywhere(self, file_id: str) -> int:
         """Remove the file's originals in every tenant; the bytes freed."""
 
     def usage(self, collection_name: str | None = None) -> Usage:
-        """The originals of one tenant, or of the whole store."""
+        """The originals of one tenant, or of the whole store (variants count in bytes, not in originals)."""
 
 
 class LocalOriginals:
@@ -192,7 +204,7 @@ class LocalOriginals:
             for folder, _dirs, files in os.walk(top):
                 for name in files:
                     if not name.endswith(_PART_SUFFIX):
-                        count += 1
+                        count += is_original(name)
                         size += (Path(folder) / name).stat().st_size
         except OSError as exc:
             raise OriginalStoreError(f"counting originals under {self.root} failed: {exc}") from exc
@@ -301,4 +313,4 @@ class S3Originals:
         """Lists the tenant's prefix (or the store's)."""
         prefix = self.prefix if collection_name is None else f"{self.prefix}{name_token(collection_name)}/"
         sizes = self._list(prefix)
-        return Usage(originals=len(sizes), bytes=sum(sizes.values()))
+        return Usage(originals=sum(is_original(key.rsplit("/", 1)[-1]) for key in sizes), bytes=sum(sizes.values()))

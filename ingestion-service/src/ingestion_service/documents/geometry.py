@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ingestion_service.documents.pdfium_lock import PDFIUM_LOCK
+from shared_contract.citations import RENDERED_GEOMETRY
 
 if TYPE_CHECKING:
     import pypdfium2 as pdfium
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
 Box = tuple[float, float, float, float]
 
 # What ``meta.geometry`` says of a chunk: boxes from the text layer, from the OCR engine's word
-# boxes, or none to show.
+# boxes, from the text layer of an office document's PDF rendering (its pages), or none to show.
 TEXT_LAYER: Final = "text_layer"
 OCR: Final = "ocr"
+RENDERING: Final = RENDERED_GEOMETRY
 NO_GEOMETRY: Final = "none"
 
 # A word: letters and digits, across a hyphen PDFium marks as a line-end break (\x02, or \ufffe in
@@ -62,6 +64,10 @@ _MAX_CANDIDATES: Final = 4
 _MAX_GRAM_PLACES: Final = 50
 _MIN_SPREAD: Final = 10
 _DIGITS: Final = 4
+
+
+# A chunk of a rendering is looked for on the page the one before it was found on and this many after.
+_LOCATE_AHEAD: Final = 3
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,16 @@ class PdfTextLayer:
         """The line rectangles of ``text`` on ``page`` (0-based), or [] when it is not found there."""
         layout = self._page(page)
         return [] if layout is None else layout.regions(text)
+
+    def locate(self, text: str, *, near: int) -> tuple[int, list[Box]] | None:
+        """The page ``text`` is found on, looking from page ``near`` a few pages on and one back (a
+        document's chunks come in reading order), with its line rectangles; None when not found there."""
+        with PDFIUM_LOCK:
+            count = len(self._document)
+        for number in (*range(near, near + _LOCATE_AHEAD + 1), near - 1):
+            if 0 <= number < count and (boxes := self.regions(number, text)):
+                return number, boxes
+        return None
 
     def _page(self, number: int) -> PageLayout | None:
         if number not in self._pages:

@@ -41,6 +41,7 @@ from ingestion_service.documents.pdf_survey import PdfSurvey, survey_pdf
 from ingestion_service.documents.pdf_tables import with_pdf_tables
 from ingestion_service.documents.pdfium_lock import PDFIUM_LOCK
 from ingestion_service.documents.rendering import render_page
+from ingestion_service.documents.renderings import rendering_path
 from ingestion_service.documents.sniffing import inspect_source
 from ingestion_service.documents.text_quality import word_quality
 from ingestion_service.errors import (
@@ -561,12 +562,11 @@ class KreuzbergConverter:
                 pdf = client.to_pdf(source.path, source.filename)
             finally:
                 client.close()
-            pdf_path = source.path.with_name(source.path.stem + ".gotenberg.pdf")
+            # Kept where the page rendering goes: ChunkRegions places the chunks on it, and it is kept
+            # with the original, so the document is converted once.
+            pdf_path = rendering_path(source.path)
             pdf_path.write_bytes(pdf)
-            try:
-                documents = self._convert(SourceFile(pdf_path, source.filename, "application/pdf"), "application/pdf")
-            finally:
-                pdf_path.unlink(missing_ok=True)
+            documents = self._convert(SourceFile(pdf_path, source.filename, "application/pdf"), "application/pdf")
             for document in documents:
                 document.meta["converted_by"] = "gotenberg"
             return documents

@@ -11,6 +11,7 @@ from haystack import Pipeline
 from ingestion_service import run_control
 from ingestion_service.adapters.chunk_index import ChunkIndex
 from ingestion_service.documents import ConverterRegistry
+from ingestion_service.documents.renderings import PageRenderer
 from ingestion_service.pipeline.components.chunk_finalizer import ChunkFinalizer
 from ingestion_service.pipeline.components.chunk_regions import ChunkRegions
 from ingestion_service.pipeline.components.chunk_writer import ChunkWriter, WriteBatch
@@ -99,7 +100,10 @@ def build_parts(
             embed_text, overlap=overlap, observer=observer, max_chunks=settings.max_chunks_per_document
         ),
         language_tagger=LanguageTagger(language_identifier(), observer=observer),
-        regions=ChunkRegions(observer=observer),
+        regions=ChunkRegions(
+            observer=observer,
+            renderer=PageRenderer(settings) if settings.gotenberg_url and settings.gotenberg_page_renderings else None,
+        ),
         dense_embedder=ContractDenseEmbedder(embedder, embed_text, sparse_enabled=sparse_on, observer=observer),
         sparse_embedder=ContractSparseEmbedder(embedder, embed_text, observer=observer) if sparse_on else None,
         guard=EmbeddingGuard(dim=embedder.dim, require_sparse=sparse_on, observer=observer),

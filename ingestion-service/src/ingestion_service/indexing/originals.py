@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import anyio.to_thread
 
 from ingestion_service.adapters.chunk_index import ChunkIndex
-from ingestion_service.adapters.originals import OriginalKey, OriginalStore, Usage
+from ingestion_service.adapters.originals import OriginalKey, OriginalStore, Usage, version_of
+from ingestion_service.documents.renderings import RENDERING_SUFFIX, rendering_path
 from ingestion_service.indexing.job import IngestJob
 from ingestion_service.metrics import IngestMetrics
 from shared_contract import MetaKey
@@ -55,11 +57,16 @@ class Originals:
         return OriginalKey(job.collection_name, job.file_id, job.identity.sha256)
 
     async def keep(self, job: IngestJob) -> bool:
-        """Store the job's source under its sha256 unless it is there; False when it is not kept (cap, no bytes)."""
+        """Store the job's source under its sha256 unless it is there, and its PDF rendering when the run
+        made one; False when the original is not kept (cap, no bytes)."""
         key = self.key_of(job)
         if key is None:
             return False
-        return await anyio.to_thread.run_sync(self._keep, key, job.source.path)
+        kept = await anyio.to_thread.run_sync(self._keep, key, job.source.path)
+        rendering = rendering_path(job.source.path)
+        if kept and await anyio.to_thread.run_sync(rendering.is_file):
+            await anyio.to_thread.run_sync(self._keep, replace(key, variant=RENDERING_SUFFIX), rendering)
+        return kept
 
     def _keep(self, key: OriginalKey, source: Path) -> bool:
         if self.store.exists(key):
@@ -97,9 +104,9 @@ class Originals:
 
     def _prune(self, collection_name: str, file_id: str, live: object) -> None:
         freed = 0
-        for sha256 in self.store.versions(collection_name, file_id):
-            if sha256 != live:
-                freed += self.store.remove(collection_name, file_id, sha256)
+        for name in self.store.versions(collection_name, file_id):
+            if version_of(name) != live:
+                freed += self.store.remove(collection_name, file_id, name)
         self._release(freed)
 
     async def forget_everywhere(self, file_id: str) -> None:

@@ -162,6 +162,11 @@ class GotenbergSettings(SettingsGroup):
     gotenberg_connect_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=5.0, gt=0)
     gotenberg_read_timeout: Annotated[float, Fingerprint.OPERATIONAL] = Field(default=120.0, gt=0)
     gotenberg_tls_verify: Annotated[bool, Fingerprint.OPERATIONAL] = True
+    gotenberg_page_renderings: Annotated[bool, Fingerprint.SHAPES] = Field(
+        default=True,
+        description="With GOTENBERG_URL: render each office document (DOCX, ODT, RTF, slides) to PDF, place its "
+        "chunks on the rendering's pages and keep it, so citations show those pages.",
+    )
 
     @field_validator("gotenberg_url")
     @classmethod

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pypdfium2 as pdfium
 import pytest
+from fastapi.testclient import TestClient
 from PIL import Image
+
+from shared_contract.citations import link_for, page_image_url, sign_link
+
+from ...scripted_servers import GotenbergStandIn, text_pdf  # noqa: TID252
 
 if TYPE_CHECKING:
     from ...conftest import AppFactory, Points, Upload  # noqa: TID252
@@ -98,3 +105,77 @@ def test_the_chunks_of_an_ocrd_page_are_boxed_from_the_ocr_words_where_their_ink
         assert region["page"] == meta["page"] == 0
         inked = [dark_share(image, box) for box in region["boxes"]]
         assert sum(1 for share in inked if share > 0.05) >= 0.9 * len(inked)
+
+
+DOCX = "docx/docling__textbox.docx"
+RENDER_KEY = "rendering-citation-key-0123456789-abcdef"
+
+
+def _rendering_of(client: TestClient, path: Path) -> list[list[str]]:
+    """What LibreOffice would print of ``path``: its extracted text in lines, 12 lines a page."""
+    with path.open("rb") as handle:
+        response = client.post("/api/v1/extract", files={"file": (path.name, handle)})
+    assert response.status_code == 200, response.text
+    words = " ".join(document["content"] for document in response.json()["documents"]).split()
+    lines, line = [], ""
+    for word in words:
+        if len(line) + len(word) > 90:
+            lines.append(line)
+            line = ""
+        line = f"{line} {word}".strip()
+    lines.append(line)
+    return [lines[start : start + 12] for start in range(0, len(lines), 12)]
+
+
+def test_an_office_document_is_placed_on_its_gotenberg_rendering_and_shown_from_it(
+    app_client: AppFactory, upload: Upload, points: Points, docs: Path, gotenberg_server: GotenbergStandIn
+) -> None:
+    with app_client(gotenberg_url=gotenberg_server.url, citation_signing_key=RENDER_KEY) as client:
+        pages = _rendering_of(client, docs / DOCX)
+        assert len(pages) >= 2
+        gotenberg_server.pdf = text_pdf(pages)
+        response = upload(client, docs / DOCX, file_id="tables", collection_name=KB)
+        assert response.status_code == 200, response.text
+        stored = points(client, file_id="tables", collection_name=KB)
+        stats = client.get(f"/api/v1/collections/{KB}/stats").json()
+        placed = [record for record in stored if record.payload["meta"]["geometry"] == "rendering"]
+        assert placed
+        meta = placed[-1].payload["meta"]
+        link = link_for(meta, str(placed[-1].point_id), expires_at=int(time.time()) + 60)
+        assert link is not None
+        image = client.get(page_image_url("", sign_link(link, RENDER_KEY.encode())), headers={"Authorization": ""})
+    assert [upload.filename for upload in gotenberg_server.uploads] == ["source.docx"]
+    # Most chunks are found on the rendering, each on the page that holds its words.
+    assert len(placed) >= len(stored) * 0.8
+    assert {record.payload["meta"]["regions"][0]["page"] for record in placed} == set(range(len(pages)))
+    for record in placed:
+        [region] = record.payload["meta"]["regions"]
+        assert "page" not in record.payload["meta"]
+        assert region["boxes"]
+    # The rendering is kept with the original, not counted as another one.
+    assert stats["originals"] == {
+        "originals": 1,
+        "bytes": (docs / DOCX).stat().st_size + len(gotenberg_server.pdf),
+    }
+    assert image.status_code == 200, image.text
+    shown = Image.open(io.BytesIO(image.content)).convert("RGB")
+    # The rendering's page (US Letter), the chunk's first line highlighted.
+    assert abs(shown.height - round(shown.width * 792 / 612)) <= 1
+    x0, y0, x1, y1 = meta["regions"][0]["boxes"][0]
+    centre = shown.getpixel((int((x0 + x1) / 2 * shown.width), int((y0 + y1) / 2 * shown.height)))
+    assert isinstance(centre, tuple)
+    assert centre[2] < centre[0] - 40
+
+
+def test_a_failed_rendering_leaves_the_office_document_without_regions(
+    app_client: AppFactory, upload: Upload, points: Points, docs: Path, gotenberg_server: GotenbergStandIn
+) -> None:
+    gotenberg_server.status = 503
+    with app_client(gotenberg_url=gotenberg_server.url) as client:
+        response = upload(client, docs / DOCX, file_id="tables", collection_name=KB)
+        assert response.status_code == 200, response.text
+        stored = points(client, file_id="tables", collection_name=KB)
+        stats = client.get(f"/api/v1/collections/{KB}/stats").json()
+    assert stored
+    assert {record.payload["meta"]["geometry"] for record in stored} == {"none"}
+    assert stats["originals"] == {"originals": 1, "bytes": (docs / DOCX).stat().st_size}

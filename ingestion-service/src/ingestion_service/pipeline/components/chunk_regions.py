@@ -10,6 +10,7 @@ from ingestion_service.documents import SourceFile
 from ingestion_service.documents.geometry import (
     NO_GEOMETRY,
     OCR,
+    RENDERING,
     TEXT_LAYER,
     PageLayout,
     PageWords,
@@ -17,6 +18,7 @@ from ingestion_service.documents.geometry import (
     pdf_text_layer,
 )
 from ingestion_service.documents.ocr_words import OCR_WORDS_KEY
+from ingestion_service.documents.renderings import PageRenderer
 from ingestion_service.pipeline.observe import StageObserver, timed
 from ingestion_service.run_control import checkpoint
 from shared_contract import MetaKey
@@ -41,10 +43,15 @@ class ChunkRegions:
     every chunk here, so only the regions are stored. Chunks of other formats, and those whose
     words are not on their page, say ``geometry: none`` and carry no regions: nothing is guessed.
     Chunks come in reading order, which places a repeated paragraph on the right copy.
+
+    An office document with a ``renderer`` (Gotenberg) is placed on its PDF rendering instead: each
+    chunk on the rendering's page where its words are, looked for from the page the chunk before
+    it was found on (``geometry: rendering``; the regions' page is the rendering's).
     """
 
-    def __init__(self, observer: StageObserver | None = None) -> None:
+    def __init__(self, observer: StageObserver | None = None, renderer: PageRenderer | None = None) -> None:
         self.observer = observer
+        self.renderer = renderer
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], source: SourceFile) -> dict[str, list[Document]]:
@@ -53,6 +60,10 @@ class ChunkRegions:
             layer: PdfTextLayer | None = None
             if _is_pdf(source):
                 layer = stack.enter_context(pdf_text_layer(source.path))
+            elif self.renderer is not None and (rendering := self.renderer.render(source)) is not None:
+                rendered = stack.enter_context(pdf_text_layer(rendering))
+                if rendered is not None:
+                    return {"documents": _placed_on_rendering(documents, rendered)}
             ocr_pages: dict[int, PageLayout] = {}
             for chunk in documents:
                 checkpoint()
@@ -74,3 +85,21 @@ class ChunkRegions:
                     chunk.meta[MetaKey.REGIONS] = [{"page": page, "boxes": [list(box) for box in boxes]}]
                     chunk.meta[MetaKey.GEOMETRY] = geometry
         return {"documents": documents}
+
+
+def _placed_on_rendering(documents: list[Document], rendering: PdfTextLayer) -> list[Document]:
+    near = 0
+    for chunk in documents:
+        checkpoint()
+        chunk.meta.pop(OCR_WORDS_KEY, None)
+        chunk.meta[MetaKey.GEOMETRY] = NO_GEOMETRY
+        # A slide's chunks know their slide, which is the rendering's page.
+        page = chunk.meta.get(MetaKey.PAGE)
+        slide = page if isinstance(page, int) and not isinstance(page, bool) and page >= 0 else None
+        found = rendering.locate(chunk.content or "", near=near if slide is None else slide)
+        if found is None:
+            continue
+        near, boxes = found
+        chunk.meta[MetaKey.REGIONS] = [{"page": near, "boxes": [list(box) for box in boxes]}]
+        chunk.meta[MetaKey.GEOMETRY] = RENDERING
+    return documents
