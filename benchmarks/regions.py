@@ -68,15 +68,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import httpx
 import numpy as np
 
-from benchmarks.client import BenchmarkHTTPError
 from benchmarks.quality import RESULTS_DIR, machine
-from benchmarks.realdocs import COLLECTION, DEFAULT_DOCS_DIR, doc_file_id
-from benchmarks.realdocs.__main__ import INSPECTION_ENV, PAGE_LIMIT, ingest_files
+from benchmarks.realdocs import DEFAULT_DOCS_DIR, doc_file_id
+from benchmarks.realdocs.__main__ import INSPECTION_ENV, ingest_files, stored_chunks
 from benchmarks.stack import Stack, StackError, attached_stack, running_stack
 from ingestion_service.documents.geometry import turned
 
@@ -621,27 +619,10 @@ def measure_document(path: Path, rel: str, chunks: Sequence[dict[str, Any]]) -> 
 
 async def fetch_chunks_with_meta(stack: Stack, file_id: str) -> list[dict[str, Any]]:
     """Every stored chunk of the file ({content, meta}), in the API's (split id) order."""
-    chunks: list[dict[str, Any]] = []
     async with httpx.AsyncClient(
         base_url=stack.ingestion_url, headers={"Authorization": f"Bearer {stack.ingestion_key}"}, timeout=120.0
     ) as http:
-        offset: str | None = None
-        while True:
-            params: dict[str, str | int] = {
-                "include_content": "full",
-                "limit": PAGE_LIMIT,
-                "collection_name": COLLECTION,
-            }
-            if offset:
-                params["offset"] = offset
-            response = await http.get(f"/api/v1/documents/{quote(file_id, safe='')}/chunks", params=params)
-            if response.status_code != 200:
-                raise BenchmarkHTTPError(f"chunks of {file_id}", response.status_code, response.text)
-            body = response.json()
-            chunks.extend(body["chunks"])
-            offset = body.get("next_offset")
-            if not offset:
-                return chunks
+        return await stored_chunks(http, file_id)
 
 
 @contextmanager

@@ -160,6 +160,31 @@ class StoredChunk:
     text: str
 
 
+async def stored_chunks(http: httpx.AsyncClient, file_id: str) -> list[dict[str, Any]]:
+    """One file's stored chunks as the inspection API lists them ({content, meta, ...}), in split id order.
+
+    ``http`` is a client on the ingestion service with its key.
+    """
+    chunks: list[dict[str, Any]] = []
+    offset: str | None = None
+    while True:
+        params: dict[str, str | int] = {"include_content": "full", "limit": PAGE_LIMIT, "collection_name": COLLECTION}
+        if offset:
+            params["offset"] = offset
+        response = await http.get(f"/api/v1/documents/{quote(file_id, safe='')}/chunks", params=params)
+        if response.status_code == 404:
+            raise InspectionUnavailableError(
+                "the inspection API answered 404; start the stack with ENABLE_INSPECTION_API=true"
+            )
+        if response.status_code != 200:
+            raise BenchmarkHTTPError(f"chunks of {file_id}", response.status_code, response.text)
+        body = response.json()
+        chunks.extend(body["chunks"])
+        offset = body.get("next_offset")
+        if not offset:
+            return chunks
+
+
 async def fetch_chunks(
     stack: Stack, file_ids: Sequence[str], *, transport: httpx.AsyncBaseTransport | None = None
 ) -> list[StoredChunk]:
@@ -172,27 +197,8 @@ async def fetch_chunks(
         transport=transport,
     ) as http:
         for file_id in file_ids:
-            offset: str | None = None
-            while True:
-                params: dict[str, str | int] = {
-                    "include_content": "full",
-                    "limit": PAGE_LIMIT,
-                    "collection_name": COLLECTION,
-                }
-                if offset:
-                    params["offset"] = offset
-                response = await http.get(f"/api/v1/documents/{quote(file_id, safe='')}/chunks", params=params)
-                if response.status_code == 404:
-                    raise InspectionUnavailableError(
-                        "the inspection API answered 404; start the stack with ENABLE_INSPECTION_API=true"
-                    )
-                if response.status_code != 200:
-                    raise BenchmarkHTTPError(f"chunks of {file_id}", response.status_code, response.text)
-                body = response.json()
-                chunks.extend(StoredChunk(file_id, str(chunk.get("content") or "")) for chunk in body["chunks"])
-                offset = body.get("next_offset")
-                if not offset:
-                    break
+            stored = await stored_chunks(http, file_id)
+            chunks.extend(StoredChunk(file_id, str(chunk.get("content") or "")) for chunk in stored)
     return chunks
 
 

@@ -15,7 +15,7 @@ import hashlib
 import logging
 import os
 import shutil
-import threading
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -101,9 +101,6 @@ class LocalOriginals:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        # Writers of one process never share a temporary name.
-        self._counter = 0
-        self._lock = threading.Lock()
 
     def _path(self, key: OriginalKey) -> Path:
         tenant, file, sha256 = key.parts
@@ -121,9 +118,10 @@ class LocalOriginals:
         target = self._path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                self._counter += 1
-                temporary = target.with_name(f"{target.name}.{os.getpid()}.{self._counter}{_PART_SUFFIX}")
+            # A name of its own for every writer, in any process: the rename is the only shared step.
+            descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f"{target.name}.", suffix=_PART_SUFFIX)
+            os.close(descriptor)
+            temporary = Path(name)
             try:
                 shutil.copyfile(source, temporary)
                 os.replace(temporary, target)

@@ -70,7 +70,9 @@ def test_a_signed_link_opens_the_page_without_a_key_with_the_passage_highlighted
         link = _link(points, client, page=1)
         boxes = _boxes(client, link, points)
         response = _get(client, page_image_url("http://testserver", sign_link(link, KEY.encode())) + "?width=800")
+        metrics = client.get("/metrics").text
     assert response.status_code == 200, response.text
+    assert 'citation_pages_total{kind="page",outcome="ok"} 1.0' in metrics
     assert response.headers["content-type"] == "image/png"
     assert response.headers["cache-control"].startswith("private, max-age=")
     image = Image.open(io.BytesIO(response.content)).convert("RGB")
@@ -119,7 +121,9 @@ def test_an_expired_a_tampered_and_a_forged_link_are_refused_with_403(
             for name, value in {"expired": expired, "changed": changed, "forged": forged}.items()
         }
         valid = _get(client, page_image_url("http://testserver", token))
+        metrics = client.get("/metrics").text
     assert valid.status_code == 200
+    assert 'citation_pages_total{kind="page",outcome="CITATION_LINK_INVALID"} 3.0' in metrics
     for name, response in answers.items():
         assert response.status_code == 403, name
         assert response.json()["code"] == "CITATION_LINK_INVALID", name

@@ -4,6 +4,8 @@ Bearer key (the token is the authorization; ``shared_contract.citations``)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -50,12 +52,15 @@ def _private_cache(link: PageLink) -> dict[str, str]:
     return {"Cache-Control": f"private, max-age={seconds}"}
 
 
-def _counted(pages: CitationPages, runtime: RuntimeDep, kind: str, token: str) -> PageLink:
+@contextmanager
+def _counted(runtime: RuntimeDep, kind: str) -> Iterator[None]:
+    """``citation_pages_total``: ``ok``, or the code of the typed error the block raised."""
     try:
-        return pages.verify(token)
+        yield
     except IngestionError as exc:
         runtime.metrics.citation_pages.labels(kind=kind, outcome=exc.code).inc()
         raise
+    runtime.metrics.citation_pages.labels(kind=kind, outcome="ok").inc()
 
 
 @router.get(
@@ -70,15 +75,11 @@ async def page_image(
     width: Annotated[int, Query(ge=200, le=4000, description="The image's width in pixels.")] = 1200,
 ) -> Response:
     """The cited page as a PNG with the passage's regions highlighted (a page without regions: none)."""
-    link = _counted(pages, runtime, "page", token)
-    await require_qdrant(runtime)
-    try:
+    with _counted(runtime, "page"):
+        link = pages.verify(token)
+        await require_qdrant(runtime)
         with store_failures(PipelineFailedError):
             image = await pages.page_image(link, width)
-    except IngestionError as exc:
-        runtime.metrics.citation_pages.labels(kind="page", outcome=exc.code).inc()
-        raise
-    runtime.metrics.citation_pages.labels(kind="page", outcome="ok").inc()
     return Response(image, media_type="image/png", headers=_private_cache(link))
 
 
@@ -92,15 +93,11 @@ async def page_image(
 )
 async def original(token: TokenPath, runtime: RuntimeDep, pages: PagesDep) -> FileResponse:
     """The original the cited passage was cut from, shown inline."""
-    link = _counted(pages, runtime, "original", token)
-    await require_qdrant(runtime)
-    try:
+    with _counted(runtime, "original"):
+        link = pages.verify(token)
+        await require_qdrant(runtime)
         with store_failures(PipelineFailedError):
             staged = await pages.original(link)
-    except IngestionError as exc:
-        runtime.metrics.citation_pages.labels(kind="original", outcome=exc.code).inc()
-        raise
-    runtime.metrics.citation_pages.labels(kind="original", outcome="ok").inc()
     return FileResponse(
         staged.path,
         media_type=staged.media_type,
