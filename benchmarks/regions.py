@@ -39,7 +39,7 @@ Metrics, per chunk that says ``geometry: text_layer`` or ``geometry: ocr``:
   matched characters (consecutive in the page's alnum sequence) on one line: from the run's first to
   its last character, spanning the chars' top to bottom, so word spaces count as text, as a highlight
   shows them. A run is cut where the next char's vertical centre leaves the run's height or it
-  steps back left.
+  steps back left (back right in a right-to-left chunk's reversed lines).
 
 A chunk without regions is listed with a reason: ``no page``, ``no text layer`` (pdfplumber finds
 no chars on the page), ``no words on the page`` (Tesseract finds none), ``words not found`` or
@@ -222,9 +222,9 @@ class Truth:
     positions: list[int] = field(default_factory=list)  # alnum positions, for the next chunk's ``after``
 
 
-def ground_truth(chars: Sequence[Char], chunk_text: str, after: int = 0) -> Truth:
+def ground_truth(chars: Sequence[Char], chunk_text: str, after: int = 0, *, right_to_left: bool = False) -> Truth:
     """The chunk's chars on the page; ``after``: where the previous chunk of the page starts, +1
-    (see :func:`matched_positions`)."""
+    (see :func:`matched_positions`); ``right_to_left``: ``chars`` run right to left on a line."""
     page_seq, owners = alnum_sequence(chars)
     positions = matched_positions(page_seq, chunk_text, after=after)
     indexes: list[int] = []
@@ -232,11 +232,14 @@ def ground_truth(chars: Sequence[Char], chunk_text: str, after: int = 0) -> Trut
         owner = owners[position]
         if not indexes or indexes[-1] != owner:
             indexes.append(owner)
-    return Truth(sorted(set(indexes)), footprint(chars, positions, owners), positions)
+    return Truth(sorted(set(indexes)), footprint(chars, positions, owners, right_to_left=right_to_left), positions)
 
 
-def footprint(chars: Sequence[Char], positions: Sequence[int], owners: Sequence[int]) -> list[Box]:
-    """One rectangle per run of consecutive matched alnum positions on one line."""
+def footprint(
+    chars: Sequence[Char], positions: Sequence[int], owners: Sequence[int], *, right_to_left: bool = False
+) -> list[Box]:
+    """One rectangle per run of consecutive matched alnum positions on one line (read right to
+    left when ``right_to_left``: a run is cut where it steps back right)."""
     boxes: list[list[float]] = []
     previous: int | None = None
     for position in positions:
@@ -244,7 +247,9 @@ def footprint(chars: Sequence[Char], positions: Sequence[int], owners: Sequence[
         if boxes and previous is not None and position == previous + 1:
             line = boxes[-1]
             middle = (char.y0 + char.y1) / 2
-            if line[1] <= middle <= line[3] and char.x0 >= line[0] - (line[3] - line[1]) * 0.5:
+            slack = (line[3] - line[1]) * 0.5
+            onward = char.x1 <= line[2] + slack if right_to_left else char.x0 >= line[0] - slack
+            if line[1] <= middle <= line[3] and onward:
                 line[0], line[1] = min(line[0], char.x0), min(line[1], char.y0)
                 line[2], line[3] = max(line[2], char.x1), max(line[3], char.y1)
                 previous = position
@@ -545,7 +550,7 @@ def measure_chunk(
         # pdfminer gives right-to-left script in visual order (each line's letters reversed); the
         # chunk holds it in logical order, so its lines are read the other way too.
         order = reversed_lines(chars)
-        turned = ground_truth([chars[i] for i in order], content, starts.get(-page_no - 1, 0))
+        turned = ground_truth([chars[i] for i in order], content, starts.get(-page_no - 1, 0), right_to_left=True)
         if turned.positions:
             starts[-page_no - 1] = turned.positions[0] + 1
         gt = Truth(sorted(order[i] for i in turned.chars), turned.footprint, turned.positions)

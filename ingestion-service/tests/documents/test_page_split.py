@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ingestion_service.documents.base import SourceFile
+from ingestion_service.documents.kreuzberg_local import KreuzbergConverter
 from ingestion_service.documents.page_split import (
     PAGE_MARKER_FORMAT,
     Page,
@@ -9,6 +14,9 @@ from ingestion_service.documents.page_split import (
     split_markers,
     strip_markers,
 )
+
+if TYPE_CHECKING:
+    from ..conftest import MakeSettings  # noqa: TID252
 
 
 def test_markers_give_zero_based_pages() -> None:
@@ -49,3 +57,38 @@ def test_a_page_whose_first_line_the_markdown_left_out_is_cut_at_its_next_line()
         Page(0, "Alpha page one has plenty of words."),
         Page(1, "Second line of page two follows here.\n\nMore of page two."),
     ]
+
+
+def test_a_page_that_starts_like_a_paragraph_of_the_page_before_is_cut_where_its_own_text_follows() -> None:
+    opening = "Lorem ipsum dolor sit amet, consetetur sadipscing elitr"
+    first = [f"{opening}, first paragraph one.", f"{opening}, first paragraph two.", f"{opening}, first three."]
+    second = [f"{opening}, second page paragraph.", "And the second page ends here."]
+    markdown = "\n\n".join([*first, *second])
+    pages = ["\n".join(first), "\n".join(second)]
+    assert split_by_page_text(markdown, pages) == [
+        Page(0, "\n\n".join(first)),
+        Page(1, "\n\n".join(second)),
+    ]
+
+
+def test_of_two_identical_places_of_a_page_start_the_one_where_the_page_should_start_wins() -> None:
+    paragraph = "The same paragraph, word for word, opens every page of this document."
+    markdown = "\n\n".join([paragraph, "Page one's own line.", paragraph, "Page two's own line."])
+    pages = [f"{paragraph}\nPage one's own line.", f"{paragraph}\nPage two's own line."]
+    assert split_by_page_text(markdown, pages) == [
+        Page(0, f"{paragraph}\n\nPage one's own line."),
+        Page(1, f"{paragraph}\n\nPage two's own line."),
+    ]
+
+
+def test_a_pdf_whose_second_page_opens_like_the_first_pages_paragraphs_keeps_each_paragraph_on_its_page(
+    make_test_settings: MakeSettings, docs: Path
+) -> None:
+    path = docs / "pdf/docling__picture_classification.pdf"
+    pages = KreuzbergConverter(make_test_settings()).convert(
+        SourceFile(path=path, filename=path.name, media_type="application/pdf")
+    )
+    assert [page.meta["page"] for page in pages] == [0, 1]
+    assert "Figure 1: This is an example image." in (pages[0].content or "")
+    assert "Figure 2: This is an example image." in (pages[1].content or "")
+    assert "Figure 2" not in (pages[0].content or "")

@@ -45,6 +45,8 @@ NO_GEOMETRY: Final = "none"
 # some files) or a soft hyphen, which the engines drop when they join the word.
 _WORD = re.compile(r"[^\W_]+(?:[\x02\xad\ufffe]+[^\W_]+)*")
 _JOINERS = re.compile(r"[\x02\xad\ufffe]")
+_LINE_ENDS = re.compile(r"[ \t]+\n")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # Matched runs shorter than this (in words) are taken for chance: "the", "of the".
 _MIN_RUN_WORDS: Final = 3
 # Unmatched page words between two matched runs still inside the chunk (a hyphenated line end,
@@ -124,6 +126,17 @@ class PageLayout:
             boxes.extend([box] * len(text))
             previous = box
         return cls("".join(parts), boxes)
+
+    @property
+    def text(self) -> str:
+        """The page's text as PDFium reads it (reading order), one line per line of the page."""
+        lines = _JOINERS.sub("", self._text).replace("\r\n", "\n").replace("\r", "\n")
+        return _CONTROLS.sub("", _LINE_ENDS.sub("\n", lines)).strip()
+
+    @property
+    def words(self) -> list[str]:
+        """The page's words in the order its text holds them, as they are matched (see words_of)."""
+        return [word.text for word in self._words]
 
     def regions(self, text: str) -> list[Box]:
         """The line rectangles of ``text`` on this page, or [] when it is not found here."""
@@ -210,6 +223,10 @@ class PdfTextLayer:
         """The line rectangles of ``text`` on ``page`` (0-based), or [] when it is not found there."""
         layout = self._page(page)
         return [] if layout is None else layout.regions(text)
+
+    def page(self, number: int) -> PageLayout | None:
+        """Page ``number`` (0-based), or None when it has no text layer."""
+        return self._page(number)
 
     def locate(self, text: str, *, near: int) -> tuple[int, list[Box]] | None:
         """The page ``text`` is found on, looking from page ``near`` a few pages on and one back (a

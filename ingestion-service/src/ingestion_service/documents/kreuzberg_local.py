@@ -42,6 +42,7 @@ from ingestion_service.documents.pdf_tables import with_pdf_tables
 from ingestion_service.documents.pdfium_lock import PDFIUM_LOCK
 from ingestion_service.documents.rendering import render_page
 from ingestion_service.documents.renderings import rendering_path
+from ingestion_service.documents.rtl_order import in_reading_order
 from ingestion_service.documents.sniffing import inspect_source
 from ingestion_service.documents.text_quality import word_quality
 from ingestion_service.errors import (
@@ -323,9 +324,19 @@ class KreuzbergConverter:
         if blank_pages:
             documents = self._with_ocr_pages(source.path, documents, blank_pages, meta)
         if survey is not None:
-            # Ruled tables kreuzberg flattened into runs of words, on the text-layer pages only.
-            documents = with_pdf_tables(source.path, documents, survey, file_name=source.filename)
+            documents = self._text_layer_fixes(source, documents, survey, ocr=bool(ocr_meta))
         return documents
+
+    @staticmethod
+    def _text_layer_fixes(
+        source: SourceFile, documents: list[Document], survey: PdfSurvey, *, ocr: bool
+    ) -> list[Document]:
+        """A PDF's pages with what kreuzberg misread in its text layer read again."""
+        if not ocr:
+            # Right-to-left lines kreuzberg wrote backwards, read again from PDFium.
+            documents = in_reading_order(source.path, documents)
+        # Ruled tables kreuzberg flattened into runs of words, on the text-layer pages only.
+        return with_pdf_tables(source.path, documents, survey, file_name=source.filename)
 
     def _verbatim(self, source: SourceFile, reading: plain_text.Reading) -> list[Document]:
         """Code, configuration, logs: the lines as they are; kreuzberg's reading gives the language."""

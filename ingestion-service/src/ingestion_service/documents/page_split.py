@@ -19,6 +19,10 @@ _MARKER = re.compile(r"\s*RAGPAGEMARK(\d+)X\s*")
 _ANCHOR_CHARS = 24
 # The page's first lines tried as anchors, in order, when its start is not in the Markdown.
 _ANCHOR_LINES = 6
+# A page start found in several places: at most this many weighed, by up to this many of the
+# page's first characters that follow each.
+_MAX_PLACES = 64
+_HEAD_CHARS = 2_000
 
 
 @dataclass(frozen=True)
@@ -88,28 +92,60 @@ def _anchors(page_text: str) -> list[str]:
 def split_by_page_text(markdown: str, page_texts: Sequence[str]) -> list[Page]:
     """Cut ``markdown`` at the line where each page's own text starts.
 
-    A page whose start is not found (its text was rearranged, or it is empty) stays joined to
-    the page before it, so no text is lost or reordered.
+    A page's start may recur in the Markdown (a paragraph the document repeats): of its places,
+    the one followed by most of the page's text wins, then the one nearest to where the page
+    should start (the previous page's start plus its length). A page whose start is not found
+    (its text was rearranged, or it is empty) stays joined to the page before it, so no text is
+    lost or reordered.
     """
     if len(page_texts) <= 1:
         return [Page(0, markdown.strip())] if markdown.strip() else []
     folded, positions = _alnum_index(markdown)
     cuts: list[tuple[int, int]] = [(0, 0)]
     search_from = 0
+    expected = len(alnum_key(page_texts[0]))
     for number, text in enumerate(page_texts[1:], start=1):
+        page_key = alnum_key(text)
         for anchor in _anchors(text):
-            found = folded.find(anchor, search_from)
-            if found < 0:
+            found = _page_start(folded, anchor, page_key, search_from, expected)
+            if found is None:
                 continue
             line_start = markdown.rfind("\n", 0, positions[found]) + 1
             if line_start <= cuts[-1][1]:
                 continue
             cuts.append((number, line_start))
             search_from = found + len(anchor)
+            expected = found
             break
+        expected += len(page_key)
     pages: list[Page] = []
     for (number, start), (_, end) in zip(cuts, [*cuts[1:], (0, len(markdown))], strict=True):
         text = markdown[start:end].strip()
         if text:
             pages.append(Page(number, text))
     return pages
+
+
+def _page_start(folded: str, anchor: str, page_key: str, search_from: int, expected: int) -> int | None:
+    """Where in ``folded`` (the Markdown's letters and digits) the page whose own are ``page_key``
+    starts, by its ``anchor``: None when the anchor is not there after ``search_from``."""
+    places: list[int] = []
+    at = folded.find(anchor, search_from)
+    while at >= 0 and len(places) < _MAX_PLACES:
+        places.append(at)
+        at = folded.find(anchor, at + 1)
+    if len(places) <= 1:
+        return places[0] if places else None
+    offset = page_key.find(anchor)
+    head = page_key[max(offset, 0) : max(offset, 0) + _HEAD_CHARS]
+    return max(places, key=lambda place: (_shared_prefix(folded, place, head), -abs(place - expected)))
+
+
+def _shared_prefix(folded: str, at: int, head: str) -> int:
+    """How many of ``head``'s characters ``folded`` holds from ``at`` on, as they come."""
+    length = 0
+    for expected_char, char in zip(head, folded[at : at + len(head)], strict=False):
+        if expected_char != char:
+            break
+        length += 1
+    return length

@@ -21,8 +21,9 @@ from shared_contract.settings import fingerprint_fields
 CHUNKING_REVISION: Final = 2
 # Bumped whenever the engines' text or document metadata for the same bytes and settings changes
 # (1: a Markdown file's front matter read into its labels and left out of its text; 2: a PDF
-# chunk's regions on its page).
-EXTRACTION_REVISION: Final = 2
+# chunk's regions on its page; 3: right-to-left PDF pages in reading order, a PDF's pages cut where
+# each one's own text follows).
+EXTRACTION_REVISION: Final = 3
 
 # The settings that shape extraction, chunking, vectors and the lexical entries: those marked
 # ``Fingerprint.SHAPES`` in settings.py (every field is marked one way or the other).
