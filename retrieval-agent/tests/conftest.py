@@ -307,6 +307,7 @@ class RecordingStore:
         self.queries: list[Any] = []
         self.facets: list[tuple[str, Any]] = []
         self.scrolls: list[Any] = []
+        self.retrieves: list[list[str]] = []
         self.infos = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -331,6 +332,10 @@ class RecordingStore:
     async def scroll(self, selector: Any, **options: Any) -> Any:
         self.scrolls.append(selector)
         return await self.inner.scroll(selector, **options)
+
+    async def retrieve(self, point_ids: Any, **options: Any) -> Any:
+        self.retrieves.append(list(point_ids))
+        return await self.inner.retrieve(point_ids, **options)
 
     async def query(self, request: Any) -> Any:
         self.queries.append(request)

@@ -110,3 +110,6 @@ def test_overlap_is_what_a_search_of_every_suffix_finds() -> None:
         previous = "".join(generator.choice(alphabet) for _ in range(generator.randint(0, 14)))
         following = "".join(generator.choice(alphabet) for _ in range(generator.randint(0, 14)))
         assert overlap_length(previous, following) == every_suffix(previous, following), (previous, following)
+        at_least = generator.randint(1, 6)
+        expected = every_suffix(previous, following)
+        assert overlap_length(previous, following, at_least=at_least) == (expected if expected >= at_least else 0)

@@ -369,6 +369,22 @@ async def test_scroll_returns_only_the_selected_payload_keys(shared: Opened, ten
     assert [record.payload for record in page] == [{"meta": {"file_id": "f-1"}}]
 
 
+async def test_retrieve_returns_the_points_that_exist_with_the_selected_payload_keys(
+    shared: Opened, tenant: Callable[[], str]
+) -> None:
+    name = tenant()
+    written = [point(name, f"c{i}", text=f"body {i}", file_id=f"f-{i}") for i in range(3)]
+    await shared.store.upsert(written)
+    missing = str(uuid.uuid4())
+    records = await shared.store.retrieve(
+        [written[0].point_id, written[2].point_id, missing], with_payload=["meta.file_id"]
+    )
+    assert sorted((record.point_id, str(record.payload)) for record in records) == sorted(
+        (written[index].point_id, str({"meta": {"file_id": f"f-{index}"}})) for index in (0, 2)
+    )
+    assert await shared.store.retrieve([]) == []
+
+
 async def test_facet_counts_values_among_the_selected_points(shared: Opened, tenant: Callable[[], str]) -> None:
     name, other = tenant(), tenant()
     await shared.store.upsert(

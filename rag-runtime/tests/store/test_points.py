@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
+import string
 import uuid
 from typing import Any
 
@@ -59,6 +62,21 @@ def test_point_ids_are_stable_uuids() -> None:
 def test_a_chunk_id_that_is_a_uuid_is_its_own_point_id() -> None:
     chunk_id = "5B1F2F2E-0D6C-4A55-9A8F-2A3F0A4F1C01"
     assert point_id_for(chunk_id) == chunk_id.lower()
+
+
+def test_every_id_maps_as_uuid_parses_it_or_as_uuid5_of_it() -> None:
+    generator = random.Random(11)
+    alphabet = string.printable + "æøå中"
+    names = ["".join(generator.choice(alphabet) for _ in range(generator.randint(0, 70))) for _ in range(3000)]
+    names += [hashlib.sha256(name.encode()).hexdigest() for name in names[:100]]
+    given = uuid.UUID("5b1f2f2e-0d6c-4a55-9a8f-2a3f0a4f1c01")
+    names += [given.hex, f"{{{given}}}", f"urn:uuid:{given}", str(given).upper()]
+    for name in names:
+        try:
+            expected = str(uuid.UUID(name))
+        except ValueError:
+            expected = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+        assert point_id_for(name) == expected, name
 
 
 def test_a_chunk_point_carries_its_vectors_and_payload() -> None:

@@ -698,6 +698,14 @@ async def test_scroll_sends_the_offset_and_returns_the_next_one(created: Scripte
     assert next_offset == POINT_B
 
 
+async def test_retrieve_posts_the_ids_and_the_payload_keys(created: ScriptedQdrant, store: ServerStore) -> None:
+    created.results["points"] = [{"id": POINT_B, "payload": {"meta": {"file_id": "f2"}}}]
+    records = await store.retrieve([POINT_A, POINT_B], with_payload=["meta.file_id"])
+    [sent] = created.sent("POST", "/points")
+    assert sent.body == {"ids": [POINT_A, POINT_B], "with_payload": ["meta.file_id"], "with_vector": False}
+    assert records == [PointRecord(point_id=POINT_B, payload={"meta": {"file_id": "f2"}})]
+
+
 async def test_the_last_scroll_page_has_no_next_offset(created: ScriptedQdrant, store: ServerStore) -> None:
     created.results["points/scroll"] = {"points": [], "next_page_offset": None}
     assert await store.scroll(None, limit=10) == ([], None)

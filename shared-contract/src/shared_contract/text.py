@@ -44,23 +44,25 @@ def chunk_origin(meta: Mapping[str, object]) -> Hashable:
     )
 
 
-def overlap_length(previous: str, following: str) -> int:
-    """Length of the longest suffix of ``previous`` that is a prefix of ``following`` and shorter than both.
+def overlap_length(previous: str, following: str, *, at_least: int = 1) -> int:
+    """Length of the longest suffix of ``previous`` that is a prefix of ``following`` and shorter than
+    both, or 0 when it is shorter than ``at_least``.
 
     A window overlap never is a whole chunk (see the module docstring), so only the last
     ``len(following) - 1`` characters of ``previous``, never its first, are searched. Longest
-    first, each candidate where ``following``'s first character occurs, compared by the string
-    methods (C speed: a per-character Python loop held the event loop for seconds on a large
-    document).
+    first, each candidate where ``following``'s first ``at_least`` characters occur, compared by
+    the string methods (C speed: a per-character Python loop held the event loop for seconds on a
+    large document; a longer ``at_least`` leaves few candidates to compare).
     """
     window = previous[max(1, len(previous) - len(following) + 1) :]
-    if not window or not following:
+    head = following[: max(1, at_least)]
+    if not window or len(head) < at_least or not head:
         return 0
-    start = window.find(following[0])
+    start = window.find(head)
     while start >= 0:
         if window.startswith(following[: len(window) - start], start):
             return len(window) - start
-        start = window.find(following[0], start + 1)
+        start = window.find(head, start + 1)
     return 0
 
 
@@ -82,7 +84,7 @@ def stitch(chunks: Sequence[str], origins: Sequence[Hashable] | None = None) -> 
             parts.append(chunk)
             started = bool(chunk)
         else:
-            shared = overlap_length(previous, chunk) if origin == previous_origin else 0
-            parts.append(chunk[shared:] if shared >= MIN_OVERLAP_CHARS else "\n\n" + chunk)
+            shared = overlap_length(previous, chunk, at_least=MIN_OVERLAP_CHARS) if origin == previous_origin else 0
+            parts.append(chunk[shared:] if shared else "\n\n" + chunk)
         previous, previous_origin = chunk, origin
     return "".join(parts)

@@ -337,6 +337,15 @@ class EdgeStore:
             return await anyio.to_thread.run_sync(read_page)
         return read_page()
 
+    async def retrieve(
+        self, point_ids: Sequence[str], *, with_payload: bool | Sequence[str] = True
+    ) -> list[PointRecord]:
+        if not point_ids:
+            return []
+        selected = to_edge_with_payload(with_payload if isinstance(with_payload, bool) else list(with_payload))
+        records = self._read("retrieve", lambda shard: shard.retrieve(list(point_ids), selected, False))
+        return plain_records(records, with_vectors=False)
+
     async def count(self, selector: models.Filter | None) -> int:
         request = edge.CountRequest(filter=to_edge_filter(selector), exact=True)
         return int(self._read("count", lambda shard: shard.count(request)))

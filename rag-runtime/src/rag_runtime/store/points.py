@@ -3,6 +3,7 @@ fixtures) produces the payload search expects."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,12 +16,29 @@ from shared_contract.schema import PAYLOAD_CONTENT, PAYLOAD_META, MetaKey
 PAYLOAD_ID = "id"
 
 
+# The characters uuid.UUID strips from a UUID's text forms: without them, only 32 hex digits parse.
+_UUID_PUNCTUATION = frozenset("-{}:")
+_URL_NAMESPACE = uuid.NAMESPACE_URL.bytes
+
+
 def point_id_for(chunk_id: str) -> str:
     """A UUID for a chunk id: the id itself when it is one, else a stable UUIDv5 of it."""
-    try:
-        return str(uuid.UUID(chunk_id))
-    except ValueError:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
+    if len(chunk_id) == 32 or not _UUID_PUNCTUATION.isdisjoint(chunk_id):
+        try:
+            return str(uuid.UUID(chunk_id))
+        except ValueError:
+            pass
+    return _uuid5(chunk_id)
+
+
+def _uuid5(name: str) -> str:
+    """``str(uuid.uuid5(uuid.NAMESPACE_URL, name))`` without the UUID objects: a search derives
+    dozens of neighbour ids per request (a third of the time)."""
+    digest = bytearray(hashlib.sha1(_URL_NAMESPACE + name.encode()).digest()[:16])  # noqa: S324 - UUIDv5 is SHA-1
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    text = digest.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def chunk_payload(

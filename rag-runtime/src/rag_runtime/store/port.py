@@ -135,6 +135,12 @@ class ChunkStore(Protocol):
         """One page of points in id order, and the offset of the next page (None at the end)."""
         ...
 
+    async def retrieve(
+        self, point_ids: Sequence[str], *, with_payload: bool | Sequence[str] = True
+    ) -> list[PointRecord]:
+        """The points with these ids that exist (no filter, no vectors), in no set order."""
+        ...
+
     async def count(self, selector: models.Filter | None) -> int:
         """Exact number of points ``selector`` matches."""
         ...

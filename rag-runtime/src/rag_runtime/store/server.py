@@ -328,6 +328,22 @@ class ServerStore:
         ]
         return page, None if next_offset is None else str(next_offset)
 
+    async def retrieve(
+        self, point_ids: Sequence[str], *, with_payload: bool | Sequence[str] = True
+    ) -> list[PointRecord]:
+        if not point_ids:
+            return []
+        records = await self._call(
+            "retrieve",
+            lambda: self._client.retrieve(
+                collection_name=self._collection,
+                ids=list(point_ids),
+                with_payload=with_payload if isinstance(with_payload, bool) else list(with_payload),
+                with_vectors=False,
+            ),
+        )
+        return [PointRecord(point_id=str(record.id), payload=dict(record.payload or {})) for record in records]
+
     async def count(self, selector: models.Filter | None) -> int:
         result = await self._call(
             "count",

@@ -35,6 +35,7 @@ from retrieval_agent.settings import Settings
 from shared_contract import (
     PAYLOAD_CONTENT,
     PAYLOAD_META,
+    PENDING_STATE,
     CollectionManifest,
     CollectionMissingError,
     ContractMismatchError,
@@ -329,6 +330,30 @@ class StoreSearch:
         return await self.scroll_records(
             selector, max_points=len(point_ids) + sum(len(span.splits) for span in spans), payload=payload
         )
+
+    async def committed_by_id(
+        self, point_ids: Sequence[str], collection_names: Sequence[str], *, payload: Sequence[str]
+    ) -> list[PointRecord]:
+        """The points ``point_ids`` that are committed chunks of ``collection_names``, read by id (no
+        filter for the engine to plan), with the ``payload`` keys: a point of another tenant, or one
+        a run is still writing, is left out here as the tenant filter leaves it out."""
+        if not point_ids:
+            return []
+        checked = (meta_path(MetaKey.COLLECTION_NAME), meta_path(MetaKey.INGEST_STATE))
+        records = await self.store.retrieve(
+            point_ids, with_payload=[*payload, *(key for key in checked if key not in payload)]
+        )
+        tenants = set(collection_names)
+        kept: list[PointRecord] = []
+        for record in records:
+            meta = record.payload.get(PAYLOAD_META)
+            if (
+                isinstance(meta, dict)
+                and meta.get(MetaKey.COLLECTION_NAME) in tenants
+                and meta.get(MetaKey.INGEST_STATE) != PENDING_STATE
+            ):
+                kept.append(record)
+        return kept
 
     async def document_heads(
         self, collection_names: Sequence[str], conditions: Sequence[models.Condition], max_docs: int

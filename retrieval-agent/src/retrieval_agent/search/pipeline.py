@@ -607,11 +607,18 @@ class LinearSearch:
         # One read for every candidate: a later one takes the place of a hit an earlier window shows.
         wanted = neighbour_read(ranked)
         records: list[PointRecord] = []
-        if wanted.point_ids or wanted.spans:
+        if wanted.spans or (wanted.point_ids and conditions):
             live_key = (await self.store.capabilities()).live_key
             scope = scoped_filter(collection_names, conditions, live_key=live_key)
             with self.metrics.time_stage("windows"):
                 records = await self.store.chunks_around(
                     wanted.point_ids, wanted.spans, scope, payload=NEIGHBOUR_PAYLOAD
+                )
+        elif wanted.point_ids:
+            # Ids derived from the hits' own file versions, with no request filter to apply: read by
+            # id, a third of a filtered read's time.
+            with self.metrics.time_stage("windows"):
+                records = await self.store.committed_by_id(
+                    wanted.point_ids, collection_names, payload=NEIGHBOUR_PAYLOAD
                 )
         return windowed(ranked, by_position(records, ranked), max_chars=budget, k=k)

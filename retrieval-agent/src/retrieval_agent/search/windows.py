@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from rag_runtime.store import PointRecord, point_id_for
 from retrieval_agent.adapters.store import SplitSpan
@@ -53,9 +53,9 @@ NEIGHBOUR_PAYLOAD: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FileVersion:
-    """One tenant's copy of one version of a file: the chunks a window may join."""
+class FileVersion(NamedTuple):
+    """One tenant's copy of one version of a file: the chunks a window may join (a tuple: a search
+    builds dozens of these as dict keys)."""
 
     collection_name: str
     file_id: str
@@ -206,17 +206,18 @@ def windowed(
     search scored higher among ``ranked`` (its candidates; default ``hits``), else after and before in
     turn; so a hit's own chunk is always returned whole, even when it alone is longer than ``max_chars``.
     """
+    candidates = ranked or hits
+    positions = [hit_position(candidate) for candidate in candidates]
     scores: dict[tuple[FileVersion, int], float] = {}
-    for candidate in ranked or hits:
-        position = hit_position(candidate)
+    for candidate, position in zip(candidates, positions, strict=True):
         if position is not None:
             scores.setdefault(position, candidate.score)
+    own = positions if candidates is hits else [hit_position(hit) for hit in hits]
     shown: set[tuple[FileVersion, int]] = set()
     results: list[Hit] = []
-    for hit in hits:
+    for hit, position in zip(hits, own, strict=True):
         if len(results) >= k:
             break
-        position = hit_position(hit)
         if position is None:
             results.append(hit)
             continue
@@ -243,14 +244,15 @@ def windowed(
 
 # Where a part of a neighbour may begin or end: a line break, or the space after a sentence's end.
 _BREAK = re.compile(r"\n|(?<=[.!?;:])\s")
+# The text up to the last such place (group 1 ends where the break starts), found from the end.
+_UP_TO_LAST_BREAK = re.compile(r"(?s)(.*)(?:\n|(?<=[.!?;:])\s)")
 
 
 def _shared(previous: NeighbourChunk, following: NeighbourChunk) -> int:
     """The window overlap of two consecutive chunks, as ``stitch`` finds it (0 when none)."""
     if chunk_origin(previous.meta) != chunk_origin(following.meta):
         return 0
-    shared = overlap_length(previous.content, following.content)
-    return shared if shared >= MIN_OVERLAP_CHARS else 0
+    return overlap_length(previous.content, following.content, at_least=MIN_OVERLAP_CHARS)
 
 
 def _lead_in(before: NeighbourChunk, first: NeighbourChunk, room: int) -> str:
@@ -281,7 +283,7 @@ def _follow_on(last: NeighbourChunk, after: NeighbourChunk, room: int) -> str:
         return ""
     part = text[:room]
     if len(part) < len(text):
-        ends = [match.start() for match in _BREAK.finditer(part)]
-        part = part[: ends[-1]] if ends else ""
+        through = _UP_TO_LAST_BREAK.match(part)
+        part = part[: through.end(1)] if through else ""
     part = part.rstrip()
     return joint + part if part else ""

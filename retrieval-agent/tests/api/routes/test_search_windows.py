@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from qdrant_client import models
 
 from rag_runtime.embedding import ContractEmbedder
-from rag_runtime.store import ChunkStore
+from rag_runtime.store import ChunkStore, point_id_for
 from retrieval_agent.settings import Settings
 from shared_contract.schema import chunk_id
 
@@ -129,3 +129,35 @@ def test_zero_window_chars_returns_the_ranked_chunk_alone(
     assert documents == [HANDBOOK[1]]
     assert "window" not in metadatas[0]
     assert recording.scrolls == []
+
+
+def test_without_a_filter_neighbours_are_read_by_id_and_a_chunk_still_being_written_is_not_joined(
+    app_factory: Callable[..., TestClient],
+    store_factory: Callable[..., ChunkStore],
+    settings: Settings,
+    embedder: ContractEmbedder,
+) -> None:
+    store = store_factory(settings)
+    draft = [
+        "Chapter 5: Parental leave",
+        "Parents take twenty weeks of paid leave.",
+        "Draft: leave rises to thirty weeks.",
+    ]
+
+    async def seed() -> None:
+        await create_collection(store, settings)
+        for index, text in enumerate(draft):
+            state = {"ingest_state": "pending"} if index == 2 else {}
+            meta = chunk_meta(TENANT, "leave.pdf", 1, index, chunk_count=3, **state)
+            await add_chunk(store, embedder, chunk_id(meta, index), text, meta)
+
+    anyio.run(seed)
+    recording = RecordingStore(store)
+    api = app_factory(make_settings(search_window_chars=500), recording)
+    documents, metadatas = search(api, queries=["How many weeks of paid leave do parents take?"])
+    assert documents == ["\n\n".join(draft[0:2])]
+    assert metadatas[0]["window"] == [0, 1]
+    assert recording.scrolls == []
+    # Split 0 ranked as well, so only split 2 is read: by id, and left out as still being written.
+    pending = chunk_meta(TENANT, "leave.pdf", 1, 2)
+    assert recording.retrieves == [[point_id_for(chunk_id(pending, 2))]]
