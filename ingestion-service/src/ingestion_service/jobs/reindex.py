@@ -264,11 +264,13 @@ class ReindexManager:
         runner = await wait_for_runner(self._runtime)
         record.state = "running"
         record.started_at = record.started_at or datetime.now(UTC)
+        record.pace_since = None
         await self._save(job, force=True)
         async with source_store(self._runtime, record.source_index) as source:
             file_ids = await document_ids(source, record.collection_name)
             remaining = [file_id for file_id in file_ids if record.cursor is None or file_id > record.cursor]
             record.total = record.done + len(remaining)
+            record.pace_since, record.pace_done = datetime.now(UTC), record.done
             await self._save(job, force=True)
             fingerprint = ingest_fingerprint(self._settings, self._settings.extraction_engine)
             for file_id in remaining:

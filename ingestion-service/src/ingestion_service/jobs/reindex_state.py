@@ -87,11 +87,31 @@ class ReindexRecord(StateRecord):
     # The last file_id finished (documents go in file_id order): a resumed job starts after it.
     cursor: str | None = None
     error: JobFailure | None = None
+    # Since when, and from which ``done``, this process has been working through the listing: the
+    # pace of its ETA (a resumed job's time before the restart, and the restart, do not count).
+    pace_since: datetime | None = None
+    pace_done: int = 0
 
     @property
     def finished(self) -> bool:
         """Whether the job reached a final state."""
         return self.state in FINAL_STATES
+
+    @property
+    def progress(self) -> float | None:
+        """The share of the listed documents processed; None until they are listed."""
+        if self.total is None:
+            return None
+        return 1.0 if self.total == 0 else self.done / self.total
+
+    def eta_seconds(self, now: datetime) -> float | None:
+        """Seconds until the last listed document is done, at the pace of those done since the listing
+        in this process; None until one is done, and once the job ended."""
+        paced = self.done - self.pace_done
+        if self.finished or self.total is None or self.pace_since is None or paced <= 0:
+            return None
+        per_document = max(0.0, (now - self.pace_since).total_seconds()) / paced
+        return round(per_document * (self.total - self.done), 1)
 
     def count(self, file_id: str, outcome: DocumentOutcome, failure: DocumentFailure | None) -> None:
         """Record a finished document: the cursor moves past it and its outcome is counted."""

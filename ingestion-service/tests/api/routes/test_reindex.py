@@ -266,6 +266,9 @@ def test_a_job_stopped_by_the_shutdown_resumes_at_the_next_start(
     with app_client(**shared, **NEW, hooks=ServiceHooks(before_commit=gate)) as client:
         job_id = start(client)["job_id"]
         gate.wait_entered()
+        held = client.get(f"/api/v1/reindex/jobs/{job_id}").json()
+        assert (held["done"], held["total"], held["progress"]) == (1, 3, 1 / 3)
+        assert held["eta_seconds"] > 0  # r-a's pace for the two left
         # One reindex per collection at a time.
         second = client.post(f"/api/v1/collections/{KB}/reindex")
         assert second.status_code == 409
@@ -288,6 +291,7 @@ def test_a_job_stopped_by_the_shutdown_resumes_at_the_next_start(
         done = finished(client, job_id)
         assert done["state"] == "succeeded", done
         assert (done["total"], done["done"], done["reingested"], done["unchanged"], done["failed"]) == (3, 3, 3, 0, 0)
+        assert (done["progress"], done["eta_seconds"]) == (1.0, None)
         # r-a was finished before the restart and not done again.
         assert version_of(points, client, "r-a") == a_version
         fingerprints = {

@@ -117,6 +117,11 @@ class ReindexJobResponse(BaseModel):
     finished_at: datetime | None
     total: int | None = Field(description="Documents to process; null until they are listed.")
     done: int = Field(description="Documents processed: reingested + unchanged + failed + skipped.")
+    progress: float | None = Field(description="done / total, from 0 to 1; null until the documents are listed.")
+    eta_seconds: float | None = Field(
+        description="Seconds until the job is done, at the pace of the documents this process finished since it "
+        "listed them (a resumed job's pace starts again); null until one is finished, and once the job ended."
+    )
     reingested: int
     unchanged: int = Field(description="Already built from the same source under the current settings.")
     failed: int

@@ -5,6 +5,7 @@ POST /api/v1/collections/{name}/reindex, which starts one, lives with the collec
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -33,8 +34,11 @@ def reindex_job_url(request: Request, job_id: str) -> str:
 
 
 def reindex_view(record: ReindexRecord) -> ReindexJobResponse:
-    """The wire form of a job (without its bookkeeping: cursor, target index, file format)."""
-    return ReindexJobResponse.model_validate(record.model_dump(exclude={"format", "target_index", "cursor"}))
+    """The wire form of a job (without its bookkeeping: cursor, target index, file format, pace)."""
+    fields = record.model_dump(exclude={"format", "target_index", "cursor", "pace_since", "pace_done"})
+    return ReindexJobResponse.model_validate(
+        {**fields, "progress": record.progress, "eta_seconds": record.eta_seconds(datetime.now(UTC))}
+    )
 
 
 @router.get("/{job_id}", response_model=ReindexJobResponse)
