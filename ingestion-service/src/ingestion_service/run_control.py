@@ -15,13 +15,34 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
 import anyio
 
 from ingestion_service.errors import IngestAbortedError, IngestTimeoutError, ShuttingDownError
 
 T = TypeVar("T")
+
+# A run's stages in order, as progress names them (units: files, then chunks; each embedding pass
+# and the write count the chunks they are given).
+Stage = Literal["converting", "embedding", "embedding_sparse", "embedding_multilingual", "writing"]
+
+
+@dataclass(frozen=True, slots=True)
+class StageProgress:
+    """How far a run is through its current stage."""
+
+    stage: Stage
+    done: int
+    total: int
+    started: float  # time.monotonic() when the stage began
+
+    def eta_seconds(self, now: float) -> float | None:
+        """The stage's time left at its pace so far; None before its first unit is done."""
+        if self.done <= 0:
+            return None
+        return round(max(0.0, now - self.started) / self.done * max(0, self.total - self.done), 1)
 
 
 class RunControl:
@@ -36,6 +57,7 @@ class RunControl:
         self.finished = threading.Event()
         # Past this point the run is finished rather than discarded (see IndexingRunner).
         self.commit_started = False
+        self._stage: StageProgress | None = None
 
     def start(self) -> None:
         """Start the clock (when the run gets its worker, so queueing does not count)."""
@@ -46,6 +68,18 @@ class RunControl:
         with self._lock:
             if self._abort is None:
                 self._abort = error
+
+    def advance(self, stage: Stage, done: int, total: int) -> None:
+        """Record that ``done`` of the stage's ``total`` units are done (a new stage starts its clock)."""
+        with self._lock:
+            current = self._stage
+            started = current.started if current is not None and current.stage == stage else time.monotonic()
+            self._stage = StageProgress(stage, done, total, started)
+
+    @property
+    def stage(self) -> StageProgress | None:
+        """The stage the run is in and how far through it, once a stage reported; None before."""
+        return self._stage
 
     @property
     def aborted(self) -> IngestAbortedError | None:
@@ -78,6 +112,13 @@ def checkpoint() -> None:
     control = _current.get()
     if control is not None:
         control.check()
+
+
+def report_progress(stage: Stage, done: int, total: int) -> None:
+    """Tell the current run how far it is through ``stage`` (no-op outside a run)."""
+    control = _current.get()
+    if control is not None:
+        control.advance(stage, done, total)
 
 
 async def run_in_worker(

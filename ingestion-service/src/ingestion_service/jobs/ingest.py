@@ -35,7 +35,7 @@ from ingestion_service.errors import (
 )
 from ingestion_service.jobs.engine import JobEngine, JobRun
 from ingestion_service.metrics import IngestMetrics
-from ingestion_service.run_control import RunControl
+from ingestion_service.run_control import RunControl, StageProgress
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,8 @@ class JobSnapshot:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    # While running: the pipeline's current stage (None before its first one, and once finished).
+    stage: StageProgress | None
     result: dict[str, Any] | None
     error: dict[str, Any] | None
 
@@ -122,6 +124,7 @@ class Job(JobRun):
             created_at=self.created_at,
             started_at=self.started_at,
             finished_at=self.finished_at,
+            stage=self.control.stage if self.state == "running" else None,
             result=self.result,
             error=self.error,
         )

@@ -367,6 +367,29 @@ def test_full_of_unfinished_jobs_is_503_and_a_finished_job_makes_room(app_client
         assert poll(client, third)["state"] == "succeeded"
 
 
+def test_a_running_job_shows_its_stage_and_a_finished_one_none(app_client: AppFactory, docs: Path) -> None:
+    arrived, release = threading.Event(), threading.Event()
+
+    def hold(job: IngestJob) -> None:
+        arrived.set()
+        assert release.wait(timeout=GUARD_SECONDS)
+
+    with app_client(hooks=ServiceHooks(before_commit=hold)) as client:
+        try:
+            job_id = accepted(submit(client, docs / WIKI, "staged"))
+            assert arrived.wait(timeout=GUARD_SECONDS)
+            held = client.get(f"/api/v1/ingest/jobs/{job_id}").json()
+        finally:
+            release.set()
+        done = poll(client, job_id)
+    # Held before its commit: every chunk written, nothing left of the stage.
+    assert held["state"] == "running"
+    assert held["stage"]["name"] == "writing"
+    assert held["stage"]["done"] == held["stage"]["total"] == done["result"]["chunks_count"] > 1
+    assert held["stage"]["eta_seconds"] == 0.0
+    assert (done["state"], done["stage"]) == ("succeeded", None)
+
+
 def test_documents_waiting_for_the_pipeline_stage_at_most_scratch_max_bytes(
     app_client: AppFactory, docs: Path, tmp_path: Path
 ) -> None:

@@ -49,6 +49,7 @@ from ingestion_service.api.models.ingest import (
     IngestRequestJSON,
     IngestRequestURL,
     IngestResponse,
+    IngestStageView,
 )
 from ingestion_service.api.models.web_loader import MAX_URLS, WebLoaderRequest
 
@@ -83,6 +84,7 @@ __all__ = [
     "IngestRequestJSON",
     "IngestRequestURL",
     "IngestResponse",
+    "IngestStageView",
     "OriginalsUsage",
     "ReindexCurrentView",
     "ReindexErrorView",

@@ -20,6 +20,7 @@ from ingestion_service.api.models.fields import (
 )
 from ingestion_service.api.validation import form_field_error, json_reason, strict_json
 from ingestion_service.jobs.ingest import JobState
+from ingestion_service.run_control import Stage
 from shared_contract import CollectionName
 from shared_contract.paths import MAX_PATH_CHARS, relative_path
 
@@ -241,6 +242,20 @@ class IngestAccepted(BaseModel):
     status_url: str = Field(description="Where to poll the job; also the Location header.")
 
 
+class IngestStageView(BaseModel):
+    """How far a running job's pipeline is through its current stage."""
+
+    name: Stage = Field(
+        description="converting (units: the file), then embedding, embedding_sparse, embedding_multilingual "
+        "and writing (units: the document's chunks); a stage the settings leave out is skipped."
+    )
+    done: int
+    total: int
+    eta_seconds: float | None = Field(
+        description="Seconds until the stage is done, at its pace so far; null before its first unit is done."
+    )
+
+
 class IngestJobResponse(BaseModel):
     """GET /api/v1/ingest/jobs/{job_id}: an async ingest and, once finished, what the sync ingest would have answered."""
 
@@ -254,6 +269,9 @@ class IngestJobResponse(BaseModel):
         "(still queued, cancelled while queued, or overwrite=false with an existing version)."
     )
     finished_at: datetime | None
+    stage: IngestStageView | None = Field(
+        description="running: the pipeline's current stage and how far through it; otherwise null."
+    )
     result: dict[str, Any] | None = Field(
         description="succeeded: the sync ingest's 200 body (IngestResponse), exactly; otherwise null."
     )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from ingestion_service.api.deps import JobsDep
-from ingestion_service.api.models import IngestJobResponse
+from ingestion_service.api.models import IngestJobResponse, IngestStageView
 from ingestion_service.jobs.ingest import JobSnapshot
 from shared_contract.error_body import ErrorBody
 
@@ -27,6 +28,17 @@ def job_url(request: Request, job_id: str) -> str:
 
 
 def _view(snapshot: JobSnapshot) -> IngestJobResponse:
+    progress = snapshot.stage
+    stage = (
+        None
+        if progress is None
+        else IngestStageView(
+            name=progress.stage,
+            done=progress.done,
+            total=progress.total,
+            eta_seconds=progress.eta_seconds(time.monotonic()),
+        )
+    )
     return IngestJobResponse(
         job_id=snapshot.job_id,
         state=snapshot.state,
@@ -35,6 +47,7 @@ def _view(snapshot: JobSnapshot) -> IngestJobResponse:
         created_at=snapshot.created_at,
         started_at=snapshot.started_at,
         finished_at=snapshot.finished_at,
+        stage=stage,
         result=snapshot.result,
         error=snapshot.error,
     )

@@ -11,6 +11,7 @@ from haystack import Document, component
 from ingestion_service.errors import QdrantWriteError
 from ingestion_service.pipeline.embed_text import TRANSIENT_KEYS, EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
+from ingestion_service.run_control import report_progress
 from rag_runtime.embedding import SparseVectorData
 from rag_runtime.lexical import DEFAULT_LEXICAL_WINDOW, lexical_windows
 from rag_runtime.store import ChunkPoint, chunk_point
@@ -81,12 +82,14 @@ class ChunkWriter:
                 to_point(document, window, extra.get(document.id))
                 for document, window in zip(documents, windows, strict=True)
             ]
+            report_progress("writing", 0, len(points))
             for start in range(0, len(points), self.batch_size):
                 batch = points[start : start + self.batch_size]
                 try:
                     anyio.from_thread.run(self.write, batch)
                 except ContractError as exc:
                     raise QdrantWriteError(f"{type(exc).__name__}: {exc}") from exc
+                report_progress("writing", start + len(batch), len(points))
         return {"documents_written": len(points)}
 
     def _lexical_texts(self, documents: list[Document]) -> list[str]:

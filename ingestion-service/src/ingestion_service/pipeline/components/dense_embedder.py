@@ -11,7 +11,7 @@ from ingestion_service.errors import EmbeddingFailedError
 from ingestion_service.pipeline.embed_slices import EMBED_SLICE
 from ingestion_service.pipeline.embed_text import EmbedTextBuilder
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.run_control import checkpoint
+from ingestion_service.run_control import checkpoint, report_progress
 from rag_runtime.embedding import ContractEmbedder, DocumentVectors, SparseVectorData
 from shared_contract import ContractError
 
@@ -57,6 +57,7 @@ class ContractDenseEmbedder:
     def _embed(self, texts: list[str], *, with_sparse: bool) -> DocumentVectors:
         dense: list[list[float]] = []
         sparse: list[SparseVectorData] | None = [] if with_sparse else None
+        report_progress("embedding", 0, len(texts))
         for start in range(0, len(texts), EMBED_SLICE):
             checkpoint()
             try:
@@ -68,4 +69,5 @@ class ContractDenseEmbedder:
             dense.extend(part.dense)
             if sparse is not None and part.sparse is not None:
                 sparse.extend(part.sparse)
+            report_progress("embedding", len(dense), len(texts))
         return DocumentVectors(dense=dense, sparse=sparse)

@@ -11,7 +11,7 @@ from ingestion_service.documents import Converter, ConverterRegistry, SourceFile
 from ingestion_service.documents.front_matter import FRONT_MATTER_KEY, typed_labels, without_front_matter
 from ingestion_service.errors import DocumentTooLargeError, ExtractionError, IngestionError, NoExtractableTextError
 from ingestion_service.pipeline.observe import StageObserver, timed
-from ingestion_service.run_control import checkpoint
+from ingestion_service.run_control import checkpoint, report_progress
 from shared_contract.attributes import AttributeType
 
 EXTRACTOR_KEY = "extractor"
@@ -95,9 +95,11 @@ class FileConverter:
         with timed(self.observer, "converter"):
             converter = self.registry.get(engine if engine is not None else self.default_engine)
             checkpoint()
+            report_progress("converting", 0, 1)
             if extracted is None:
                 extracted = convert_checked(converter, source, max_chars=self.max_chars)
             checkpoint()
+            report_progress("converting", 1, 1)
             documents = [
                 # A router (auto) records the concrete engine it chose; others are their own extractor.
                 Document(

@@ -42,7 +42,9 @@ class MultilingualDenseEmbedder:
             active = self.active()
             chosen = [document for document in documents if active and self.embedder.needs_vector(document.meta)]
             texts = [self.embed_text.indexed_text(doc.content or "", doc.meta) for doc in chosen]
-            vectors = embed_in_slices(texts, self.embedder.embed_documents, EmbeddingFailedError)
+            vectors = embed_in_slices(
+                texts, self.embedder.embed_documents, EmbeddingFailedError, "embedding_multilingual"
+            )
         return {
             "documents": documents,
             "multilingual": {doc.id: vector for doc, vector in zip(chosen, vectors, strict=True)},

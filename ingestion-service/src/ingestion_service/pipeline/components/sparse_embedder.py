@@ -33,7 +33,9 @@ class ContractSparseEmbedder:
             if not missing:
                 return {"documents": documents}
             texts = [self.embed_text.indexed_text(documents[i].content or "", documents[i].meta) for i in missing]
-            vectors = embed_in_slices(texts, self.embedder.embed_sparse_documents, SparseEmbeddingFailedError)
+            vectors = embed_in_slices(
+                texts, self.embedder.embed_sparse_documents, SparseEmbeddingFailedError, "embedding_sparse"
+            )
             result = list(documents)
             for index, data in zip(missing, vectors, strict=True):
                 sparse = SparseEmbedding(indices=list(data.indices), values=list(data.values))
