@@ -28,6 +28,7 @@ from ingestion_service.errors import (
     SparseEmbeddingFailedError,
 )
 from ingestion_service.indexing import versioning
+from ingestion_service.indexing.heap import release_free_heap
 from ingestion_service.indexing.job import (
     DocumentLabels,
     IngestJob,
@@ -236,7 +237,11 @@ class IndexingRunner:
             inputs["extracted"] = list(job.extracted)
 
         def run_pipeline() -> dict[str, Any]:
-            result: dict[str, Any] = self.pipeline.run({"converter": inputs}, include_outputs_from={"finalizer"})
+            try:
+                result: dict[str, Any] = self.pipeline.run({"converter": inputs}, include_outputs_from={"finalizer"})
+            finally:
+                # What extraction and embedding freed goes back to the system, not kept at the peak.
+                release_free_heap()
             return result
 
         return await run_control.run_in_worker(control, run_pipeline, limiter=limiter)

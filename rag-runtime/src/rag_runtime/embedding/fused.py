@@ -20,6 +20,9 @@ from shared_contract.embedding_models import SHARED_BACKBONES
 
 _HIDDEN = "last_hidden_state"
 _ATTENTION = "attention_6"
+# ONNX Runtime keeps the memory arena a run grew to (a batch of long chunks with its attentions
+# takes hundreds of MB); the last batch of a call hands it back, so an idle service shrinks again.
+_SHRINK_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
 
 
 class FusedForwardPass:
@@ -29,6 +32,10 @@ class FusedForwardPass:
         self._dense = dense
         self._sparse = sparse
         self._batch_size = batch_size
+        import onnxruntime as ort  # loaded with the models, not at import
+
+        self._last_run = ort.RunOptions()
+        self._last_run.add_run_config_entry(*_SHRINK_ARENA)
 
     @staticmethod
     def supported(dense: FastembedDenseEmbedder, sparse: FastembedSparseEmbedder) -> bool:
@@ -55,7 +62,8 @@ class FusedForwardPass:
                 "attention_mask": attention_mask,
                 "token_type_ids": np.zeros_like(input_ids),
             }
-            hidden, attention = session.run([_HIDDEN, _ATTENTION], feed)
+            last = start + self._batch_size >= len(order)
+            hidden, attention = session.run([_HIDDEN, _ATTENTION], feed, self._last_run if last else None)
             dense_vectors = post_process(self._dense.model, hidden, attention_mask, input_ids)
             sparse_vectors = post_process(self._sparse.model, attention, attention_mask, input_ids)
             for index, vector, sparse_vector in zip(batch_indices, dense_vectors, sparse_vectors, strict=True):
