@@ -45,3 +45,10 @@ def test_no_eta_before_a_document_is_done_or_once_the_job_ended() -> None:
     assert record(done=0).eta_seconds(START) is None
     finished = record(total=2, done=2, pace_since=START, pace_done=0, state="succeeded")
     assert finished.eta_seconds(START + timedelta(seconds=5)) is None
+
+
+def test_the_pace_is_not_kept_in_the_state_file() -> None:
+    job = record(total=10, done=4, pace_since=START, pace_done=0)
+    resumed = ReindexRecord.model_validate_json(job.model_dump_json())
+    assert (resumed.done, resumed.total) == (4, 10)
+    assert resumed.eta_seconds(START + timedelta(seconds=60)) is None

@@ -88,9 +88,10 @@ class ReindexRecord(StateRecord):
     cursor: str | None = None
     error: JobFailure | None = None
     # Since when, and from which ``done``, this process has been working through the listing: the
-    # pace of its ETA (a resumed job's time before the restart, and the restart, do not count).
-    pace_since: datetime | None = None
-    pace_done: int = 0
+    # pace of its ETA. Never written to the state file: a resumed job's time before the restart,
+    # and the restart, do not count.
+    pace_since: datetime | None = Field(default=None, exclude=True)
+    pace_done: int = Field(default=0, exclude=True)
 
     @property
     def finished(self) -> bool:

@@ -34,8 +34,8 @@ def reindex_job_url(request: Request, job_id: str) -> str:
 
 
 def reindex_view(record: ReindexRecord) -> ReindexJobResponse:
-    """The wire form of a job (without its bookkeeping: cursor, target index, file format, pace)."""
-    fields = record.model_dump(exclude={"format", "target_index", "cursor", "pace_since", "pace_done"})
+    """The wire form of a job (without its bookkeeping: cursor, target index, file format)."""
+    fields = record.model_dump(exclude={"format", "target_index", "cursor"})
     return ReindexJobResponse.model_validate(
         {**fields, "progress": record.progress, "eta_seconds": record.eta_seconds(datetime.now(UTC))}
     )
